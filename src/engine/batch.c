@@ -1,0 +1,153 @@
+/*
+ * batch.c
+ *		Write batches.  A batch is kept in its WAL record form, so lsm_write
+ *		fills in the sequence number and appends it with one write:
+ *
+ *		[WAL record header: 9 bytes][first sequence u64][count u32] entries
+ *
+ * with entries as wal.h describes.
+ */
+#include <stdlib.h>
+
+#include "db.h"
+
+#define BATCH_PREFIX (LSM_WAL_HEADER + LSM_BATCH_HEADER)
+
+lsm_batch *
+lsm_batch_new(void)
+{
+	lsm_batch  *b = calloc(1, sizeof(lsm_batch));
+
+	if (b == NULL)
+		return NULL;
+	if (lsm_buf_reserve(&b->rep, BATCH_PREFIX) != LSM_OK)
+	{
+		free(b);
+		return NULL;
+	}
+	memset(b->rep.data, 0, BATCH_PREFIX);
+	b->rep.len = BATCH_PREFIX;
+	return b;
+}
+
+void
+lsm_batch_free(lsm_batch *b)
+{
+	if (b == NULL)
+		return;
+	lsm_buf_free(&b->rep);
+	free(b);
+}
+
+void
+lsm_batch_clear(lsm_batch *b)
+{
+	b->rep.len = BATCH_PREFIX;
+	b->count = 0;
+	b->user_bytes = 0;
+}
+
+size_t
+lsm_batch_count(const lsm_batch *b)
+{
+	return b->count;
+}
+
+size_t
+lsm_batch_bytes(const lsm_batch *b)
+{
+	return b->rep.len;
+}
+
+static int
+batch_add(lsm_batch *b, int kind, const void *key, size_t klen,
+		  const void *val, size_t vlen)
+{
+	size_t		save = b->rep.len;
+	uint8_t		k = (uint8_t) kind;
+
+	if (b == NULL || (key == NULL && klen > 0) || (val == NULL && vlen > 0))
+		return LSM_INVALID;
+	if (klen == 0 || klen > LSM_MAX_KEY_LEN || vlen > LSM_MAX_VALUE_LEN)
+		return LSM_INVALID;
+	if (b->count == UINT32_MAX)
+		return LSM_INVALID;
+	if (lsm_buf_append(&b->rep, &k, 1) != LSM_OK ||
+		lsm_buf_append_varint(&b->rep, klen) != LSM_OK ||
+		lsm_buf_append(&b->rep, key, klen) != LSM_OK ||
+		(kind == LSM_KIND_PUT &&
+		 (lsm_buf_append_varint(&b->rep, vlen) != LSM_OK ||
+		  lsm_buf_append(&b->rep, val, vlen) != LSM_OK)))
+	{
+		b->rep.len = save;
+		return LSM_NOMEM;
+	}
+	b->count++;
+	b->user_bytes += klen + vlen;
+	return LSM_OK;
+}
+
+int
+lsm_batch_put(lsm_batch *b, const void *key, size_t klen, const void *val,
+			  size_t vlen)
+{
+	return batch_add(b, LSM_KIND_PUT, key, klen, val, vlen);
+}
+
+int
+lsm_batch_delete(lsm_batch *b, const void *key, size_t klen)
+{
+	return batch_add(b, LSM_KIND_DEL, key, klen, NULL, 0);
+}
+
+int
+lsm_batch_iterate(const uint8_t *payload, size_t n, lsm_batch_fn fn, void *arg,
+				  lsm_err *e)
+{
+	const uint8_t *p = payload + LSM_BATCH_HEADER;
+	const uint8_t *end = payload + n;
+	uint64_t	seq;
+	uint32_t	count,
+				i;
+	int			rc;
+
+	if (n < LSM_BATCH_HEADER)
+		return LSM_CORRUPT(e, "batch of %zu bytes is too short", n);
+	seq = lsm_get_u64(payload);
+	count = lsm_get_u32(payload + 8);
+	for (i = 0; i < count; i++)
+	{
+		uint64_t	klen,
+					vlen = 0;
+		const uint8_t *key,
+				   *val = NULL;
+		int			kind;
+
+		if (p >= end)
+			goto bad;
+		kind = *p++;
+		if ((kind != LSM_KIND_PUT && kind != LSM_KIND_DEL) ||
+			(p = lsm_get_varint(p, end, &klen)) == NULL ||
+			klen > (uint64_t) (end - p))
+			goto bad;
+		key = p;
+		p += klen;
+		if (kind == LSM_KIND_PUT)
+		{
+			if ((p = lsm_get_varint(p, end, &vlen)) == NULL ||
+				vlen > (uint64_t) (end - p))
+				goto bad;
+			val = p;
+			p += vlen;
+		}
+		rc = fn(arg, seq + i, kind, key, klen, val, vlen);
+		if (rc != LSM_OK)
+			return rc == LSM_NOMEM ? LSM_NOMEM_ERR(e) : rc;
+	}
+	if (p != end)
+		goto bad;
+	return LSM_OK;
+bad:
+	return LSM_CORRUPT(e, "malformed batch with first sequence %llu",
+					   (unsigned long long) lsm_get_u64(payload));
+}

@@ -1,0 +1,83 @@
+/*
+ * block.h
+ *		Sorted key/value blocks with prefix compression and restart points
+ *		(LevelDB's block format; docs/format.md).
+ *
+ *		entry:    [shared varint][unshared varint][value_len varint]
+ *				  [unshared key bytes][value bytes]
+ *		block:    entry* [restart offset u32]* [num_restarts u32]
+ *
+ * Every restart_interval-th entry stores its whole key (shared = 0) and its
+ * offset is listed in the restart array, so a seek binary-searches the
+ * restarts and scans at most restart_interval entries.  Data blocks use an
+ * interval of 16; index blocks 1, so the restart ordinal of an index entry
+ * is the ordinal of the data block it describes.
+ */
+#ifndef LSM_BLOCK_H
+#define LSM_BLOCK_H
+
+#include "util.h"
+
+typedef struct lsm_block_builder
+{
+	lsm_buf		buf;
+	lsm_buf		restarts;		/* u32 offsets */
+	lsm_buf		last_key;
+	int			interval;
+	int			counter;		/* entries since the last restart */
+	size_t		entries;
+} lsm_block_builder;
+
+void		lsm_block_builder_init(lsm_block_builder *b, int restart_interval);
+void		lsm_block_builder_reset(lsm_block_builder *b);
+void		lsm_block_builder_free(lsm_block_builder *b);
+
+/* REQUIRES: key greater than every key added since the last reset. */
+int			lsm_block_add(lsm_block_builder *b, const void *key, size_t klen,
+						  const void *val, size_t vlen);
+
+/* Bytes the block would have if finished now. */
+size_t		lsm_block_estimate(const lsm_block_builder *b);
+
+/* Appends the restart array; the block is then b->buf. */
+int			lsm_block_finish(lsm_block_builder *b);
+
+/*
+ * A cursor over one block.  The block must stay mapped while it is used.
+ * Key bytes are reassembled into key (owned by the cursor).
+ */
+typedef struct lsm_block_iter
+{
+	const uint8_t *data;
+	size_t		data_len;		/* entries only (restart array excluded) */
+	const uint8_t *restarts;
+	uint32_t	num_restarts;
+	size_t		off;			/* offset of the current entry */
+	size_t		next_off;		/* offset of the entry after it */
+	uint32_t	restart_idx;	/* restart block of the current entry */
+	lsm_buf		key;			/* data is inline_key until a key outgrows it */
+	const uint8_t *val;
+	size_t		vlen;
+	bool		valid;
+	bool		corrupt;
+	uint8_t		inline_key[128];	/* last: init clears what precedes it */
+} lsm_block_iter;
+
+/*
+ * Checks the restart array of a block's contents (checksum excluded) and
+ * prepares the cursor, unpositioned.  Returns false if malformed.
+ */
+bool		lsm_block_iter_init(lsm_block_iter *it, const uint8_t *p, size_t n);
+void		lsm_block_iter_free(lsm_block_iter *it);
+
+void		lsm_block_iter_first(lsm_block_iter *it);
+void		lsm_block_iter_next(lsm_block_iter *it);
+
+/* Positions on the first entry with key >= target. */
+void		lsm_block_iter_seek(lsm_block_iter *it, const uint8_t *target,
+								size_t tlen);
+
+/* Positions on restart entry i (full key); for index blocks, entry i. */
+void		lsm_block_iter_seek_restart(lsm_block_iter *it, uint32_t i);
+
+#endif							/* LSM_BLOCK_H */

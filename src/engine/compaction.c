@@ -1,0 +1,495 @@
+/*
+ * compaction.c
+ *		Leveled compaction, LevelDB style.
+ *
+ * Level 0 is compacted when it holds l0_compaction_trigger files: all of
+ * them merge with the overlapping level-1 files.  Level n >= 1 is compacted
+ * when its bytes exceed its target (level 1: l0_compaction_trigger memtables;
+ * each level below level_ratio times the one above): one file, chosen round
+ * robin by key, merges with the overlapping files of level n + 1.  A file
+ * with no overlap below just moves down (no rewrite).  Outputs are cut at
+ * file_bytes.  Only the newest version of each key survives (an iterator
+ * that needs an older one pins the old files); a tombstone is dropped when
+ * no deeper level holds the key.
+ *
+ * Concurrency: the merge runs under LOCK.compact only, so writers keep
+ * committing; the result is installed under the write lock after catching
+ * up (newer level-0 files flushed meanwhile stay where they are, and they
+ * are newer than everything the compaction read).  Inputs are removed after
+ * the manifest that dropped them is durable (invariant 5); processes that
+ * still map them keep reading them.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "db.h"
+#include "env.h"
+
+typedef struct compaction
+{
+	lsm_version *base;			/* the version the inputs come from (pinned) */
+	int			level;			/* inputs from level and level + 1 */
+	int			n[2];
+	lsm_file  **in[2];
+	bool		trivial_move;
+} compaction;
+
+static uint64_t
+level_target(const lsm_db *db, int level)
+{
+	uint64_t	t = (uint64_t) db->opt.memtable_bytes *
+		(uint64_t) db->opt.l0_compaction_trigger;
+	int			i;
+
+	for (i = 1; i < level; i++)
+		t *= (uint64_t) db->opt.level_ratio;
+	return t;
+}
+
+static void
+compaction_free(compaction *c)
+{
+	lsm_version_unref(c->base);
+	free(c->in[0]);
+	free(c->in[1]);
+}
+
+/* Adds the files of level that overlap [lo, hi] to c->in[which]. */
+static int
+add_overlapping(const lsm_version *v, int level, const uint8_t *lo, size_t lolen,
+				const uint8_t *hi, size_t hilen, compaction *c, int which)
+{
+	int			i;
+
+	c->in[which] = malloc(sizeof(lsm_file *) * (v->nfiles[level] + 1));
+	if (c->in[which] == NULL)
+		return LSM_NOMEM;
+	for (i = 0; i < v->nfiles[level]; i++)
+		if (lsm_file_overlaps(v->files[level][i], lo, lolen, hi, hilen))
+			c->in[which][c->n[which]++] = v->files[level][i];
+	return LSM_OK;
+}
+
+/* Chooses the most urgent compaction; false if none is needed. */
+static bool
+pick(lsm_db *db, compaction *c, int *rc)
+{
+	const lsm_version *v = db->current;
+	double		best = 1.0;
+	int			level = -1,
+				l,
+				i;
+	const uint8_t *lo,
+			   *hi;
+	size_t		lolen,
+				hilen;
+
+	memset(c, 0, sizeof(*c));
+	*rc = LSM_OK;
+	c->base = db->current;
+	lsm_version_ref(c->base);
+	for (l = 0; l < LSM_MAX_LEVELS - 1; l++)
+	{
+		double		score = l == 0 ?
+			(double) v->nfiles[0] / db->opt.l0_compaction_trigger :
+			(double) lsm_version_level_bytes(v, l) / level_target(db, l);
+
+		if (score >= best)
+		{
+			best = score;
+			level = l;
+		}
+	}
+	if (level < 0)
+		return false;
+	c->level = level;
+	if (level == 0)
+	{
+		c->in[0] = malloc(sizeof(lsm_file *) * v->nfiles[0]);
+		if (c->in[0] == NULL)
+			return (*rc = LSM_NOMEM), false;
+		lo = hi = NULL;
+		lolen = hilen = 0;
+		for (i = 0; i < v->nfiles[0]; i++)
+		{
+			const lsm_table_meta *m = &v->files[0][i]->meta;
+
+			c->in[0][c->n[0]++] = v->files[0][i];
+			if (lo == NULL || lsm_key_cmp(m->smallest, m->smallest_len, lo, lolen) < 0)
+				lo = m->smallest, lolen = m->smallest_len;
+			if (hi == NULL || lsm_key_cmp(m->largest, m->largest_len, hi, hilen) > 0)
+				hi = m->largest, hilen = m->largest_len;
+		}
+	}
+	else
+	{
+		lsm_buf    *ptr = &db->compact_ptr[level];
+		lsm_file   *f;
+
+		/* round robin: the first file after the last one compacted */
+		i = 0;
+		if (ptr->len > 0)
+		{
+			for (i = 0; i < v->nfiles[level]; i++)
+				if (lsm_key_cmp(v->files[level][i]->meta.smallest,
+								v->files[level][i]->meta.smallest_len,
+								ptr->data, ptr->len) > 0)
+					break;
+			if (i == v->nfiles[level])
+				i = 0;
+		}
+		f = v->files[level][i];
+		c->in[0] = malloc(sizeof(lsm_file *));
+		if (c->in[0] == NULL)
+			return (*rc = LSM_NOMEM), false;
+		c->in[0][c->n[0]++] = f;
+		lo = f->meta.smallest;
+		lolen = f->meta.smallest_len;
+		hi = f->meta.largest;
+		hilen = f->meta.largest_len;
+		ptr->len = 0;
+		if (lsm_buf_append(ptr, lo, lolen) != LSM_OK)
+			return (*rc = LSM_NOMEM), false;
+	}
+	if (add_overlapping(v, level + 1, lo, lolen, hi, hilen, c, 1) != LSM_OK)
+		return (*rc = LSM_NOMEM), false;
+	c->trivial_move = level > 0 && c->n[1] == 0 && c->n[0] == 1;
+	return true;
+}
+
+/* Is no level below `level` holding key?  (tombstones may then go) */
+static bool
+is_bottom_for(const lsm_version *v, int level, const uint8_t *key, size_t klen)
+{
+	int			l;
+
+	for (l = level + 1; l < LSM_MAX_LEVELS; l++)
+	{
+		int			i = lsm_version_find_file(v, l, key, klen);
+
+		if (i < v->nfiles[l] &&
+			lsm_key_cmp(v->files[l][i]->meta.smallest,
+						v->files[l][i]->meta.smallest_len, key, klen) <= 0)
+			return false;
+	}
+	return true;
+}
+
+/* Removes table files of dir that v does not name (orphans, inputs). */
+static void
+remove_obsolete(lsm_db *db, const lsm_version *v)
+{
+	DIR		   *d = opendir(db->dir);
+	struct dirent *de;
+
+	if (d == NULL)
+		return;
+	while ((de = readdir(d)) != NULL)
+	{
+		unsigned long long num;
+		char		ext[8];
+		char		path[4096];
+		bool		live = false;
+		int			l,
+					i;
+
+		if (sscanf(de->d_name, "%llu.%3s", &num, ext) != 2)
+			continue;
+		if (strcmp(ext, "sst") == 0)
+		{
+			for (l = 0; l < LSM_MAX_LEVELS && !live; l++)
+				for (i = 0; i < v->nfiles[l]; i++)
+					if (v->files[l][i]->meta.number == num)
+						live = true;
+		}
+		else if (strcmp(ext, "log") == 0)
+			live = num >= v->log_number;
+		else
+			continue;
+		if (!live)
+		{
+			snprintf(path, sizeof(path), "%s/%s", db->dir, de->d_name);
+			(void) lsm_env_unlink(path, NULL);
+		}
+	}
+	closedir(d);
+}
+
+/* Merges the inputs into new tables at level + 1. */
+static int
+run(lsm_db *db, compaction *c, lsm_file ***outs, int *nouts, lsm_err *e)
+{
+	lsm_version *v = c->base;
+	lsm_iiter  *kids[128];
+	lsm_iiter **children = kids;
+	lsm_iiter  *m;
+	lsm_table_builder *b = NULL;
+	int			n = 0,
+				cap = 0,
+				i,
+				w,
+				rc = LSM_OK;
+	uint64_t	number = v->next_file;
+	long		steps = 0;
+
+	*outs = NULL;
+	*nouts = 0;
+	if (c->n[0] + c->n[1] > (int) (sizeof(kids) / sizeof(kids[0])))
+	{
+		children = malloc(sizeof(lsm_iiter *) * (c->n[0] + c->n[1]));
+		if (children == NULL)
+			return LSM_NOMEM_ERR(e);
+	}
+	for (w = 0; w < 2; w++)
+		for (i = 0; i < c->n[w]; i++)
+		{
+			children[n] = lsm_table_iter(c->in[w][i]->table, e);
+			if (children[n] == NULL)
+			{
+				while (n > 0)
+					lsm_iiter_destroy(children[--n]);
+				if (children != kids)
+					free(children);
+				return LSM_NOMEM_ERR(e);
+			}
+			n++;
+		}
+	m = lsm_merge_iter_new(children, n, e);
+	if (children != kids)
+		free(children);
+	if (m == NULL)
+		return LSM_NOMEM_ERR(e);
+
+	for (lsm_iiter_seek(m, NULL, 0); m->valid; lsm_iiter_next(m))
+	{
+		if ((++steps & 1023) == 0 && lsm_db_interrupted(db))
+		{
+			rc = lsm_err_set(e, LSM_INTERRUPTED, "compaction interrupted");
+			break;
+		}
+		if (m->del && is_bottom_for(v, c->level + 1, m->key, m->klen))
+			continue;
+		if (b == NULL)
+		{
+			char		name[32],
+						path[4096];
+
+			for (;; number++)
+			{
+				lsm_table_filename(number, name, sizeof(name));
+				snprintf(path, sizeof(path), "%s/%s", db->dir, name);
+				rc = lsm_table_builder_open(path, number, db->opt.block_bytes,
+											db->opt.key_bits_per_key, &b, e);
+				if (rc != LSM_EXISTS)
+					break;
+			}
+			if (rc != LSM_OK)
+				break;
+			number++;
+		}
+		rc = lsm_table_builder_add(b, m->key, m->klen, m->seq, m->del,
+								   m->val, m->vlen, e);
+		if (rc != LSM_OK)
+			break;
+		if (lsm_table_builder_size(b) >= db->opt.file_bytes)
+		{
+			lsm_file   *f = lsm_file_new();
+
+			if (f == NULL || *nouts == cap)
+			{
+				lsm_file  **grown;
+
+				cap = cap ? cap * 2 : 8;
+				grown = realloc(*outs, sizeof(lsm_file *) * cap);
+				if (f == NULL || grown == NULL)
+				{
+					free(f);
+					if (grown)
+						*outs = grown;
+					rc = LSM_NOMEM_ERR(e);
+					break;
+				}
+				*outs = grown;
+			}
+			rc = lsm_table_builder_finish(b, &f->meta, e);
+			b = NULL;
+			if (rc != LSM_OK)
+			{
+				free(f);
+				break;
+			}
+			(*outs)[(*nouts)++] = f;
+			db->ctr.sst_bytes_written += f->meta.size;
+		}
+	}
+	if (rc == LSM_OK && m->rc != LSM_OK)
+		rc = m->rc;
+	lsm_iiter_destroy(m);
+	if (rc == LSM_OK && b != NULL)
+	{
+		lsm_file   *f = lsm_file_new();
+		lsm_file  **grown = realloc(*outs, sizeof(lsm_file *) * (*nouts + 1));
+
+		if (grown)
+			*outs = grown;
+		if (f == NULL || grown == NULL)
+		{
+			free(f);
+			rc = LSM_NOMEM_ERR(e);
+		}
+		else
+		{
+			rc = lsm_table_builder_finish(b, &f->meta, e);
+			b = NULL;
+			if (rc == LSM_OK)
+			{
+				(*outs)[(*nouts)++] = f;
+				db->ctr.sst_bytes_written += f->meta.size;
+			}
+			else
+				free(f);
+		}
+	}
+	lsm_table_builder_abandon(b);
+	/* invariant (1): the outputs' directory entries are durable */
+	if (rc == LSM_OK && *nouts > 0)
+		rc = lsm_env_fsync_dir(db->dir, e);
+	return rc;
+}
+
+/* Removes output files that will not be installed. */
+static void
+discard_outputs(lsm_db *db, lsm_file **outs, int nouts)
+{
+	int			i;
+
+	for (i = 0; i < nouts; i++)
+	{
+		char		name[32],
+					path[4096];
+
+		lsm_table_filename(outs[i]->meta.number, name, sizeof(name));
+		snprintf(path, sizeof(path), "%s/%s", db->dir, name);
+		(void) lsm_env_unlink(path, NULL);
+		lsm_file_unref(outs[i]);
+	}
+	free(outs);
+}
+
+/* Installs the result of c under the write lock. */
+static int
+install(lsm_db *db, compaction *c, lsm_file **outs, int nouts, lsm_err *e)
+{
+	uint64_t   *drop;
+	lsm_version *v;
+	int			ndrop = 0,
+				w,
+				i,
+				rc;
+
+	rc = lsm_db_write_lock(db, e);
+	if (rc != LSM_OK)
+		return rc;
+	drop = malloc(sizeof(uint64_t) * (c->n[0] + c->n[1] + 1));
+	if (drop == NULL)
+	{
+		lsm_db_write_unlock(db);
+		return LSM_NOMEM_ERR(e);
+	}
+	for (w = 0; w < 2; w++)
+		for (i = 0; i < c->n[w]; i++)
+			drop[ndrop++] = c->in[w][i]->meta.number;
+	if (c->trivial_move)
+		v = lsm_version_edit(db->current, drop, ndrop, c->in[0], 1, c->level + 1);
+	else
+		v = lsm_version_edit(db->current, drop, ndrop, outs, nouts, c->level + 1);
+	free(drop);
+	if (v == NULL)
+		rc = LSM_NOMEM_ERR(e);
+	else
+	{
+		for (i = 0; i < nouts; i++)
+			if (outs[i]->meta.number >= v->next_file)
+				v->next_file = outs[i]->meta.number + 1;
+		rc = lsm_db_install(db, v, e);
+		lsm_version_unref(v);
+	}
+	if (rc == LSM_OK)
+	{
+		/* invariant (5): the manifest without the inputs is durable */
+		remove_obsolete(db, db->current);
+		db->ctr.compactions++;
+	}
+	lsm_db_write_unlock(db);
+	return rc;
+}
+
+int
+lsm_db_compact(lsm_db *db, bool wait, lsm_err *e)
+{
+	char		path[4096];
+	int			rc;
+
+	if (db->opt.read_only)
+		return lsm_err_set(e, LSM_INVALID, "store was opened read-only");
+	if (db->compact_fd < 0)
+	{
+		snprintf(path, sizeof(path), "%s/LOCK.compact", db->dir);
+		rc = lsm_env_open(path, O_RDWR | O_CREAT, 0644, &db->compact_fd, e);
+		if (rc != LSM_OK)
+			return rc;
+	}
+	rc = wait ? lsm_db_lock(db, db->compact_fd, "LOCK.compact", e) :
+		lsm_env_trylock(db->compact_fd, "LOCK.compact", e);
+	if (rc == LSM_BUSY && !wait)
+		return LSM_OK;			/* someone else is compacting */
+	if (rc != LSM_OK)
+		return rc;
+	for (;;)
+	{
+		compaction	c;
+		lsm_file  **outs = NULL;
+		int			nouts = 0;
+
+		memset(&c, 0, sizeof(c));
+		rc = lsm_db_catch_up(db, e);
+		if (rc != LSM_OK || !pick(db, &c, &rc))
+		{
+			if (rc == LSM_NOMEM)
+				LSM_NOMEM_ERR(e);
+			compaction_free(&c);
+			break;
+		}
+		if (!c.trivial_move)
+			rc = run(db, &c, &outs, &nouts, e);
+		if (rc == LSM_OK)
+			rc = install(db, &c, outs, nouts, e);
+		compaction_free(&c);
+		if (rc != LSM_OK)
+		{
+			discard_outputs(db, outs, nouts);
+			break;
+		}
+		while (nouts > 0)
+			lsm_file_unref(outs[--nouts]);
+		free(outs);
+	}
+	lsm_env_unlock(db->compact_fd);
+	return rc;
+}
+
+int
+lsm_compact(lsm_db *db)
+{
+	lsm_err		e;
+	int			rc;
+
+	if (db == NULL)
+		return LSM_INVALID;
+	lsm_err_clear(&e);
+	rc = lsm_db_compact(db, true, &e);
+	return lsm_db_fail(db, rc, &e);
+}

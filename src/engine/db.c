@@ -1,0 +1,1233 @@
+/*
+ * db.c
+ *		The lsm_* API: open and recovery, the multi-process protocol, writes,
+ *		flushes, point lookups, verification and statistics.
+ *
+ * Multi-process protocol (docs/architecture.md has the long form):
+ *	- A writer takes an exclusive flock on LOCK, catches up (reloads the
+ *	  manifest if it changed, replays WAL records it has not seen, cuts a torn
+ *	  tail), appends its batch as one WAL record, applies it to its memtable,
+ *	  flushes if the memtable is full, and unlocks.
+ *	- A reader takes no lock.  lsm_refresh notices a new manifest by the
+ *	  inode of MANIFEST and replays complete WAL records past the offset it
+ *	  has seen into its own memtable.  A reader that finds a file gone (a
+ *	  flush or compaction removed it) reloads the manifest and retries.
+ *	- Compaction (compaction.c) holds LOCK.compact while it merges, and LOCK
+ *	  only while it installs its result.
+ *
+ * Crash-safety invariants (numbered as in docs/architecture.md):
+ *	(1) An SSTable is fsynced before any manifest names it; its directory
+ *		entry is fsynced with the manifest switch that adds it.
+ *	(2) A manifest is fsynced under a temporary name before it is renamed
+ *		to MANIFEST.
+ *	(3) The directory is fsynced after the rename, before anything relies
+ *		on the new manifest (deleting the old WAL or compaction inputs).
+ *	(4) A new WAL file exists and its directory entry is durable before a
+ *		manifest names it.
+ *	(5) A WAL is deleted only after a durable manifest has moved past it,
+ *		and compaction inputs only after a durable manifest dropped them.
+ *	(6) A batch is one WAL record with a checksum; recovery applies whole
+ *		records only, in sequence order, and stops at the first bad one.
+ *	(7) A failed append is cut off before the lock is released, so later
+ *		records never follow a partial one (the next writer also cuts any
+ *		torn tail it finds before appending).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "db.h"
+#include "env.h"
+
+#define MAX_OPEN_RETRIES 100
+
+static __thread lsm_err open_err;
+
+/* ---------- options, errors ---------- */
+
+void
+lsm_options_init(lsm_options *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->memtable_bytes = 4 << 20;
+	o->file_bytes = 2 << 20;
+	o->level_ratio = 10;
+	o->key_bits_per_key = 10;
+	o->value_filter_bits = 1 << 21;
+	o->value_filter_hashes = 3;
+	o->hierarchy_order = 3;
+	o->sync = 0;
+	o->l0_compaction_trigger = 4;
+	o->auto_compact = 1;
+	o->block_bytes = 4096;
+	o->lock_timeout_ms = 10000;
+	o->create_if_missing = 1;
+}
+
+const char *
+lsm_errmsg(const lsm_db *db)
+{
+	return db ? db->err.msg : open_err.msg;
+}
+
+int
+lsm_errno(const lsm_db *db)
+{
+	return db ? db->err.saved_errno : open_err.saved_errno;
+}
+
+int
+lsm_db_fail(lsm_db *db, int rc, const lsm_err *e)
+{
+	if (rc == LSM_OK || rc == LSM_NOTFOUND)
+		return rc;
+	if (e != &db->err)
+	{
+		if (e && e->rc == rc)
+			db->err = *e;
+		else
+			lsm_err_set(&db->err, rc, "%s", lsm_strerror(rc));
+	}
+	return rc;
+}
+
+bool
+lsm_db_interrupted(lsm_db *db)
+{
+	return db->opt.interrupt != NULL && db->opt.interrupt(db->opt.interrupt_arg);
+}
+
+static int
+check_options(const lsm_options *o, lsm_err *e)
+{
+	if (o->memtable_bytes < 4096 || o->memtable_bytes > ((size_t) 1 << 34))
+		return lsm_err_set(e, LSM_INVALID, "memtable_bytes must be between 4 KiB and 16 GiB");
+	if (o->file_bytes < 4096 || o->file_bytes > ((size_t) 1 << 34))
+		return lsm_err_set(e, LSM_INVALID, "file_bytes must be between 4 KiB and 16 GiB");
+	if (o->level_ratio < 2 || o->level_ratio > 1000)
+		return lsm_err_set(e, LSM_INVALID, "level_ratio must be between 2 and 1000");
+	if (o->key_bits_per_key < 0 || o->key_bits_per_key > 64)
+		return lsm_err_set(e, LSM_INVALID, "key_bits_per_key must be between 0 and 64");
+	if (o->value_filter_hashes < 0 || o->value_filter_hashes > 30)
+		return lsm_err_set(e, LSM_INVALID, "value_filter_hashes must be between 0 and 30");
+	if (o->hierarchy_order < 0 || o->hierarchy_order > 1024)
+		return lsm_err_set(e, LSM_INVALID, "hierarchy_order must be between 0 and 1024");
+	if (o->l0_compaction_trigger < 1 || o->l0_compaction_trigger > 1000)
+		return lsm_err_set(e, LSM_INVALID, "l0_compaction_trigger must be between 1 and 1000");
+	if (o->block_bytes < 256 || o->block_bytes > (1 << 24))
+		return lsm_err_set(e, LSM_INVALID, "block_bytes must be between 256 and 16 MiB");
+	if (o->lock_timeout_ms < 0)
+		return lsm_err_set(e, LSM_INVALID, "lock_timeout_ms must not be negative");
+	return LSM_OK;
+}
+
+static void
+path_of(const lsm_db *db, const char *name, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s/%s", db->dir, name);
+}
+
+/* ---------- locking ---------- */
+
+int
+lsm_db_lock(lsm_db *db, int fd, const char *name, lsm_err *e)
+{
+	struct timespec start,
+				now;
+	long		sleep_us = 50;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (;;)
+	{
+		int			rc = lsm_env_trylock(fd, name, e);
+		long		waited_ms;
+
+		if (rc != LSM_BUSY)
+			return rc;
+		if (lsm_db_interrupted(db))
+			return lsm_err_set(e, LSM_INTERRUPTED, "wait for lock \"%s\" interrupted", name);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		waited_ms = (now.tv_sec - start.tv_sec) * 1000 +
+			(now.tv_nsec - start.tv_nsec) / 1000000;
+		if (waited_ms >= db->opt.lock_timeout_ms)
+			return lsm_err_set(e, LSM_BUSY, "could not lock \"%s\" within %d ms",
+							   name, db->opt.lock_timeout_ms);
+		usleep(sleep_us);
+		if (sleep_us < 5000)
+			sleep_us *= 2;
+	}
+}
+
+int
+lsm_db_write_lock(lsm_db *db, lsm_err *e)
+{
+	int			rc;
+
+	if (db->opt.read_only)
+		return lsm_err_set(e, LSM_INVALID, "store was opened read-only");
+	rc = lsm_db_lock(db, db->lock_fd, "LOCK", e);
+	if (rc != LSM_OK)
+		return rc;
+	db->write_locked = true;
+	rc = lsm_db_catch_up(db, e);
+	if (rc != LSM_OK)
+		lsm_db_write_unlock(db);
+	return rc;
+}
+
+void
+lsm_db_write_unlock(lsm_db *db)
+{
+	if (db->write_locked)
+		lsm_env_unlock(db->lock_fd);
+	db->write_locked = false;
+}
+
+/* ---------- file numbers ---------- */
+
+/* Creates the next free WAL file (O_EXCL); returns its number and fd. */
+static int
+create_log(lsm_db *db, uint64_t start, uint64_t *number, int *fd, lsm_err *e)
+{
+	char		name[32],
+				path[4096];
+	uint64_t	n;
+	int			rc;
+
+	for (n = start;; n++)
+	{
+		lsm_wal_filename(n, name, sizeof(name));
+		path_of(db, name, path, sizeof(path));
+		rc = lsm_env_open(path, O_RDWR | O_CREAT | O_EXCL | O_APPEND, 0644, fd, e);
+		if (rc == LSM_OK)
+			break;
+		if (e->saved_errno != EEXIST)
+			return rc;
+	}
+	*number = n;
+	return LSM_OK;
+}
+
+/* ---------- memtable replay ---------- */
+
+static int
+apply_entry(void *arg, uint64_t seq, int kind, const uint8_t *key, size_t klen,
+			const uint8_t *val, size_t vlen)
+{
+	return lsm_memtable_add((lsm_memtable *) arg, seq, kind, key, klen, val, vlen);
+}
+
+static int
+apply_payload(void *arg, const uint8_t *payload, size_t n, lsm_err *e)
+{
+	return lsm_batch_iterate(payload, n, apply_entry, arg, e);
+}
+
+/* Opens the WAL named by the current version for this handle. */
+static int
+open_log(lsm_db *db, lsm_err *e)
+{
+	char		name[32],
+				path[4096];
+	int			rc;
+
+	lsm_env_close(db->log_fd);
+	db->log_fd = -1;
+	lsm_wal_filename(db->current->log_number, name, sizeof(name));
+	path_of(db, name, path, sizeof(path));
+	rc = lsm_env_open(path, db->opt.read_only ? O_RDONLY : O_RDWR | O_APPEND,
+					  0, &db->log_fd, e);
+	if (rc == LSM_NOTFOUND && db->write_locked)
+	{
+		/* invariant (4) makes this a store damaged by hand: start it afresh */
+		rc = lsm_env_open(path, O_RDWR | O_CREAT | O_APPEND, 0644, &db->log_fd, e);
+	}
+	return rc;
+}
+
+/* Replays new WAL records into the memtable; cuts a torn tail if writing. */
+static int
+replay_log(lsm_db *db, lsm_err *e)
+{
+	lsm_wal_replay_result res;
+	char		name[32];
+	int			rc;
+
+	lsm_wal_filename(db->log_number, name, sizeof(name));
+	rc = lsm_wal_replay(db->log_fd, name, db->log_off, db->last_seq + 1,
+						apply_payload, db->mem, &res, e);
+	if (rc == LSM_NOMEM)
+	{
+		/* memtable may hold part of a batch: rebuild it from the log later */
+		lsm_memtable *fresh = lsm_memtable_new();
+
+		if (fresh)
+		{
+			lsm_memtable_unref(db->mem);
+			db->mem = fresh;
+			db->log_off = 0;
+			db->last_seq = db->current->last_seq;
+		}
+		return rc;
+	}
+	db->log_off = res.end_off;
+	db->last_seq = res.last_seq;
+	if (rc != LSM_OK)
+		return rc;
+	if (db->write_locked && res.end_off < res.file_size)
+	{
+		rc = lsm_env_ftruncate(db->log_fd, (off_t) res.end_off, name, e);
+		if (rc == LSM_OK)
+			rc = lsm_env_fsync(db->log_fd, name, e);
+	}
+	return rc;
+}
+
+/* ---------- versions ---------- */
+
+static int
+cmp_file_number(const void *a, const void *b)
+{
+	uint64_t	x = (*(lsm_file *const *) a)->meta.number;
+	uint64_t	y = (*(lsm_file *const *) b)->meta.number;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * Opens the tables of v, reusing those of the current version.  LSM_NOTFOUND
+ * if a file is missing (the caller retries with a fresh manifest).
+ */
+static int
+open_tables(lsm_db *db, lsm_version *v, lsm_err *e)
+{
+	lsm_file  **old = NULL;
+	int			nold = 0,
+				l,
+				i,
+				rc = LSM_OK;
+	lsm_version *cur = db->current;
+
+	if (cur)
+	{
+		for (l = 0; l < LSM_MAX_LEVELS; l++)
+			nold += cur->nfiles[l];
+		old = malloc(sizeof(lsm_file *) * (nold ? nold : 1));
+		if (old == NULL)
+			return LSM_NOMEM_ERR(e);
+		nold = 0;
+		for (l = 0; l < LSM_MAX_LEVELS; l++)
+			for (i = 0; i < cur->nfiles[l]; i++)
+				old[nold++] = cur->files[l][i];
+		qsort(old, nold, sizeof(lsm_file *), cmp_file_number);
+	}
+	for (l = 0; l < LSM_MAX_LEVELS && rc == LSM_OK; l++)
+		for (i = 0; i < v->nfiles[l] && rc == LSM_OK; i++)
+		{
+			lsm_file   *f = v->files[l][i];
+			lsm_file  **hit;
+			lsm_file	key;
+			lsm_file   *kp = &key;
+
+			if (f->table)
+				continue;
+			key.meta.number = f->meta.number;
+			hit = nold ? bsearch(&kp, old, nold, sizeof(lsm_file *), cmp_file_number) : NULL;
+			if (hit && (*hit)->table)
+			{
+				f->table = (*hit)->table;
+				lsm_table_ref(f->table);
+				continue;
+			}
+			rc = lsm_table_open(db->dir, f->meta.number, &f->table, e);
+		}
+	free(old);
+	return rc;
+}
+
+/* Makes v (with tables open) the handle's current version. */
+static void
+set_current(lsm_db *db, lsm_version *v)
+{
+	lsm_version_unref(db->current);
+	db->current = v;
+}
+
+/*
+ * Loads MANIFEST if its inode differs from the one we hold.  Sets *changed.
+ */
+static int
+load_manifest(lsm_db *db, bool *changed, lsm_err *e)
+{
+	char		path[4096];
+	struct stat st;
+	int			attempt;
+
+	*changed = false;
+	path_of(db, "MANIFEST", path, sizeof(path));
+	for (attempt = 0;; attempt++)
+	{
+		lsm_version *v;
+		int			fd;
+		int			rc;
+
+		if (stat(path, &st) != 0)
+		{
+			if (errno == ENOENT)
+				return lsm_err_set(e, LSM_CORRUPTION,
+								   "store \"%s\" has no MANIFEST", db->dir);
+			return lsm_err_sys(e, errno, "could not stat \"%s\"", path);
+		}
+		if (db->manifest_fd >= 0 && st.st_ino == db->manifest_ino)
+			return LSM_OK;
+		rc = lsm_env_open(path, O_RDONLY, 0, &fd, e);
+		if (rc == LSM_NOTFOUND)
+			continue;
+		if (rc != LSM_OK)
+			return rc;
+		rc = lsm_manifest_read(fd, "MANIFEST", &v, e);
+		if (rc == LSM_OK)
+		{
+			rc = open_tables(db, v, e);
+			if (rc != LSM_OK)
+				lsm_version_unref(v);
+		}
+		if (rc == LSM_NOTFOUND && attempt < MAX_OPEN_RETRIES)
+		{
+			/* a compaction removed a file after we read the manifest */
+			lsm_env_close(fd);
+			db->ctr.retries++;
+			continue;
+		}
+		if (rc != LSM_OK)
+		{
+			lsm_env_close(fd);
+			if (rc == LSM_NOTFOUND)
+				rc = LSM_CORRUPT(e, "%s named by the manifest", e->msg);
+			return rc;
+		}
+		if (fstat(fd, &st) == 0)
+			db->manifest_ino = st.st_ino;
+		lsm_env_close(db->manifest_fd);
+		db->manifest_fd = fd;
+		set_current(db, v);
+		db->ctr.refreshes++;
+		*changed = true;
+		return LSM_OK;
+	}
+}
+
+int
+lsm_db_catch_up(lsm_db *db, lsm_err *e)
+{
+	int			attempt;
+
+	for (attempt = 0;; attempt++)
+	{
+		bool		changed;
+		int			rc = load_manifest(db, &changed, e);
+
+		if (rc != LSM_OK)
+			return rc;
+		if (changed && db->current->log_number != db->log_number)
+		{
+			lsm_memtable *fresh = lsm_memtable_new();
+
+			if (fresh == NULL)
+				return LSM_NOMEM_ERR(e);
+			lsm_memtable_unref(db->mem);
+			db->mem = fresh;
+			db->log_number = db->current->log_number;
+			db->log_off = 0;
+			db->last_seq = db->current->last_seq;
+			rc = open_log(db, e);
+			if (rc == LSM_NOTFOUND && attempt < MAX_OPEN_RETRIES)
+			{
+				/* flushed and removed since we read the manifest */
+				db->ctr.retries++;
+				db->log_number = 0;
+				continue;
+			}
+			if (rc != LSM_OK)
+			{
+				db->log_number = 0; /* retry the whole switch next time */
+				return rc;
+			}
+		}
+		return replay_log(db, e);
+	}
+}
+
+int
+lsm_db_install(lsm_db *db, lsm_version *v, lsm_err *e)
+{
+	char		path[4096];
+	struct stat st;
+	bool		switched = false;
+	int			fd,
+				rc;
+
+	LSM_ASSERT(db->write_locked);
+	v->manifest_seq = db->current->manifest_seq + 1;
+	rc = open_tables(db, v, e);
+	if (rc == LSM_OK)
+		rc = lsm_manifest_write(db->dir, v, &switched, e);
+	if (!switched)
+		return rc;
+	/* once renamed, MANIFEST names v: never act as if it did not */
+	path_of(db, "MANIFEST", path, sizeof(path));
+	lsm_version_ref(v);
+	set_current(db, v);
+	/* pin the new inode; on failure the next catch-up simply reloads it */
+	if (lsm_env_open(path, O_RDONLY, 0, &fd, NULL) == LSM_OK)
+	{
+		lsm_env_close(db->manifest_fd);
+		db->manifest_fd = fd;
+		if (fstat(fd, &st) == 0)
+			db->manifest_ino = st.st_ino;
+	}
+	return rc;
+}
+
+/* ---------- open / close ---------- */
+
+/* Creates an empty store: first WAL and manifest.  Under the write lock. */
+static int
+create_store(lsm_db *db, lsm_err *e)
+{
+	lsm_version *v = lsm_version_new();
+	uint64_t	lognum;
+	int			fd,
+				rc;
+
+	if (v == NULL)
+		return LSM_NOMEM_ERR(e);
+	rc = create_log(db, 1, &lognum, &fd, e);
+	if (rc == LSM_OK)
+	{
+		lsm_env_close(fd);
+		v->log_number = lognum;
+		v->next_file = lognum + 1;
+		v->value_filter_bits = db->opt.value_filter_bits;
+		v->value_filter_hashes = db->opt.value_filter_hashes;
+		v->hierarchy_order = db->opt.hierarchy_order;
+		/* invariant (4) */
+		rc = lsm_env_fsync_dir(db->dir, e);
+	}
+	if (rc == LSM_OK)
+		rc = lsm_manifest_write(db->dir, v, NULL, e);
+	lsm_version_unref(v);
+	return rc;
+}
+
+static int
+open_store(lsm_db *db, lsm_err *e)
+{
+	char		path[4096];
+	struct stat st;
+	bool		exists;
+	int			rc;
+
+	if (mkdir(db->dir, 0755) != 0 && errno != EEXIST)
+		return lsm_err_sys(e, errno, "could not create directory \"%s\"", db->dir);
+	if (stat(db->dir, &st) != 0)
+		return lsm_err_sys(e, errno, "could not stat \"%s\"", db->dir);
+	if (!S_ISDIR(st.st_mode))
+		return lsm_err_set(e, LSM_INVALID, "\"%s\" is not a directory", db->dir);
+	path_of(db, "LOCK", path, sizeof(path));
+	rc = lsm_env_open(path, db->opt.read_only ? O_RDONLY : O_RDWR | O_CREAT,
+					  0644, &db->lock_fd, e);
+	if (rc == LSM_NOTFOUND)
+		return lsm_err_set(e, LSM_NOTFOUND, "store \"%s\" does not exist", db->dir);
+	if (rc != LSM_OK)
+		return rc;
+	path_of(db, "MANIFEST", path, sizeof(path));
+	exists = stat(path, &st) == 0;
+	if (exists && db->opt.error_if_exists)
+		return lsm_err_set(e, LSM_EXISTS, "store \"%s\" already exists", db->dir);
+	if (!exists)
+	{
+		if (!db->opt.create_if_missing || db->opt.read_only)
+			return lsm_err_set(e, LSM_NOTFOUND, "store \"%s\" does not exist", db->dir);
+		rc = lsm_db_lock(db, db->lock_fd, "LOCK", e);
+		if (rc != LSM_OK)
+			return rc;
+		db->write_locked = true;
+		if (stat(path, &st) != 0)	/* someone else may have created it */
+			rc = create_store(db, e);
+		lsm_db_write_unlock(db);
+		if (rc != LSM_OK)
+			return rc;
+	}
+	return lsm_db_catch_up(db, e);
+}
+
+int
+lsm_open(const char *dir, const lsm_options *o, lsm_db **out)
+{
+	lsm_options defaults;
+	lsm_db	   *db;
+	int			rc;
+
+	lsm_err_clear(&open_err);
+	if (out == NULL || dir == NULL || dir[0] == '\0')
+		return lsm_err_set(&open_err, LSM_INVALID, "no directory given");
+	*out = NULL;
+	if (o == NULL)
+	{
+		lsm_options_init(&defaults);
+		o = &defaults;
+	}
+	rc = check_options(o, &open_err);
+	if (rc != LSM_OK)
+		return rc;
+	db = calloc(1, sizeof(*db));
+	if (db == NULL || (db->dir = strdup(dir)) == NULL)
+	{
+		free(db);
+		return lsm_err_set(&open_err, LSM_NOMEM, "out of memory");
+	}
+	db->opt = *o;
+	db->lock_fd = db->compact_fd = db->manifest_fd = db->log_fd = -1;
+	db->mem = lsm_memtable_new();
+	if (db->mem == NULL)
+		rc = lsm_err_set(&open_err, LSM_NOMEM, "out of memory");
+	else
+		rc = open_store(db, &open_err);
+	if (rc != LSM_OK)
+	{
+		db->open_iters = 0;
+		lsm_close(db);
+		return rc;
+	}
+	*out = db;
+	return LSM_OK;
+}
+
+int
+lsm_close(lsm_db *db)
+{
+	int			l;
+
+	if (db == NULL)
+		return LSM_OK;
+	if (db->open_iters > 0)
+		return lsm_err_set(&db->err, LSM_INVALID,
+						   "%d iterators still open", db->open_iters);
+	lsm_db_write_unlock(db);
+	lsm_env_close(db->lock_fd);
+	lsm_env_close(db->compact_fd);
+	lsm_env_close(db->manifest_fd);
+	lsm_env_close(db->log_fd);
+	lsm_version_unref(db->current);
+	lsm_memtable_unref(db->mem);
+	for (l = 0; l < LSM_MAX_LEVELS; l++)
+		lsm_buf_free(&db->compact_ptr[l]);
+	free(db->dir);
+	free(db);
+	return LSM_OK;
+}
+
+int
+lsm_refresh(lsm_db *db)
+{
+	lsm_err		e;
+	int			rc;
+
+	if (db == NULL)
+		return LSM_INVALID;
+	lsm_err_clear(&e);
+	rc = lsm_db_catch_up(db, &e);
+	return lsm_db_fail(db, rc, &e);
+}
+
+/* ---------- flush ---------- */
+
+/*
+ * Writes the memtable to a new level-0 table, starts a new WAL and installs
+ * both in one manifest.  REQUIRES: the write lock, caught up.
+ */
+static int
+flush_locked(lsm_db *db, lsm_err *e)
+{
+	lsm_table_builder *b = NULL;
+	lsm_table_meta meta;
+	lsm_file   *f = NULL;
+	lsm_iiter  *it;
+	lsm_version *v;
+	uint64_t	number,
+				lognum,
+				old_log = db->log_number;
+	char		name[32],
+				path[4096];
+	bool		bottom,
+				installed = false;
+	int			logfd = -1,
+				l,
+				rc = LSM_OK;
+
+	memset(&meta, 0, sizeof(meta));
+	if (lsm_memtable_entries(db->mem) == 0)
+		return LSM_OK;
+	/* with no table below, tombstones shadow nothing and can go */
+	bottom = true;
+	for (l = 0; l < LSM_MAX_LEVELS; l++)
+		if (db->current->nfiles[l] > 0)
+			bottom = false;
+
+	it = lsm_memtable_iter(db->mem, UINT64_MAX, e);
+	if (it == NULL)
+		return LSM_NOMEM_ERR(e);
+	for (number = db->current->next_file;; number++)
+	{
+		lsm_table_filename(number, name, sizeof(name));
+		path_of(db, name, path, sizeof(path));
+		rc = lsm_table_builder_open(path, number, db->opt.block_bytes,
+									db->opt.key_bits_per_key, &b, e);
+		if (rc != LSM_EXISTS)
+			break;
+	}
+	for (lsm_iiter_seek(it, NULL, 0); rc == LSM_OK && it->valid; lsm_iiter_next(it))
+		if (!(it->del && bottom))
+			rc = lsm_table_builder_add(b, it->key, it->klen, it->seq, it->del,
+									   it->val, it->vlen, e);
+	lsm_iiter_destroy(it);
+	if (rc == LSM_OK && lsm_table_builder_entries(b) == 0)
+	{
+		lsm_table_builder_abandon(b);
+		b = NULL;
+	}
+	else if (rc == LSM_OK)
+	{
+		rc = lsm_table_builder_finish(b, &meta, e);
+		b = NULL;
+		if (rc == LSM_OK)
+		{
+			db->ctr.sst_bytes_written += meta.size;
+			f = lsm_file_new();
+			if (f == NULL)
+				rc = LSM_NOMEM_ERR(e);
+			else
+			{
+				f->meta = meta;
+				memset(&meta, 0, sizeof(meta));
+			}
+		}
+	}
+	else
+	{
+		lsm_table_builder_abandon(b);
+		b = NULL;
+	}
+	if (rc == LSM_OK)
+		rc = create_log(db, (f ? f->meta.number : number) + 1, &lognum, &logfd, e);
+	/* invariants (1) and (4): the new files' names are durable */
+	if (rc == LSM_OK)
+		rc = lsm_env_fsync_dir(db->dir, e);
+	if (rc == LSM_OK)
+	{
+		v = lsm_version_edit(db->current, NULL, 0, &f, f ? 1 : 0, 0);
+		if (v == NULL)
+			rc = LSM_NOMEM_ERR(e);
+		else
+		{
+			v->log_number = lognum;
+			v->last_seq = db->last_seq;
+			v->next_file = lognum + 1;
+			rc = lsm_db_install(db, v, e);
+			installed = db->current == v;
+			lsm_version_unref(v);
+		}
+	}
+	if (rc != LSM_OK && !installed)
+	{
+		/* nothing references the new files: remove them */
+		if (f)
+		{
+			lsm_table_filename(f->meta.number, name, sizeof(name));
+			path_of(db, name, path, sizeof(path));
+			(void) lsm_env_unlink(path, NULL);
+		}
+		if (logfd >= 0)
+		{
+			lsm_env_close(logfd);
+			lsm_wal_filename(lognum, name, sizeof(name));
+			path_of(db, name, path, sizeof(path));
+			(void) lsm_env_unlink(path, NULL);
+		}
+		lsm_file_unref(f);
+		lsm_table_meta_free(&meta);
+		return rc;
+	}
+	lsm_file_unref(f);
+	{
+		lsm_memtable *fresh = lsm_memtable_new();
+
+		if (fresh)
+		{
+			lsm_memtable_unref(db->mem);
+			db->mem = fresh;
+		}
+		else
+		{
+			/* keep the old one: its entries are also in the table */
+		}
+	}
+	lsm_env_close(db->log_fd);
+	db->log_fd = logfd;
+	db->log_number = lognum;
+	db->log_off = 0;
+	db->ctr.flushes++;
+	/* invariant (5): the manifest that moved past the old log is durable */
+	if (rc == LSM_OK)
+	{
+		lsm_wal_filename(old_log, name, sizeof(name));
+		path_of(db, name, path, sizeof(path));
+		(void) lsm_env_unlink(path, NULL);
+	}
+	return rc;
+}
+
+int
+lsm_flush(lsm_db *db)
+{
+	lsm_err		e;
+	int			rc;
+
+	if (db == NULL)
+		return LSM_INVALID;
+	lsm_err_clear(&e);
+	rc = lsm_db_write_lock(db, &e);
+	if (rc == LSM_OK)
+	{
+		rc = flush_locked(db, &e);
+		lsm_db_write_unlock(db);
+	}
+	return lsm_db_fail(db, rc, &e);
+}
+
+/* ---------- writes ---------- */
+
+static bool
+needs_compaction(const lsm_db *db)
+{
+	return db->current->nfiles[0] >= db->opt.l0_compaction_trigger;
+}
+
+int
+lsm_write(lsm_db *db, lsm_batch *b)
+{
+	lsm_err		e;
+	char		name[32];
+	uint64_t	first;
+	bool		flushed = false;
+	int			rc;
+
+	if (db == NULL || b == NULL)
+		return LSM_INVALID;
+	if (b->count == 0)
+		return LSM_OK;
+	lsm_err_clear(&e);
+	rc = lsm_db_write_lock(db, &e);
+	if (rc != LSM_OK)
+		return lsm_db_fail(db, rc, &e);
+
+	first = db->last_seq + 1;
+	lsm_put_u64(b->rep.data + LSM_WAL_HEADER, first);
+	lsm_put_u32(b->rep.data + LSM_WAL_HEADER + 8, b->count);
+	lsm_wal_filename(db->log_number, name, sizeof(name));
+	rc = lsm_wal_append(db->log_fd, name, b->rep.data, b->rep.len, &e);
+	if (rc == LSM_OK && db->opt.sync)
+		rc = lsm_env_fsync(db->log_fd, name, &e);
+	if (rc != LSM_OK)
+	{
+		/* invariant (7): no partial or unacknowledged record stays behind */
+		(void) lsm_env_ftruncate(db->log_fd, (off_t) db->log_off, name, NULL);
+		lsm_db_write_unlock(db);
+		return lsm_db_fail(db, rc, &e);
+	}
+	db->ctr.wal_bytes_written += b->rep.len;
+	db->ctr.user_bytes_written += b->user_bytes;
+	rc = lsm_batch_iterate(b->rep.data + LSM_WAL_HEADER,
+						   b->rep.len - LSM_WAL_HEADER, apply_entry, db->mem, &e);
+	if (rc != LSM_OK)
+	{
+		/* committed, but our memtable is incomplete: rebuild it from the log */
+		lsm_memtable *fresh = lsm_memtable_new();
+
+		if (fresh)
+		{
+			lsm_memtable_unref(db->mem);
+			db->mem = fresh;
+			db->log_off = 0;
+			db->last_seq = db->current->last_seq;
+		}
+		lsm_db_write_unlock(db);
+		return lsm_db_fail(db, rc, &e);
+	}
+	db->log_off += b->rep.len;
+	db->last_seq = first + b->count - 1;
+	if (lsm_memtable_bytes(db->mem) >= db->opt.memtable_bytes)
+	{
+		rc = flush_locked(db, &e);
+		flushed = rc == LSM_OK;
+		if (rc != LSM_OK)
+		{
+			/* the batch is committed; the flush will be retried later */
+			rc = LSM_OK;
+		}
+	}
+	lsm_db_write_unlock(db);
+	if (flushed && db->opt.auto_compact && needs_compaction(db))
+		(void) lsm_db_compact(db, false, &e);
+	return LSM_OK;
+}
+
+int
+lsm_put(lsm_db *db, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	lsm_batch  *b;
+	int			rc;
+
+	if (db == NULL)
+		return LSM_INVALID;
+	b = lsm_batch_new();
+	if (b == NULL)
+		return lsm_err_set(&db->err, LSM_NOMEM, "out of memory");
+	rc = lsm_batch_put(b, key, klen, val, vlen);
+	if (rc == LSM_OK)
+		rc = lsm_write(db, b);
+	else
+		lsm_err_set(&db->err, rc, "invalid key or value length");
+	lsm_batch_free(b);
+	return rc;
+}
+
+int
+lsm_delete(lsm_db *db, const void *key, size_t klen)
+{
+	lsm_batch  *b;
+	int			rc;
+
+	if (db == NULL)
+		return LSM_INVALID;
+	b = lsm_batch_new();
+	if (b == NULL)
+		return lsm_err_set(&db->err, LSM_NOMEM, "out of memory");
+	rc = lsm_batch_delete(b, key, klen);
+	if (rc == LSM_OK)
+		rc = lsm_write(db, b);
+	else
+		lsm_err_set(&db->err, rc, "invalid key length");
+	lsm_batch_free(b);
+	return rc;
+}
+
+/* ---------- reads ---------- */
+
+/* Returns a copy of a found value to the caller. */
+static int
+found(lsm_db *db, int del, const uint8_t *v, size_t n, void **val, size_t *vlen)
+{
+	if (del)
+		return LSM_NOTFOUND;
+	*val = lsm_memdup(v, n);
+	if (*val == NULL)
+		return lsm_err_set(&db->err, LSM_NOMEM, "out of memory");
+	*vlen = n;
+	return LSM_OK;
+}
+
+/*
+ * Probes one table for a key with hash h: filter, then the table.  Returns
+ * LSM_OK with *hit, LSM_NOTFOUND, or an error.
+ */
+static inline int
+probe_table(lsm_db *db, lsm_table *t, const void *key, size_t klen,
+			uint64_t h, lsm_table_hit *hit, lsm_err *e)
+{
+	int			rc;
+
+	db->ctr.filter_probes++;
+	if (!lsm_table_may_contain(t, h))
+	{
+		db->ctr.filter_negatives++;
+		return LSM_NOTFOUND;
+	}
+	db->ctr.sstable_reads++;
+	rc = lsm_table_get(t, key, klen, hit, e);
+	if (rc == LSM_NOTFOUND)
+		db->ctr.false_positives++;
+	return rc;
+}
+
+/*
+ * Looks key (hash h, computed once by the caller) up in the tables of v.
+ * LSM_OK with *hit, LSM_NOTFOUND, or an error.
+ */
+static int
+version_get(lsm_db *db, lsm_version *v, const void *key, size_t klen,
+			uint64_t h, lsm_table_hit *hit, lsm_err *e)
+{
+	int			l,
+				i,
+				rc;
+
+	for (i = 0; i < v->nfiles[0]; i++)
+	{
+		lsm_file   *f = v->files[0][i];
+
+		if (!lsm_file_overlaps(f, key, klen, key, klen))
+			continue;
+		rc = probe_table(db, f->table, key, klen, h, hit, e);
+		if (rc != LSM_NOTFOUND)
+			return rc;
+	}
+	for (l = 1; l < LSM_MAX_LEVELS; l++)
+	{
+		lsm_file   *f;
+
+		if (v->nfiles[l] == 0)
+			continue;
+		i = lsm_version_find_file(v, l, key, klen);
+		if (i >= v->nfiles[l])
+			continue;
+		f = v->files[l][i];
+		if (lsm_key_cmp(f->meta.smallest, f->meta.smallest_len, key, klen) > 0)
+			continue;
+		rc = probe_table(db, f->table, key, klen, h, hit, e);
+		if (rc != LSM_NOTFOUND)
+			return rc;
+	}
+	return LSM_NOTFOUND;
+}
+
+int
+lsm_get(lsm_db *db, const void *key, size_t klen, void **val, size_t *vlen)
+{
+	lsm_table_hit hit;
+	const uint8_t *mv;
+	size_t		mvlen;
+	uint64_t	seq,
+				h;
+	int			kind,
+				rc;
+
+	if (db == NULL || val == NULL || vlen == NULL || (key == NULL && klen > 0))
+		return LSM_INVALID;
+	*val = NULL;
+	*vlen = 0;
+	db->ctr.gets++;
+	if (lsm_memtable_get(db->mem, key, klen, UINT64_MAX, &kind, &mv, &mvlen, &seq))
+		return found(db, kind == LSM_KIND_DEL, mv, mvlen, val, vlen);
+	/* hash sharing: one hash for every table of every level */
+	h = lsm_key_hash(key, klen);
+	db->ctr.key_hashes++;
+	rc = version_get(db, db->current, key, klen, h, &hit, &db->err);
+	if (rc != LSM_OK)
+		return rc;
+	return found(db, hit.del, hit.val, hit.vlen, val, vlen);
+}
+
+/* Per-key state of a multi-get. */
+typedef struct mget_key
+{
+	uint64_t	h;
+	int			file;			/* candidate file in the level being probed */
+	bool		done;
+} mget_key;
+
+int
+lsm_multi_get(lsm_db *db, size_t n, const void *const *keys,
+			  const size_t *klens, void **vals, size_t *vlens, int *rcs)
+{
+	lsm_version *v;
+	mget_key   *st;
+	size_t		i,
+				left = n;
+	int			l,
+				j;
+
+	if (db == NULL || (n > 0 && (keys == NULL || klens == NULL ||
+								 vals == NULL || vlens == NULL || rcs == NULL)))
+		return LSM_INVALID;
+	st = malloc(sizeof(mget_key) * (n ? n : 1));
+	if (st == NULL)
+		return lsm_err_set(&db->err, LSM_NOMEM, "out of memory");
+	v = db->current;
+	for (i = 0; i < n; i++)
+	{
+		const uint8_t *mv;
+		size_t		mvlen;
+		uint64_t	seq;
+		int			kind;
+
+		vals[i] = NULL;
+		vlens[i] = 0;
+		rcs[i] = LSM_NOTFOUND;
+		st[i].done = false;
+		db->ctr.gets++;
+		if (lsm_memtable_get(db->mem, keys[i], klens[i], UINT64_MAX, &kind,
+							 &mv, &mvlen, &seq))
+		{
+			rcs[i] = found(db, kind == LSM_KIND_DEL, mv, mvlen, &vals[i], &vlens[i]);
+			st[i].done = true;
+			left--;
+			continue;
+		}
+		st[i].h = lsm_key_hash(keys[i], klens[i]);
+		db->ctr.key_hashes++;
+	}
+
+	/*
+	 * Level by level (level 0 file by file): first find each pending key's
+	 * candidate table and prefetch its filter line, then probe them all.
+	 */
+	for (l = 0; l < LSM_MAX_LEVELS && left > 0; l++)
+	{
+		int			nf = l == 0 ? v->nfiles[0] : (v->nfiles[l] ? 1 : 0);
+
+		for (j = 0; j < nf && left > 0; j++)
+		{
+			for (i = 0; i < n; i++)
+			{
+				lsm_file   *f;
+
+				if (st[i].done)
+					continue;
+				st[i].file = l == 0 ? j :
+					lsm_version_find_file(v, l, keys[i], klens[i]);
+				if (st[i].file >= v->nfiles[l] ||
+					!lsm_file_overlaps((f = v->files[l][st[i].file]),
+									   keys[i], klens[i], keys[i], klens[i]))
+				{
+					st[i].file = -1;
+					continue;
+				}
+				lsm_table_prefetch(f->table, st[i].h);
+			}
+			for (i = 0; i < n; i++)
+			{
+				lsm_table_hit hit;
+				int			rc;
+
+				if (st[i].done || st[i].file < 0)
+					continue;
+				rc = probe_table(db, v->files[l][st[i].file]->table, keys[i],
+								 klens[i], st[i].h, &hit, &db->err);
+				if (rc == LSM_NOTFOUND)
+					continue;
+				st[i].done = true;
+				left--;
+				rcs[i] = rc == LSM_OK ?
+					found(db, hit.del, hit.val, hit.vlen, &vals[i], &vlens[i]) : rc;
+			}
+		}
+	}
+	free(st);
+	return LSM_OK;
+}
+
+/* ---------- verification ---------- */
+
+int
+lsm_verify(lsm_db *db)
+{
+	lsm_err		e;
+	lsm_version *v;
+	int			l,
+				i,
+				rc = LSM_OK;
+
+	if (db == NULL)
+		return LSM_INVALID;
+	lsm_err_clear(&e);
+	v = db->current;
+	for (l = 0; l < LSM_MAX_LEVELS && rc == LSM_OK; l++)
+		for (i = 0; i < v->nfiles[l] && rc == LSM_OK; i++)
+		{
+			lsm_file   *f = v->files[l][i];
+			uint64_t	n;
+
+			rc = lsm_table_verify(f->table, f->meta.smallest, f->meta.smallest_len,
+								  f->meta.largest, f->meta.largest_len, &n, &e);
+			if (rc == LSM_OK && n != f->meta.entries)
+				rc = LSM_CORRUPT(&e, "table %llu holds %llu entries, the manifest says %llu",
+								 (unsigned long long) f->meta.number,
+								 (unsigned long long) n,
+								 (unsigned long long) f->meta.entries);
+			if (rc == LSM_OK && l > 0 && i > 0)
+			{
+				lsm_file   *p = v->files[l][i - 1];
+
+				if (lsm_key_cmp(p->meta.largest, p->meta.largest_len,
+								f->meta.smallest, f->meta.smallest_len) >= 0)
+					rc = LSM_CORRUPT(&e, "tables %llu and %llu overlap in level %d",
+									 (unsigned long long) p->meta.number,
+									 (unsigned long long) f->meta.number, l);
+			}
+		}
+	if (rc == LSM_OK)
+	{
+		/* the whole log must read back: a bad record before good ones fails */
+		lsm_memtable *scratch = lsm_memtable_new();
+		lsm_wal_replay_result res;
+		char		name[32];
+
+		if (scratch == NULL)
+			return lsm_db_fail(db, LSM_NOMEM_ERR(&e), &e);
+		lsm_wal_filename(db->log_number, name, sizeof(name));
+		rc = lsm_wal_replay(db->log_fd, name, 0, v->last_seq + 1,
+							apply_payload, scratch, &res, &e);
+		lsm_memtable_unref(scratch);
+	}
+	return lsm_db_fail(db, rc, &e);
+}
+
+/* ---------- statistics ---------- */
+
+int
+lsm_get_stats(lsm_db *db, lsm_stats *st)
+{
+	lsm_version *v;
+	int			l,
+				i;
+
+	if (db == NULL || st == NULL)
+		return LSM_INVALID;
+	*st = db->ctr;
+	v = db->current;
+	st->levels = LSM_MAX_LEVELS;
+	for (l = 0; l < LSM_MAX_LEVELS; l++)
+	{
+		lsm_level_stats *ls = &st->level[l];
+
+		memset(ls, 0, sizeof(*ls));
+		ls->files = v->nfiles[l];
+		for (i = 0; i < v->nfiles[l]; i++)
+		{
+			const lsm_table_meta *m = &v->files[l][i]->meta;
+
+			ls->entries += m->entries;
+			ls->bytes += m->size;
+			ls->filter_bytes += m->filter_bytes;
+			ls->value_filter_bytes += m->value_filter_bytes;
+		}
+	}
+	st->memtable_bytes = lsm_memtable_bytes(db->mem);
+	st->memtable_entries = lsm_memtable_entries(db->mem);
+	st->last_sequence = db->last_seq;
+	return LSM_OK;
+}
+
+void
+lsm_reset_counters(lsm_db *db)
+{
+	if (db)
+		memset(&db->ctr, 0, sizeof(db->ctr));
+}

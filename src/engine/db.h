@@ -1,0 +1,100 @@
+/*
+ * db.h
+ *		The database layer's private state: the open handle, batches and the
+ *		functions shared by db.c, iter.c and compaction.c.
+ *
+ * Files in a store directory:
+ *		LOCK			flock'ed exclusively by a writer (append, flush, install)
+ *		LOCK.compact	flock'ed by the one process compacting
+ *		MANIFEST		the current version (version.h)
+ *		NNNNNN.log		the WAL named by the manifest (wal.h)
+ *		NNNNNN.sst		SSTables (sstable.h)
+ */
+#ifndef LSM_DB_H
+#define LSM_DB_H
+
+#include <sys/types.h>
+
+#include "memtable.h"
+#include "version.h"
+#include "wal.h"
+
+struct lsm_batch
+{
+	lsm_buf		rep;			/* WAL record form; see batch.c */
+	uint32_t	count;
+	size_t		user_bytes;
+};
+
+typedef int (*lsm_batch_fn) (void *arg, uint64_t seq, int kind,
+							 const uint8_t *key, size_t klen,
+							 const uint8_t *val, size_t vlen);
+
+/* Calls fn for every entry of a batch payload (after the WAL header). */
+int			lsm_batch_iterate(const uint8_t *payload, size_t n, lsm_batch_fn fn,
+							  void *arg, lsm_err *e);
+
+struct lsm_db
+{
+	char	   *dir;
+	lsm_options opt;
+	lsm_err		err;
+
+	int			lock_fd;		/* LOCK */
+	int			compact_fd;		/* LOCK.compact, opened on first use */
+	bool		write_locked;
+
+	int			manifest_fd;	/* pins the inode of the loaded manifest */
+	ino_t		manifest_ino;
+	lsm_version *current;
+
+	lsm_memtable *mem;			/* writes after current->last_seq */
+	uint64_t	log_number;		/* the WAL mem was replayed from */
+	int			log_fd;
+	uint64_t	log_off;		/* replayed up to here */
+	uint64_t	last_seq;		/* newest sequence this handle has seen */
+
+	int			open_iters;
+	lsm_buf		compact_ptr[LSM_MAX_LEVELS];	/* round-robin per level */
+	lsm_stats	ctr;			/* counters part of lsm_stats */
+};
+
+/* Copies an internal error into the handle; returns its code. */
+int			lsm_db_fail(lsm_db *db, int rc, const lsm_err *e);
+
+/*
+ * Brings the handle up to date with the store: reloads the manifest if it
+ * changed and replays new WAL records.  With the write lock held, also cuts
+ * a torn WAL tail.
+ */
+int			lsm_db_catch_up(lsm_db *db, lsm_err *e);
+
+/* Takes / releases a flock with a bounded, interruptible wait. */
+int			lsm_db_lock(lsm_db *db, int fd, const char *name, lsm_err *e);
+
+/* The write lock, with catch-up on acquisition. */
+int			lsm_db_write_lock(lsm_db *db, lsm_err *e);
+void		lsm_db_write_unlock(lsm_db *db);
+
+/*
+ * Installs a new version under the write lock: opens its new tables, writes
+ * the manifest and swaps it in.  v's manifest_seq is set here.  If the
+ * manifest was renamed into place but a later step failed, v is still
+ * installed (db->current == v) and the error returned.
+ */
+int			lsm_db_install(lsm_db *db, lsm_version *v, lsm_err *e);
+
+/* Is the interrupt callback asking to stop? */
+bool		lsm_db_interrupted(lsm_db *db);
+
+/* Compaction (compaction.c): pick and run until nothing is over target. */
+int			lsm_db_compact(lsm_db *db, bool wait, lsm_err *e);
+
+/* The merging iterator over a version and a memtable at snap (iter.c). */
+lsm_iiter  *lsm_db_merge_iter(lsm_version *v, lsm_memtable *mem, uint64_t snap,
+							  lsm_err *err);
+
+/* An iterator over the files of one level >= 1 (iter.c). */
+lsm_iiter  *lsm_level_iter_new(lsm_version *v, int level, lsm_err *err);
+
+#endif							/* LSM_DB_H */

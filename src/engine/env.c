@@ -1,0 +1,369 @@
+/*
+ * env.c
+ *		POSIX file I/O with fault-injection hooks.  See env.h.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "env.h"
+
+static lsm_fault *fault;
+
+/*
+ * Sync tracking: for every descriptor written while track_sync is on, the
+ * path, the length written and the length known durable.
+ */
+typedef struct tracked
+{
+	int			fd;				/* -1 once closed */
+	char	   *path;
+	off_t		synced_len;
+	int			ever_synced;
+} tracked;
+
+static tracked *trk;
+static int	ntrk;
+static int	trk_cap;
+
+static tracked *
+track_find_fd(int fd)
+{
+	int			i;
+
+	for (i = ntrk - 1; i >= 0; i--)
+		if (trk[i].fd == fd)
+			return &trk[i];
+	return NULL;
+}
+
+static void
+track_fd(int fd, const char *path)
+{
+	tracked    *t;
+	int			i;
+
+	if (fault == NULL || !fault->track_sync)
+		return;
+	/* a re-opened file keeps its durable state */
+	for (i = 0; i < ntrk; i++)
+		if (trk[i].fd == -1 && strcmp(trk[i].path, path) == 0)
+		{
+			trk[i].fd = fd;
+			return;
+		}
+	if (ntrk == trk_cap)
+	{
+		int			cap = trk_cap ? trk_cap * 2 : 64;
+		tracked    *n = realloc(trk, sizeof(tracked) * cap);
+
+		if (n == NULL)
+			return;
+		trk = n;
+		trk_cap = cap;
+	}
+	t = &trk[ntrk++];
+	t->fd = fd;
+	t->path = strdup(path);
+	t->synced_len = 0;
+	t->ever_synced = 0;
+	{
+		struct stat st;
+
+		/* an existing file's current contents are taken as durable */
+		if (fstat(fd, &st) == 0 && st.st_size > 0)
+		{
+			t->synced_len = st.st_size;
+			t->ever_synced = 1;
+		}
+	}
+}
+
+void
+lsm_fault_install(lsm_fault *f)
+{
+	fault = f;
+}
+
+void
+lsm_fault_drop_unsynced(void)
+{
+	int			i;
+
+	for (i = 0; i < ntrk; i++)
+	{
+		if (trk[i].ever_synced)
+		{
+			if (truncate(trk[i].path, trk[i].synced_len) != 0)
+			{
+				/* the file may have been removed: nothing to drop */
+			}
+		}
+		else
+			(void) unlink(trk[i].path);
+		free(trk[i].path);
+	}
+	free(trk);
+	trk = NULL;
+	ntrk = trk_cap = 0;
+}
+
+/* Returns the errno to inject for this operation, or 0. */
+static int
+inject(long *counter, long at)
+{
+	if (fault == NULL)
+		return 0;
+	(*counter)++;
+	if (at > 0 && (*counter == at || (fault->sticky && *counter > at)))
+	{
+		fault->injected++;
+		return fault->fail_errno ? fault->fail_errno : EIO;
+	}
+	return 0;
+}
+
+int
+lsm_env_open(const char *path, int flags, int mode, int *fd, lsm_err *e)
+{
+	int			f;
+
+	do
+		f = open(path, flags | O_CLOEXEC, mode);
+	while (f < 0 && errno == EINTR);
+	if (f < 0)
+	{
+		if (errno == ENOENT && !(flags & O_CREAT))
+			return lsm_err_set(e, LSM_NOTFOUND, "file \"%s\" does not exist",
+							   path);
+		return lsm_err_sys(e, errno, "could not open \"%s\"", path);
+	}
+	*fd = f;
+	if ((flags & (O_WRONLY | O_RDWR)) != 0)
+		track_fd(f, path);
+	return LSM_OK;
+}
+
+int
+lsm_env_write(int fd, const void *buf, size_t n, const char *name, lsm_err *e)
+{
+	const char *p = buf;
+	int			err;
+
+	err = fault ? inject(&fault->writes, fault->fail_write_at) : 0;
+	if (err)
+	{
+		if (fault->short_write && n > 1)
+		{
+			if (write(fd, p, n / 2) < 0)
+			{
+				/* the injected failure is reported either way */
+			}
+		}
+		return lsm_err_sys(e, err, "could not write to \"%s\"", name);
+	}
+	while (n > 0)
+	{
+		ssize_t		w = write(fd, p, n);
+
+		if (w < 0)
+		{
+			if (errno == EINTR)
+				continue;
+			return lsm_err_sys(e, errno, "could not write to \"%s\"", name);
+		}
+		p += w;
+		n -= (size_t) w;
+	}
+	return LSM_OK;
+}
+
+int
+lsm_env_pread(int fd, void *buf, size_t n, off_t off, const char *name,
+			  lsm_err *e)
+{
+	char	   *p = buf;
+
+	while (n > 0)
+	{
+		ssize_t		r = pread(fd, p, n, off);
+
+		if (r < 0)
+		{
+			if (errno == EINTR)
+				continue;
+			return lsm_err_sys(e, errno, "could not read \"%s\"", name);
+		}
+		if (r == 0)
+			return LSM_CORRUPT(e, "unexpected end of file \"%s\" at offset %lld",
+							   name, (long long) off);
+		p += r;
+		n -= (size_t) r;
+		off += r;
+	}
+	return LSM_OK;
+}
+
+int
+lsm_env_fsync(int fd, const char *name, lsm_err *e)
+{
+	int			err;
+	tracked    *t;
+
+	err = fault ? inject(&fault->syncs, fault->fail_sync_at) : 0;
+	if (err)
+		return lsm_err_sys(e, err, "could not fsync \"%s\"", name);
+	if (fdatasync(fd) != 0)
+		return lsm_err_sys(e, errno, "could not fsync \"%s\"", name);
+	if (fault && fault->track_sync && (t = track_find_fd(fd)) != NULL)
+	{
+		struct stat st;
+
+		if (fstat(fd, &st) == 0)
+			t->synced_len = st.st_size;
+		t->ever_synced = 1;
+	}
+	return LSM_OK;
+}
+
+int
+lsm_env_fsync_dir(const char *dir, lsm_err *e)
+{
+	int			fd;
+	int			err;
+
+	err = fault ? inject(&fault->syncs, fault->fail_sync_at) : 0;
+	if (err)
+		return lsm_err_sys(e, err, "could not fsync directory \"%s\"", dir);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return lsm_err_sys(e, errno, "could not open directory \"%s\"", dir);
+	if (fsync(fd) != 0 && errno != EINVAL)
+	{
+		int			save = errno;
+
+		close(fd);
+		return lsm_err_sys(e, save, "could not fsync directory \"%s\"", dir);
+	}
+	close(fd);
+	return LSM_OK;
+}
+
+int
+lsm_env_ftruncate(int fd, off_t len, const char *name, lsm_err *e)
+{
+	int			err;
+
+	err = fault ? inject(&fault->writes, fault->fail_write_at) : 0;
+	if (err)
+		return lsm_err_sys(e, err, "could not truncate \"%s\"", name);
+	if (ftruncate(fd, len) != 0)
+		return lsm_err_sys(e, errno, "could not truncate \"%s\"", name);
+	if (fault && fault->track_sync)
+	{
+		tracked    *t = track_find_fd(fd);
+
+		if (t && t->synced_len > len)
+			t->synced_len = len;
+	}
+	return LSM_OK;
+}
+
+int
+lsm_env_rename(const char *from, const char *to, lsm_err *e)
+{
+	int			err;
+
+	err = fault ? inject(&fault->writes, fault->fail_write_at) : 0;
+	if (err)
+		return lsm_err_sys(e, err, "could not rename \"%s\" to \"%s\"", from, to);
+	if (rename(from, to) != 0)
+		return lsm_err_sys(e, errno, "could not rename \"%s\" to \"%s\"", from, to);
+	if (fault && fault->track_sync)
+	{
+		int			i;
+
+		/* the tracked record follows the file to its new name */
+		for (i = 0; i < ntrk; i++)
+			if (strcmp(trk[i].path, to) == 0)
+				trk[i].path[0] = '\0';
+		for (i = 0; i < ntrk; i++)
+			if (strcmp(trk[i].path, from) == 0)
+			{
+				free(trk[i].path);
+				trk[i].path = strdup(to);
+			}
+	}
+	return LSM_OK;
+}
+
+int
+lsm_env_unlink(const char *path, lsm_err *e)
+{
+	if (unlink(path) != 0 && errno != ENOENT)
+		return lsm_err_sys(e, errno, "could not remove \"%s\"", path);
+	return LSM_OK;
+}
+
+void
+lsm_env_close(int fd)
+{
+	if (fd < 0)
+		return;
+	if (fault && fault->track_sync)
+	{
+		tracked    *t = track_find_fd(fd);
+
+		if (t)
+			t->fd = -1;
+	}
+	close(fd);
+}
+
+int
+lsm_env_mmap(int fd, const char *name, const void **map, size_t *size,
+			 lsm_err *e)
+{
+	struct stat st;
+	void	   *p;
+
+	if (fstat(fd, &st) != 0)
+		return lsm_err_sys(e, errno, "could not stat \"%s\"", name);
+	*size = (size_t) st.st_size;
+	*map = NULL;
+	if (st.st_size == 0)
+		return LSM_OK;
+	p = mmap(NULL, (size_t) st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return lsm_err_sys(e, errno, "could not map \"%s\"", name);
+	*map = p;
+	return LSM_OK;
+}
+
+void
+lsm_env_munmap(const void *map, size_t size)
+{
+	if (map)
+		munmap((void *) map, size);
+}
+
+int
+lsm_env_trylock(int fd, const char *name, lsm_err *e)
+{
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+		return LSM_OK;
+	if (errno == EWOULDBLOCK || errno == EINTR)
+		return LSM_BUSY;
+	return lsm_err_sys(e, errno, "could not lock \"%s\"", name);
+}
+
+void
+lsm_env_unlock(int fd)
+{
+	(void) flock(fd, LOCK_UN);
+}

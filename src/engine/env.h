@@ -1,0 +1,84 @@
+/*
+ * env.h
+ *		The file I/O shim.  Every write, fsync, rename, unlink and truncate the
+ *		engine makes goes through here, so tests can inject faults at any step.
+ *
+ * Fault injection (tests only; the hooks cost one branch when unused):
+ *	- fail the Nth write or the Nth fsync from now, with an errno (EIO,
+ *	  ENOSPC), optionally after writing part of the buffer (a short write);
+ *	- track which bytes of each file were fsynced and, on request, drop the
+ *	  unsynced ones (files truncated to their synced length, files never
+ *	  fsynced removed), simulating a power failure.
+ * The state is per process.
+ */
+#ifndef LSM_ENV_H
+#define LSM_ENV_H
+
+#include <sys/types.h>
+
+#include "util.h"
+
+/* Opens path; LSM_NOTFOUND if it does not exist (and O_CREAT not given). */
+int			lsm_env_open(const char *path, int flags, int mode, int *fd,
+						 lsm_err *e);
+
+/* Writes all n bytes at the current position (looping over short writes). */
+int			lsm_env_write(int fd, const void *buf, size_t n, const char *name,
+						  lsm_err *e);
+
+/* Reads exactly n bytes at off; LSM_CORRUPTION if the file is shorter. */
+int			lsm_env_pread(int fd, void *buf, size_t n, off_t off,
+						  const char *name, lsm_err *e);
+
+int			lsm_env_fsync(int fd, const char *name, lsm_err *e);
+int			lsm_env_fsync_dir(const char *dir, lsm_err *e);
+int			lsm_env_ftruncate(int fd, off_t len, const char *name, lsm_err *e);
+int			lsm_env_rename(const char *from, const char *to, lsm_err *e);
+
+/* Removes path; a missing file is not an error. */
+int			lsm_env_unlink(const char *path, lsm_err *e);
+void		lsm_env_close(int fd);
+
+/*
+ * Maps the whole file read-only.  *map is NULL for an empty file.  The
+ * descriptor may be closed afterwards.
+ */
+int			lsm_env_mmap(int fd, const char *name, const void **map,
+						 size_t *size, lsm_err *e);
+void		lsm_env_munmap(const void *map, size_t size);
+
+/* Takes an flock; nonblocking.  LSM_BUSY if someone else holds it. */
+int			lsm_env_trylock(int fd, const char *name, lsm_err *e);
+void		lsm_env_unlock(int fd);
+
+/* ---------- fault injection (tests) ---------- */
+
+typedef struct lsm_fault
+{
+	long		fail_write_at;	/* fail the Nth write from now; 0 = never */
+	long		fail_sync_at;	/* fail the Nth fsync from now; 0 = never */
+	int			fail_errno;		/* errno for injected failures (EIO default) */
+	int			short_write;	/* the failing write first writes half */
+	int			sticky;			/* keep failing every later write/sync */
+	int			track_sync;		/* record synced lengths for drop_unsynced */
+
+	/* counters, maintained whenever hooks are installed */
+	long		writes;
+	long		syncs;
+	long		injected;		/* failures injected so far */
+} lsm_fault;
+
+/*
+ * Installs (f non-NULL) or removes (NULL) the fault configuration.  f must
+ * stay valid while installed.  Counters in f are updated in place.
+ */
+void		lsm_fault_install(lsm_fault *f);
+
+/*
+ * Simulates a power failure: every file written through the shim since
+ * tracking began is truncated to its last fsynced length; files never
+ * fsynced are removed.  Forgets the tracked state.
+ */
+void		lsm_fault_drop_unsynced(void);
+
+#endif							/* LSM_ENV_H */

@@ -1,0 +1,484 @@
+/*
+ * iter.c
+ *		The merging iterator, the level iterator and the public lsm_iter
+ *		(including value search by scan).
+ *
+ * The merging iterator keeps every child positioned and yields the smallest
+ * key; when several children hold that key, the version with the highest
+ * sequence wins and all of them advance past it.  Children are few (the
+ * memtable, the level-0 files, one iterator per deeper level), so a linear
+ * scan for the minimum beats a heap.
+ */
+#include <stdlib.h>
+
+#include "db.h"
+
+/* ---------- merging iterator ---------- */
+
+typedef struct merge_iter
+{
+	lsm_iiter	base;
+	int			n;
+	int			cur;			/* child holding the current entry, or -1 */
+	lsm_iiter **children;
+} merge_iter;
+
+static void
+merge_settle(merge_iter *m)
+{
+	int			i,
+				best = -1;
+
+	for (i = 0; i < m->n; i++)
+	{
+		lsm_iiter  *c = m->children[i];
+
+		if (!c->valid)
+		{
+			if (c->rc != LSM_OK)
+			{
+				m->base.valid = false;
+				m->base.rc = c->rc;
+				m->cur = -1;
+				return;
+			}
+			continue;
+		}
+		if (best < 0)
+			best = i;
+		else
+		{
+			lsm_iiter  *b = m->children[best];
+			int			cmp = lsm_key_cmp(c->key, c->klen, b->key, b->klen);
+
+			if (cmp < 0 || (cmp == 0 && c->seq > b->seq))
+				best = i;
+		}
+	}
+	m->cur = best;
+	m->base.valid = best >= 0;
+	if (best >= 0)
+	{
+		lsm_iiter  *b = m->children[best];
+
+		m->base.key = b->key;
+		m->base.klen = b->klen;
+		m->base.val = b->val;
+		m->base.vlen = b->vlen;
+		m->base.seq = b->seq;
+		m->base.del = b->del;
+	}
+}
+
+static void
+merge_seek(lsm_iiter *base, const uint8_t *key, size_t klen)
+{
+	merge_iter *m = (merge_iter *) base;
+	int			i;
+
+	m->base.rc = LSM_OK;
+	for (i = 0; i < m->n; i++)
+		lsm_iiter_seek(m->children[i], key, klen);
+	merge_settle(m);
+}
+
+static void
+merge_next(lsm_iiter *base)
+{
+	merge_iter *m = (merge_iter *) base;
+	lsm_iiter  *cur = m->children[m->cur];
+	int			i;
+
+	/* advance the others holding the same key, then the winner */
+	for (i = 0; i < m->n; i++)
+	{
+		lsm_iiter  *c = m->children[i];
+
+		if (i != m->cur && c->valid &&
+			lsm_key_cmp(c->key, c->klen, cur->key, cur->klen) == 0)
+			lsm_iiter_next(c);
+	}
+	lsm_iiter_next(cur);
+	merge_settle(m);
+}
+
+static void
+merge_destroy(lsm_iiter *base)
+{
+	merge_iter *m = (merge_iter *) base;
+	int			i;
+
+	for (i = 0; i < m->n; i++)
+		lsm_iiter_destroy(m->children[i]);
+	free(m->children);
+	free(m);
+}
+
+static const lsm_iiter_ops merge_ops = {merge_seek, merge_next, merge_destroy};
+
+lsm_iiter *
+lsm_merge_iter_new(lsm_iiter **children, int n, lsm_err *err)
+{
+	merge_iter *m = calloc(1, sizeof(*m));
+	int			i;
+
+	if (m == NULL || (m->children = malloc(sizeof(lsm_iiter *) * (n ? n : 1))) == NULL)
+	{
+		free(m);
+		for (i = 0; i < n; i++)
+			lsm_iiter_destroy(children[i]);
+		return NULL;
+	}
+	memcpy(m->children, children, sizeof(lsm_iiter *) * n);
+	m->n = n;
+	m->cur = -1;
+	m->base.ops = &merge_ops;
+	m->base.err = err;
+	return &m->base;
+}
+
+/* ---------- level iterator (levels >= 1: sorted, disjoint files) ---------- */
+
+typedef struct level_iter
+{
+	lsm_iiter	base;
+	lsm_version *v;
+	int			level;
+	int			idx;			/* current file */
+	lsm_iiter  *file;
+} level_iter;
+
+static void
+level_publish(level_iter *it)
+{
+	lsm_iiter  *f = it->file;
+
+	it->base.valid = f->valid;
+	it->base.key = f->key;
+	it->base.klen = f->klen;
+	it->base.val = f->val;
+	it->base.vlen = f->vlen;
+	it->base.seq = f->seq;
+	it->base.del = f->del;
+}
+
+/* Opens file idx positioned at key (NULL = its first), skipping exhausted files. */
+static void
+level_open_from(level_iter *it, int idx, const uint8_t *key, size_t klen)
+{
+	for (;;)
+	{
+		lsm_iiter_destroy(it->file);
+		it->file = NULL;
+		it->idx = idx;
+		if (idx >= it->v->nfiles[it->level])
+		{
+			it->base.valid = false;
+			return;
+		}
+		it->file = lsm_table_iter(it->v->files[it->level][idx]->table,
+								  it->base.err);
+		if (it->file == NULL)
+		{
+			it->base.valid = false;
+			it->base.rc = LSM_NOMEM_ERR(it->base.err);
+			return;
+		}
+		lsm_iiter_seek(it->file, key, klen);
+		if (it->file->valid || it->file->rc != LSM_OK)
+		{
+			it->base.rc = it->file->rc;
+			level_publish(it);
+			return;
+		}
+		idx++;
+		key = NULL;
+	}
+}
+
+static void
+level_seek(lsm_iiter *base, const uint8_t *key, size_t klen)
+{
+	level_iter *it = (level_iter *) base;
+
+	it->base.rc = LSM_OK;
+	level_open_from(it, key ? lsm_version_find_file(it->v, it->level, key, klen) : 0,
+					key, klen);
+}
+
+static void
+level_next(lsm_iiter *base)
+{
+	level_iter *it = (level_iter *) base;
+
+	lsm_iiter_next(it->file);
+	if (it->file->valid || it->file->rc != LSM_OK)
+	{
+		it->base.rc = it->file->rc;
+		level_publish(it);
+		return;
+	}
+	level_open_from(it, it->idx + 1, NULL, 0);
+}
+
+static void
+level_destroy(lsm_iiter *base)
+{
+	level_iter *it = (level_iter *) base;
+
+	lsm_iiter_destroy(it->file);
+	lsm_version_unref(it->v);
+	free(it);
+}
+
+static const lsm_iiter_ops level_ops = {level_seek, level_next, level_destroy};
+
+lsm_iiter *
+lsm_level_iter_new(lsm_version *v, int level, lsm_err *err)
+{
+	level_iter *it = calloc(1, sizeof(*it));
+
+	if (it == NULL)
+		return NULL;
+	it->base.ops = &level_ops;
+	it->base.err = err;
+	it->v = v;
+	it->level = level;
+	lsm_version_ref(v);
+	return &it->base;
+}
+
+lsm_iiter *
+lsm_db_merge_iter(lsm_version *v, lsm_memtable *mem, uint64_t snap,
+				  lsm_err *err)
+{
+	lsm_iiter  *children[LSM_MAX_LEVELS + 1 + 64];
+	lsm_iiter **kids = children;
+	int			n = 0,
+				cap = v->nfiles[0] + LSM_MAX_LEVELS + 1,
+				i;
+	lsm_iiter  *m;
+
+	if (cap > (int) (sizeof(children) / sizeof(children[0])))
+	{
+		kids = malloc(sizeof(lsm_iiter *) * cap);
+		if (kids == NULL)
+			return NULL;
+	}
+	if (mem && (kids[n] = lsm_memtable_iter(mem, snap, err)) != NULL)
+		n++;
+	else if (mem)
+		goto fail;
+	for (i = 0; i < v->nfiles[0]; i++)
+		if ((kids[n++] = lsm_table_iter(v->files[0][i]->table, err)) == NULL)
+		{
+			n--;
+			goto fail;
+		}
+	for (i = 1; i < LSM_MAX_LEVELS; i++)
+		if (v->nfiles[i] > 0)
+		{
+			if ((kids[n++] = lsm_level_iter_new(v, i, err)) == NULL)
+			{
+				n--;
+				goto fail;
+			}
+		}
+	m = lsm_merge_iter_new(kids, n, err);
+	if (kids != children)
+		free(kids);
+	return m;
+
+fail:
+	for (i = 0; i < n; i++)
+		lsm_iiter_destroy(kids[i]);
+	if (kids != children)
+		free(kids);
+	return NULL;
+}
+
+/* ---------- public iterator ---------- */
+
+struct lsm_iter
+{
+	lsm_db	   *db;
+	lsm_version *v;
+	lsm_memtable *mem;
+	lsm_iiter  *m;
+	lsm_err		err;
+	bool		positioned;
+	int			rc;
+	/* value search by scan: field >= 0 filters rows */
+	int			field;
+	uint8_t    *fval;
+	size_t		fvlen;
+};
+
+/* Skips tombstones and rows that fail the value predicate. */
+static void
+iter_skip(lsm_iter *it)
+{
+	long		steps = 0;
+
+	while (it->m->valid)
+	{
+		if (!it->m->del)
+		{
+			lsm_field f;
+
+			if (it->field < 0)
+				return;
+			if (lsm_row_field(it->m->val, it->m->vlen, it->field, &f) == LSM_OK &&
+				!f.is_null && f.len == it->fvlen &&
+				(f.len == 0 || memcmp(f.data, it->fval, f.len) == 0))
+				return;
+		}
+		if ((++steps & 4095) == 0 && lsm_db_interrupted(it->db))
+		{
+			it->rc = lsm_err_set(&it->err, LSM_INTERRUPTED,
+								 "iteration interrupted");
+			return;
+		}
+		lsm_iiter_next(it->m);
+	}
+}
+
+static int
+iter_open(lsm_db *db, lsm_iter **out)
+{
+	lsm_iter   *it;
+
+	*out = NULL;
+	it = calloc(1, sizeof(*it));
+	if (it == NULL)
+		return lsm_err_set(&db->err, LSM_NOMEM, "out of memory");
+	it->db = db;
+	it->v = db->current;
+	it->mem = db->mem;
+	it->field = -1;
+	lsm_version_ref(it->v);
+	lsm_memtable_ref(it->mem);
+	it->m = lsm_db_merge_iter(it->v, it->mem, db->last_seq, &it->err);
+	if (it->m == NULL)
+	{
+		lsm_iter_close(it);
+		return lsm_err_set(&db->err, LSM_NOMEM, "out of memory");
+	}
+	db->open_iters++;
+	*out = it;
+	return LSM_OK;
+}
+
+int
+lsm_iter_open(lsm_db *db, lsm_iter **out)
+{
+	if (db == NULL || out == NULL)
+		return LSM_INVALID;
+	return iter_open(db, out);
+}
+
+void
+lsm_iter_seek(lsm_iter *it, const void *key, size_t klen)
+{
+	if (it == NULL || it->rc != LSM_OK)
+		return;
+	it->positioned = true;
+	lsm_iiter_seek(it->m, key, key ? klen : 0);
+	iter_skip(it);
+}
+
+int
+lsm_iter_valid(const lsm_iter *it)
+{
+	return it != NULL && it->positioned && it->rc == LSM_OK && it->m->valid;
+}
+
+void
+lsm_iter_next(lsm_iter *it)
+{
+	if (!lsm_iter_valid(it))
+		return;
+	lsm_iiter_next(it->m);
+	iter_skip(it);
+}
+
+const void *
+lsm_iter_key(const lsm_iter *it, size_t *klen)
+{
+	if (!lsm_iter_valid(it))
+	{
+		if (klen)
+			*klen = 0;
+		return NULL;
+	}
+	if (klen)
+		*klen = it->m->klen;
+	return it->m->key;
+}
+
+const void *
+lsm_iter_value(const lsm_iter *it, size_t *vlen)
+{
+	if (!lsm_iter_valid(it))
+	{
+		if (vlen)
+			*vlen = 0;
+		return NULL;
+	}
+	if (vlen)
+		*vlen = it->m->vlen;
+	return it->m->val;
+}
+
+int
+lsm_iter_status(const lsm_iter *it)
+{
+	if (it == NULL)
+		return LSM_INVALID;
+	if (it->rc != LSM_OK)
+		return it->rc;
+	return it->m->rc;
+}
+
+/* The error detail of an iterator, for the handle's lsm_errmsg. */
+void
+lsm_iter_close(lsm_iter *it)
+{
+	if (it == NULL)
+		return;
+	if (lsm_iter_status(it) != LSM_OK && it->db)
+		lsm_db_fail(it->db, lsm_iter_status(it), &it->err);
+	lsm_iiter_destroy(it->m);
+	lsm_version_unref(it->v);
+	lsm_memtable_unref(it->mem);
+	if (it->m && it->db)
+		it->db->open_iters--;
+	free(it->fval);
+	free(it);
+}
+
+int
+lsm_value_search(lsm_db *db, int field, const void *val, size_t vlen,
+				 lsm_iter **out)
+{
+	lsm_iter   *it;
+	int			rc;
+
+	if (db == NULL || out == NULL || field < 0 || (val == NULL && vlen > 0))
+		return LSM_INVALID;
+	*out = NULL;
+	rc = iter_open(db, &it);
+	if (rc != LSM_OK)
+		return rc;
+	it->field = field;
+	it->fval = lsm_memdup(val, vlen);
+	it->fvlen = vlen;
+	if (it->fval == NULL)
+	{
+		lsm_iter_close(it);
+		return lsm_err_set(&db->err, LSM_NOMEM, "out of memory");
+	}
+	lsm_iter_seek(it, NULL, 0);
+	*out = it;
+	return LSM_OK;
+}

@@ -1,0 +1,270 @@
+/*
+ * lsm.h
+ *		Public interface of the LSM-tree storage engine.
+ *
+ * The engine stores arbitrary byte keys (ordered by memcmp, shorter first on
+ * a tie) and values in one directory.  Writes go to a write-ahead log and an
+ * in-memory skip list; full memtables are flushed to immutable SSTables that
+ * leveled compaction merges downwards.  Point lookups are gated by
+ * cache-line-blocked Bloom filters; the key is hashed once per lookup and the
+ * hash is reused for every SSTable (hash sharing).
+ *
+ * Many processes may open the same directory.  Writers serialise through an
+ * exclusive flock on the store's LOCK file; readers take no lock and pick up
+ * other processes' commits with lsm_refresh().  See docs/architecture.md for
+ * the protocol and docs/format.md for the byte layouts.
+ *
+ * Conventions (LMDB style): every fallible function returns an int, LSM_OK
+ * (0) on success or one of the negative LSM_* codes below, which live in a
+ * reserved range and never collide with (positive or negated) errno values.
+ * Results come back through out-parameters.  Memory handed to the caller is
+ * released with lsm_free() unless a function says otherwise.  The engine
+ * never aborts, exits, prints, or longjmps.
+ *
+ * A handle (lsm_db) and everything opened from it belong to one thread at a
+ * time; the engine starts no threads.
+ */
+#ifndef LSM_H
+#define LSM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C"
+{
+#endif
+
+typedef struct lsm_db lsm_db;		/* an open store (one directory) */
+typedef struct lsm_batch lsm_batch; /* an atomic group of puts and deletes */
+typedef struct lsm_iter lsm_iter;	/* an ordered cursor over a snapshot */
+
+/* Return codes.  0 is success; errors are negative, in a reserved range. */
+#define LSM_OK			0
+#define LSM_NOTFOUND	(-30801)	/* key absent (not an error for callers) */
+#define LSM_CORRUPTION	(-30802)	/* checksum or structural check failed */
+#define LSM_IOERR		(-30803)	/* a system call failed; errno saved */
+#define LSM_NOSPACE		(-30804)	/* ENOSPC or EDQUOT */
+#define LSM_INVALID		(-30805)	/* bad argument or option */
+#define LSM_BUSY		(-30806)	/* lock not obtained within the timeout */
+#define LSM_NOMEM		(-30807)	/* allocation failed */
+#define LSM_INTERRUPTED (-30808)	/* the interrupt callback asked to stop */
+#define LSM_EXISTS		(-30809)	/* lsm_open with error_if_exists */
+
+/*
+ * Returns a static, human-readable name for a return code.
+ */
+const char *lsm_strerror(int rc);
+
+/*
+ * Returns the detail of the last error on this handle ("checksum mismatch in
+ * block at offset 12288 of 000042.sst"), or "" if none.  The string belongs
+ * to the handle and is valid until the next call on it.  db may be NULL, in
+ * which case the detail of the last failed lsm_open in this thread of
+ * control is returned.
+ */
+const char *lsm_errmsg(const lsm_db *db);
+
+/*
+ * Returns the errno saved with the last LSM_IOERR/LSM_NOSPACE on this handle,
+ * or 0.
+ */
+int			lsm_errno(const lsm_db *db);
+
+/*
+ * Interrupt callback: called while waiting for a lock and periodically during
+ * long operations.  Return nonzero to abandon the operation, which then fails
+ * with LSM_INTERRUPTED.  It must not longjmp.
+ */
+typedef int (*lsm_interrupt_fn) (void *arg);
+
+typedef struct lsm_options
+{
+	size_t		memtable_bytes; /* flush threshold */
+	size_t		file_bytes;		/* target SSTable size */
+	int			level_ratio;	/* size ratio between levels */
+	int			key_bits_per_key;	/* key Bloom filter budget; 0 = none */
+	uint32_t	value_filter_bits;	/* m: bits of every value Bloom filter */
+	int			value_filter_hashes;	/* k for value filters */
+	int			hierarchy_order;	/* d: internal nodes have d..2d children */
+	int			sync;			/* fsync the WAL at every write */
+
+	/* extensions */
+	int			l0_compaction_trigger;	/* L0 file count that starts compaction */
+	int			auto_compact;	/* compact after a write that flushed */
+	int			block_bytes;	/* target data block size */
+	int			lock_timeout_ms;	/* bound on waits for the write lock */
+	int			create_if_missing;	/* default 1 */
+	int			error_if_exists;	/* default 0 */
+	int			read_only;		/* never take the write lock; no writes */
+	lsm_interrupt_fn interrupt; /* optional; see above */
+	void	   *interrupt_arg;
+} lsm_options;
+
+/*
+ * Fills *o with the defaults: 4 MiB memtable, 2 MiB files, level ratio 10,
+ * 10 bits per key, value filters of 2^21 bits with 3 hashes, hierarchy order
+ * 3, no sync, L0 trigger 4, auto compaction on, 4 KiB blocks, 10 s lock
+ * timeout, create if missing.
+ */
+void		lsm_options_init(lsm_options *o);
+
+/*
+ * Opens (creating if missing and allowed) the store in directory dir.  On
+ * success *out is a new handle; on failure *out is NULL and lsm_errmsg(NULL)
+ * describes why.  Recovery replays the write-ahead log; a torn tail is
+ * ignored (and truncated by the next writer).
+ */
+int			lsm_open(const char *dir, const lsm_options *o, lsm_db **out);
+
+/*
+ * Closes the handle.  Open iterators must be closed first.  Unflushed writes
+ * stay in the log and are replayed by the next open.
+ */
+int			lsm_close(lsm_db *db);
+
+/*
+ * Picks up writes, flushes and compactions committed by other processes (or
+ * other handles) since this handle last looked.  Takes no lock.
+ */
+int			lsm_refresh(lsm_db *db);
+
+/* Batches.  lsm_batch_new returns NULL only when out of memory. */
+lsm_batch  *lsm_batch_new(void);
+int			lsm_batch_put(lsm_batch *b, const void *key, size_t klen,
+						  const void *val, size_t vlen);
+int			lsm_batch_delete(lsm_batch *b, const void *key, size_t klen);
+void		lsm_batch_clear(lsm_batch *b);
+size_t		lsm_batch_count(const lsm_batch *b);
+size_t		lsm_batch_bytes(const lsm_batch *b);
+void		lsm_batch_free(lsm_batch *b);
+
+/*
+ * Applies the batch atomically: after a crash it is either wholly present or
+ * wholly absent.  With o->sync it is durable on return.  Takes the write lock
+ * (bounded wait, LSM_BUSY on timeout), catches up with other writers, appends
+ * one WAL record, and flushes the memtable if it is over its threshold.  The
+ * batch is not consumed.  Keys must be non-empty and at most 64 KiB - 1.
+ */
+int			lsm_write(lsm_db *db, lsm_batch *b);
+
+/* Convenience wrappers around a one-entry batch. */
+int			lsm_put(lsm_db *db, const void *key, size_t klen,
+					const void *val, size_t vlen);
+int			lsm_delete(lsm_db *db, const void *key, size_t klen);
+
+/*
+ * Looks key up.  On LSM_OK *val is a new allocation of *vlen bytes (release
+ * with lsm_free; it is NUL-terminated for convenience); LSM_NOTFOUND if the
+ * key is absent or deleted.  The key is hashed exactly once.
+ */
+int			lsm_get(lsm_db *db, const void *key, size_t klen,
+					void **val, size_t *vlen);
+void		lsm_free(void *p);
+
+/*
+ * Batched point lookup of n keys.  Each key is hashed once and every filter
+ * line it needs is prefetched before probing.  For each i, rcs[i] is LSM_OK
+ * (vals[i]/vlens[i] set, release vals[i] with lsm_free) or LSM_NOTFOUND, or
+ * an error code.  Returns LSM_OK unless an error stopped the whole call.
+ */
+int			lsm_multi_get(lsm_db *db, size_t n, const void *const *keys,
+						  const size_t *klens, void **vals, size_t *vlens,
+						  int *rcs);
+
+/*
+ * Iterators.  The snapshot is taken at lsm_iter_open: later writes, flushes
+ * and compactions (in any process) don't show.  The iterator is unpositioned
+ * until the first seek.  Key and value pointers are valid until the next
+ * move or close.
+ */
+int			lsm_iter_open(lsm_db *db, lsm_iter **out);
+void		lsm_iter_seek(lsm_iter *it, const void *key, size_t klen);
+int			lsm_iter_valid(const lsm_iter *it);
+void		lsm_iter_next(lsm_iter *it);
+const void *lsm_iter_key(const lsm_iter *it, size_t *klen);
+const void *lsm_iter_value(const lsm_iter *it, size_t *vlen);
+int			lsm_iter_status(const lsm_iter *it);
+void		lsm_iter_close(lsm_iter *it);
+
+/* Rows: a value is a row of fields; every field is value-indexed. */
+typedef struct lsm_field
+{
+	const void *data;
+	size_t		len;
+	int			is_null;
+} lsm_field;
+
+/* Encodes nfields fields into a new allocation *row (release: lsm_free). */
+int			lsm_row_encode(const lsm_field *fields, int nfields,
+						   void **row, size_t *rowlen);
+
+/*
+ * Decodes field i of a row; out->data points into row.  A field past the end
+ * is null.  LSM_CORRUPTION if the row is malformed.
+ */
+int			lsm_row_field(const void *row, size_t rowlen, int i, lsm_field *out);
+
+/* Number of fields in a row (0 for a malformed row). */
+int			lsm_row_nfields(const void *row, size_t rowlen);
+
+/*
+ * Every live row whose field `field` equals val byte for byte, newest
+ * versions only, each once.  The iterator comes back positioned on its first
+ * row (no seek is needed or allowed); order is unspecified.
+ */
+int			lsm_value_search(lsm_db *db, int field, const void *val,
+							 size_t vlen, lsm_iter **out);
+
+int			lsm_flush(lsm_db *db);	/* memtable -> SSTable now */
+int			lsm_compact(lsm_db *db);	/* compact until no level is over
+										 * target */
+int			lsm_verify(lsm_db *db); /* check every checksum and invariant */
+
+/* Statistics. */
+#define LSM_MAX_LEVELS 7
+
+typedef struct lsm_level_stats
+{
+	int			files;
+	uint64_t	entries;
+	uint64_t	bytes;			/* file bytes */
+	uint64_t	filter_bytes;	/* key filter bytes */
+	uint64_t	value_filter_bytes;
+} lsm_level_stats;
+
+typedef struct lsm_stats
+{
+	int			levels;			/* LSM_MAX_LEVELS */
+	lsm_level_stats level[LSM_MAX_LEVELS];
+	uint64_t	memtable_bytes; /* arena bytes of the active memtable */
+	uint64_t	memtable_entries;
+	uint64_t	last_sequence;
+
+	/* counters since open, for this handle */
+	uint64_t	gets;			/* lsm_get calls and multi-get keys */
+	uint64_t	key_hashes;		/* key hashes computed */
+	uint64_t	filter_probes;	/* key filters consulted */
+	uint64_t	filter_negatives;	/* ... that said "absent" */
+	uint64_t	sstable_reads;	/* SSTables searched past the filter */
+	uint64_t	false_positives;	/* ... that did not hold the key */
+	uint64_t	flushes;
+	uint64_t	compactions;
+	uint64_t	user_bytes_written; /* key + value bytes given to lsm_write */
+	uint64_t	wal_bytes_written;
+	uint64_t	sst_bytes_written;	/* by flushes and compactions */
+	uint64_t	refreshes;		/* manifest reloads */
+	uint64_t	retries;		/* reads retried after racing a compaction */
+} lsm_stats;
+
+/* Fills *st.  Level figures are those of the handle's current version. */
+int			lsm_get_stats(lsm_db *db, lsm_stats *st);
+
+/* Resets the counters of lsm_stats to zero. */
+void		lsm_reset_counters(lsm_db *db);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif							/* LSM_H */

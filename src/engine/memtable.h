@@ -1,0 +1,50 @@
+/*
+ * memtable.h
+ *		The in-memory write buffer: a skip list in an arena.
+ *
+ * Entries are (key, sequence, kind, value), ordered by key ascending and
+ * sequence descending, so the newest version of a key comes first.  A
+ * memtable is reference counted: iterators keep the one they started on
+ * alive across flushes.  Single-threaded (one handle, one thread).
+ */
+#ifndef LSM_MEMTABLE_H
+#define LSM_MEMTABLE_H
+
+#include "iter.h"
+
+#define LSM_KIND_DEL 0
+#define LSM_KIND_PUT 1
+
+typedef struct lsm_memtable lsm_memtable;
+
+/* A new empty memtable with one reference; NULL when out of memory. */
+lsm_memtable *lsm_memtable_new(void);
+void		lsm_memtable_ref(lsm_memtable *mt);
+void		lsm_memtable_unref(lsm_memtable *mt);
+
+/* Adds one version.  LSM_NOMEM leaves the memtable unchanged. */
+int			lsm_memtable_add(lsm_memtable *mt, uint64_t seq, int kind,
+							 const void *key, size_t klen,
+							 const void *val, size_t vlen);
+
+/*
+ * Finds the newest version of key with sequence <= snap.  Returns true and
+ * fills kind, value and seq if there is one.
+ */
+bool		lsm_memtable_get(const lsm_memtable *mt, const void *key,
+							 size_t klen, uint64_t snap, int *kind,
+							 const uint8_t **val, size_t *vlen, uint64_t *seq);
+
+/* Bytes of entries (the flush criterion) and bytes the arena allocated. */
+size_t		lsm_memtable_bytes(const lsm_memtable *mt);
+size_t		lsm_memtable_arena_bytes(const lsm_memtable *mt);
+size_t		lsm_memtable_entries(const lsm_memtable *mt);
+
+/*
+ * An internal iterator over the versions visible at snap (the newest one per
+ * key, tombstones included).  Holds a reference on mt.  NULL when out of
+ * memory.
+ */
+lsm_iiter  *lsm_memtable_iter(lsm_memtable *mt, uint64_t snap, lsm_err *err);
+
+#endif							/* LSM_MEMTABLE_H */

@@ -1,0 +1,107 @@
+/*
+ * row.c
+ *		The row codec: a value is a row of fields.
+ *
+ *		row: [nfields varint] { [tag varint] } * nfields [field bytes]*
+ *		tag: 0 for a null field, else length + 1
+ *
+ * Field i is found by summing the lengths of the tags before it.  A field's
+ * bytes are exactly what the caller gave, so equal values have equal bytes
+ * (canonical encoding is the caller's business).
+ */
+#include <stdlib.h>
+
+#include "util.h"
+
+int
+lsm_row_encode(const lsm_field *fields, int nfields, void **row,
+			   size_t *rowlen)
+{
+	size_t		n;
+	uint8_t    *p,
+			   *q;
+	int			i;
+
+	if (row == NULL || rowlen == NULL || nfields < 0 ||
+		(nfields > 0 && fields == NULL))
+		return LSM_INVALID;
+	n = (size_t) lsm_varint_len((uint64_t) nfields);
+	for (i = 0; i < nfields; i++)
+	{
+		if (!fields[i].is_null && fields[i].data == NULL && fields[i].len > 0)
+			return LSM_INVALID;
+		if (fields[i].is_null)
+			n += 1;
+		else
+			n += (size_t) lsm_varint_len(fields[i].len + 1) + fields[i].len;
+	}
+	if (n > LSM_MAX_VALUE_LEN)
+		return LSM_INVALID;
+	p = malloc(n + 1);
+	if (p == NULL)
+		return LSM_NOMEM;
+	q = p + lsm_put_varint(p, (uint64_t) nfields);
+	for (i = 0; i < nfields; i++)
+		q += lsm_put_varint(q, fields[i].is_null ? 0 : fields[i].len + 1);
+	for (i = 0; i < nfields; i++)
+		if (!fields[i].is_null && fields[i].len > 0)
+		{
+			memcpy(q, fields[i].data, fields[i].len);
+			q += fields[i].len;
+		}
+	p[n] = '\0';
+	*row = p;
+	*rowlen = n;
+	return LSM_OK;
+}
+
+int
+lsm_row_field(const void *row, size_t rowlen, int i, lsm_field *out)
+{
+	const uint8_t *p = row;
+	const uint8_t *end = p + rowlen;
+	uint64_t	nfields,
+				tag,
+				off = 0,
+				want = 0;
+	int			j;
+
+	if (out == NULL || i < 0 || (row == NULL && rowlen > 0))
+		return LSM_INVALID;
+	out->data = NULL;
+	out->len = 0;
+	out->is_null = 1;
+	if ((p = lsm_get_varint(p, end, &nfields)) == NULL ||
+		nfields > (uint64_t) (end - p))
+		return LSM_CORRUPTION;
+	for (j = 0; j < (int) nfields; j++)
+	{
+		if ((p = lsm_get_varint(p, end, &tag)) == NULL)
+			return LSM_CORRUPTION;
+		if (j < i && tag > 0)
+			off += tag - 1;
+		if (j == i)
+			want = tag;
+	}
+	/* p is now the start of the field bytes */
+	if (i >= (int) nfields || want == 0)
+		return (off <= (uint64_t) (end - p)) ? LSM_OK : LSM_CORRUPTION;
+	if (off > (uint64_t) (end - p) || want - 1 > (uint64_t) (end - p) - off)
+		return LSM_CORRUPTION;
+	out->data = p + off;
+	out->len = want - 1;
+	out->is_null = 0;
+	return LSM_OK;
+}
+
+int
+lsm_row_nfields(const void *row, size_t rowlen)
+{
+	const uint8_t *p = row;
+	uint64_t	n;
+
+	if (row == NULL || lsm_get_varint(p, p + rowlen, &n) == NULL ||
+		n > rowlen)
+		return 0;
+	return (int) n;
+}

@@ -1,0 +1,534 @@
+/*
+ * sstable.c
+ *		Reading SSTables through mmap.  See sstable.h for the layout.
+ *
+ * Opening a table maps the whole file and checks the footer and the
+ * checksums of the index, key filter and properties blocks, once.  Data
+ * blocks are checked the first time this process reads each of them; a
+ * per-table bitmap remembers which ones passed (the file is immutable, like
+ * a block cache holding verified blocks).  The mapping keeps an unlinked
+ * file readable, so a compaction in another process never pulls data from
+ * under a reader.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "block.h"
+#include "env.h"
+#include "sstable.h"
+
+struct lsm_table
+{
+	int			refs;
+	uint64_t	number;
+	char		name[32];
+	const uint8_t *map;
+	size_t		size;
+	int			broken_rc;		/* LSM_OK unless the file is damaged */
+	char	   *broken_msg;
+	bool		has_filter;
+	lsm_bloom	filter;
+	size_t		filter_bytes;
+	const uint8_t *index;		/* index block contents */
+	size_t		index_len;
+	uint32_t	nblocks;
+	uint8_t    *verified;		/* bitmap over data blocks */
+	uint64_t	entries;
+	uint64_t	data_end;		/* end of the data blocks */
+};
+
+uint64_t
+lsm_table_number(const lsm_table *t)
+{
+	return t->number;
+}
+
+size_t
+lsm_table_size(const lsm_table *t)
+{
+	return t->size;
+}
+
+void
+lsm_table_ref(lsm_table *t)
+{
+	t->refs++;
+}
+
+void
+lsm_table_unref(lsm_table *t)
+{
+	if (t == NULL || --t->refs > 0)
+		return;
+	lsm_env_munmap(t->map, t->size);
+	free(t->broken_msg);
+	free(t->verified);
+	free(t);
+}
+
+int
+lsm_table_status(const lsm_table *t, lsm_err *e)
+{
+	if (t->broken_rc == LSM_OK)
+		return LSM_OK;
+	return lsm_err_set(e, t->broken_rc, "%s", t->broken_msg);
+}
+
+bool
+lsm_table_has_filter(const lsm_table *t)
+{
+	return t->has_filter;
+}
+
+size_t
+lsm_table_filter_bytes(const lsm_table *t)
+{
+	return t->filter_bytes;
+}
+
+bool
+lsm_table_may_contain(const lsm_table *t, uint64_t h)
+{
+	return !t->has_filter || lsm_bloom_may_match(&t->filter, h);
+}
+
+void
+lsm_table_prefetch(const lsm_table *t, uint64_t h)
+{
+	if (t->has_filter)
+		lsm_bloom_prefetch(&t->filter, h);
+}
+
+/*
+ * Resolves a block handle: checks it lies inside the file (before limit)
+ * and, if check is set, its checksum.
+ */
+static int
+get_block(const lsm_table *t, uint64_t off, uint64_t size, uint64_t limit,
+		  bool check, const char *what, const uint8_t **p, lsm_err *e)
+{
+	if (off > limit || size + 4 > limit - off)
+		return LSM_CORRUPT(e, "%s handle (offset %llu, size %llu) out of range in %s",
+						   what, (unsigned long long) off,
+						   (unsigned long long) size, t->name);
+	*p = t->map + off;
+	if (check && lsm_checksum(*p, size) != lsm_get_u32(*p + size))
+		return LSM_CORRUPT(e, "checksum mismatch in %s at offset %llu of %s",
+						   what, (unsigned long long) off, t->name);
+	return LSM_OK;
+}
+
+/* Parses footer, index, filter and properties; the table is usable after. */
+static int
+load(lsm_table *t, lsm_err *e)
+{
+	const uint8_t *f;
+	const uint8_t *p;
+	uint64_t	ioff,
+				foff,
+				poff;
+	uint32_t	isize,
+				fsize,
+				psize;
+	uint64_t	limit;
+	lsm_block_iter bi;
+	uint64_t	v;
+	int			rc;
+
+	if (t->size < LSM_SST_FOOTER)
+		return LSM_CORRUPT(e, "file %s is too short (%zu bytes) to be a table",
+						   t->name, t->size);
+	f = t->map + t->size - LSM_SST_FOOTER;
+	if (lsm_get_u64(f + 56) != LSM_SST_MAGIC)
+		return LSM_CORRUPT(e, "bad magic number in footer of %s", t->name);
+	if (lsm_checksum(f, 52) != lsm_get_u32(f + 52))
+		return LSM_CORRUPT(e, "checksum mismatch in footer of %s", t->name);
+	if (lsm_get_u32(f + 48) != LSM_SST_FORMAT)
+		return LSM_CORRUPT(e, "unsupported table format %u in %s",
+						   lsm_get_u32(f + 48), t->name);
+	ioff = lsm_get_u64(f);
+	isize = lsm_get_u32(f + 8);
+	foff = lsm_get_u64(f + 12);
+	fsize = lsm_get_u32(f + 20);
+	poff = lsm_get_u64(f + 36);
+	psize = lsm_get_u32(f + 44);
+	limit = t->size - LSM_SST_FOOTER;
+
+	rc = get_block(t, ioff, isize, limit, true, "index block", &t->index, e);
+	if (rc != LSM_OK)
+		return rc;
+	t->index_len = isize;
+	if (!lsm_block_iter_init(&bi, t->index, isize))
+		return LSM_CORRUPT(e, "malformed index block in %s", t->name);
+	t->nblocks = bi.num_restarts;
+	lsm_block_iter_free(&bi);
+
+	if (fsize > 0)
+	{
+		rc = get_block(t, foff, fsize, limit, true, "key filter", &p, e);
+		if (rc != LSM_OK)
+			return rc;
+		rc = lsm_bloom_parse(p, fsize, &t->filter, t->name, e);
+		if (rc != LSM_OK)
+			return rc;
+		t->has_filter = true;
+		t->filter_bytes = fsize;
+	}
+
+	rc = get_block(t, poff, psize, limit, true, "properties block", &p, e);
+	if (rc != LSM_OK)
+		return rc;
+	if (lsm_get_varint(p, p + psize, &v) == NULL)
+		return LSM_CORRUPT(e, "malformed properties block in %s", t->name);
+	t->entries = v;
+	t->data_end = foff ? foff : ioff;
+
+	t->verified = calloc((t->nblocks + 7) / 8, 1);
+	if (t->verified == NULL)
+		return LSM_NOMEM_ERR(e);
+	return LSM_OK;
+}
+
+int
+lsm_table_open(const char *dir, uint64_t number, lsm_table **out, lsm_err *e)
+{
+	char		path[4096];
+	lsm_table  *t;
+	lsm_err		local;
+	int			fd;
+	int			rc;
+
+	*out = NULL;
+	t = calloc(1, sizeof(*t));
+	if (t == NULL)
+		return LSM_NOMEM_ERR(e);
+	t->refs = 1;
+	t->number = number;
+	lsm_table_filename(number, t->name, sizeof(t->name));
+	snprintf(path, sizeof(path), "%s/%s", dir, t->name);
+	lsm_err_clear(&local);
+	rc = lsm_env_open(path, O_RDONLY, 0, &fd, &local);
+	if (rc == LSM_NOTFOUND)
+	{
+		free(t);
+		return lsm_err_set(e, LSM_NOTFOUND, "%s", local.msg);
+	}
+	if (rc == LSM_OK)
+	{
+		rc = lsm_env_mmap(fd, t->name, (const void **) &t->map, &t->size, &local);
+		lsm_env_close(fd);
+	}
+	if (rc == LSM_OK)
+		rc = load(t, &local);
+	if (rc == LSM_NOMEM)
+	{
+		lsm_table_unref(t);
+		return lsm_err_set(e, rc, "%s", local.msg);
+	}
+	if (rc != LSM_OK)
+	{
+		t->broken_rc = rc;
+		t->broken_msg = strdup(local.msg);
+		t->has_filter = false;
+		if (t->broken_msg == NULL)
+		{
+			lsm_table_unref(t);
+			return LSM_NOMEM_ERR(e);
+		}
+	}
+	*out = t;
+	return LSM_OK;
+}
+
+/*
+ * Decodes index entry ordinal i's handle and returns the data block
+ * contents, checking the checksum the first time.
+ */
+static int
+data_block(lsm_table *t, uint32_t i, const uint8_t *hv, size_t hlen,
+		   const uint8_t **p, size_t *n, lsm_err *e)
+{
+	uint64_t	off,
+				size;
+	const uint8_t *q;
+	int			rc;
+
+	if ((q = lsm_get_varint(hv, hv + hlen, &off)) == NULL ||
+		lsm_get_varint(q, hv + hlen, &size) == NULL)
+		return LSM_CORRUPT(e, "malformed block handle in index of %s", t->name);
+	rc = get_block(t, off, size, t->data_end, false, "data block", p, e);
+	if (rc != LSM_OK)
+		return rc;
+	if (!(t->verified[i >> 3] & (1 << (i & 7))))
+	{
+		if (lsm_checksum(*p, size) != lsm_get_u32(*p + size))
+			return LSM_CORRUPT(e, "checksum mismatch in data block at offset %llu of %s",
+							   (unsigned long long) off, t->name);
+		t->verified[i >> 3] |= (uint8_t) (1 << (i & 7));
+	}
+	*n = size;
+	return LSM_OK;
+}
+
+/* Splits a data block value into tag and row. */
+static int
+decode_value(const lsm_table *t, const uint8_t *v, size_t vlen,
+			 lsm_table_hit *hit, lsm_err *e)
+{
+	uint64_t	tag;
+	const uint8_t *p = lsm_get_varint(v, v + vlen, &tag);
+
+	if (p == NULL)
+		return LSM_CORRUPT(e, "malformed entry in %s", t->name);
+	hit->seq = tag >> 1;
+	hit->del = (int) (tag & 1);
+	hit->val = p;
+	hit->vlen = vlen - (size_t) (p - v);
+	return LSM_OK;
+}
+
+int
+lsm_table_get(lsm_table *t, const void *key, size_t klen, lsm_table_hit *hit,
+			  lsm_err *e)
+{
+	lsm_block_iter ii,
+				bi;
+	const uint8_t *bp;
+	size_t		bn;
+	uint32_t	ord;
+	int			rc;
+
+	if (t->broken_rc != LSM_OK)
+		return lsm_table_status(t, e);
+	if (!lsm_block_iter_init(&ii, t->index, t->index_len))
+		return LSM_CORRUPT(e, "malformed index block in %s", t->name);
+	lsm_block_iter_seek(&ii, key, klen);
+	if (!ii.valid)
+	{
+		rc = ii.corrupt ? LSM_CORRUPT(e, "malformed index block in %s", t->name)
+			: LSM_NOTFOUND;
+		lsm_block_iter_free(&ii);
+		return rc;
+	}
+	ord = ii.restart_idx;
+	rc = data_block(t, ord, ii.val, ii.vlen, &bp, &bn, e);
+	lsm_block_iter_free(&ii);
+	if (rc != LSM_OK)
+		return rc;
+	if (!lsm_block_iter_init(&bi, bp, bn))
+		return LSM_CORRUPT(e, "malformed data block %u in %s", ord, t->name);
+	lsm_block_iter_seek(&bi, key, klen);
+	if (bi.corrupt)
+		rc = LSM_CORRUPT(e, "malformed data block %u in %s", ord, t->name);
+	else if (!bi.valid || lsm_key_cmp(bi.key.data, bi.key.len, key, klen) != 0)
+		rc = LSM_NOTFOUND;
+	else
+		rc = decode_value(t, bi.val, bi.vlen, hit, e);
+	lsm_block_iter_free(&bi);
+	return rc;
+}
+
+/* ---------- iterator ---------- */
+
+typedef struct table_iter
+{
+	lsm_iiter	base;
+	lsm_table  *t;
+	lsm_block_iter index;
+	lsm_block_iter block;
+	bool		in_block;
+} table_iter;
+
+static void
+ti_fail(table_iter *it, int rc)
+{
+	it->base.valid = false;
+	it->base.rc = rc;
+}
+
+/* Publishes the block cursor's entry, or moves on to later blocks. */
+static void
+ti_settle(table_iter *it)
+{
+	for (;;)
+	{
+		const uint8_t *bp;
+		size_t		bn;
+		lsm_table_hit hit;
+		int			rc;
+
+		if (it->in_block && it->block.valid)
+		{
+			rc = decode_value(it->t, it->block.val, it->block.vlen, &hit,
+							  it->base.err);
+			if (rc != LSM_OK)
+				return ti_fail(it, rc);
+			it->base.valid = true;
+			it->base.key = it->block.key.data;
+			it->base.klen = it->block.key.len;
+			it->base.val = hit.val;
+			it->base.vlen = hit.vlen;
+			it->base.seq = hit.seq;
+			it->base.del = hit.del;
+			return;
+		}
+		if (it->in_block && it->block.corrupt)
+			return ti_fail(it, LSM_CORRUPT(it->base.err,
+										   "malformed data block in %s",
+										   it->t->name));
+		if (it->in_block)
+		{
+			lsm_block_iter_next(&it->index);
+			it->in_block = false;
+		}
+		if (!it->index.valid)
+		{
+			if (it->index.corrupt)
+				return ti_fail(it, LSM_CORRUPT(it->base.err,
+											   "malformed index block in %s",
+											   it->t->name));
+			it->base.valid = false;
+			return;
+		}
+		rc = data_block(it->t, it->index.restart_idx, it->index.val,
+						it->index.vlen, &bp, &bn, it->base.err);
+		if (rc != LSM_OK)
+			return ti_fail(it, rc);
+		lsm_block_iter_free(&it->block);
+		if (!lsm_block_iter_init(&it->block, bp, bn))
+			return ti_fail(it, LSM_CORRUPT(it->base.err,
+										   "malformed data block in %s",
+										   it->t->name));
+		lsm_block_iter_first(&it->block);
+		it->in_block = true;
+	}
+}
+
+static void
+ti_seek(lsm_iiter *base, const uint8_t *key, size_t klen)
+{
+	table_iter *it = (table_iter *) base;
+
+	it->base.rc = LSM_OK;
+	if (it->t->broken_rc != LSM_OK)
+		return ti_fail(it, lsm_table_status(it->t, it->base.err));
+	it->in_block = false;
+	if (key == NULL)
+	{
+		lsm_block_iter_first(&it->index);
+		ti_settle(it);
+		return;
+	}
+	lsm_block_iter_seek(&it->index, key, klen);
+	ti_settle(it);
+	/* the block holding key may start below it: skip to the first >= key */
+	while (it->base.valid && it->in_block &&
+		   lsm_key_cmp(it->base.key, it->base.klen, key, klen) < 0)
+	{
+		lsm_block_iter_seek(&it->block, key, klen);
+		ti_settle(it);
+	}
+}
+
+static void
+ti_next(lsm_iiter *base)
+{
+	table_iter *it = (table_iter *) base;
+
+	lsm_block_iter_next(&it->block);
+	ti_settle(it);
+}
+
+static void
+ti_destroy(lsm_iiter *base)
+{
+	table_iter *it = (table_iter *) base;
+
+	lsm_block_iter_free(&it->index);
+	lsm_block_iter_free(&it->block);
+	lsm_table_unref(it->t);
+	free(it);
+}
+
+static const lsm_iiter_ops table_iter_ops = {ti_seek, ti_next, ti_destroy};
+
+lsm_iiter *
+lsm_table_iter(lsm_table *t, lsm_err *err)
+{
+	table_iter *it = calloc(1, sizeof(*it));
+
+	if (it == NULL)
+		return NULL;
+	it->base.ops = &table_iter_ops;
+	it->base.err = err;
+	it->t = t;
+	lsm_table_ref(t);
+	if (t->broken_rc == LSM_OK &&
+		!lsm_block_iter_init(&it->index, t->index, t->index_len))
+	{
+		/* load() validated it; only a later bug could get here */
+		it->t->broken_rc = LSM_CORRUPTION;
+	}
+	return &it->base;
+}
+
+int
+lsm_table_verify(lsm_table *t, const uint8_t *smallest, size_t smallest_len,
+				 const uint8_t *largest, size_t largest_len, uint64_t *entries,
+				 lsm_err *e)
+{
+	lsm_iiter  *it;
+	lsm_buf		prev = {0};
+	uint64_t	n = 0;
+	int			rc = LSM_OK;
+	uint32_t	i;
+
+	if (t->broken_rc != LSM_OK)
+		return lsm_table_status(t, e);
+	/* force a checksum check of every data block */
+	for (i = 0; i < t->nblocks; i++)
+		t->verified[i >> 3] &= (uint8_t) ~(1 << (i & 7));
+	it = lsm_table_iter(t, e);
+	if (it == NULL)
+		return LSM_NOMEM_ERR(e);
+	for (lsm_iiter_seek(it, NULL, 0); it->valid; lsm_iiter_next(it))
+	{
+		if (n == 0 && lsm_key_cmp(it->key, it->klen, smallest, smallest_len) != 0)
+		{
+			rc = LSM_CORRUPT(e, "first key of %s differs from the manifest", t->name);
+			break;
+		}
+		if (n > 0 && lsm_key_cmp(prev.data, prev.len, it->key, it->klen) >= 0)
+		{
+			rc = LSM_CORRUPT(e, "keys out of order in %s", t->name);
+			break;
+		}
+		if (!lsm_table_may_contain(t, lsm_key_hash(it->key, it->klen)))
+		{
+			rc = LSM_CORRUPT(e, "key filter of %s misses a key it holds", t->name);
+			break;
+		}
+		prev.len = 0;
+		if (lsm_buf_append(&prev, it->key, it->klen) != LSM_OK)
+		{
+			rc = LSM_NOMEM_ERR(e);
+			break;
+		}
+		n++;
+	}
+	if (rc == LSM_OK && it->rc != LSM_OK)
+		rc = it->rc;
+	if (rc == LSM_OK && n > 0 &&
+		lsm_key_cmp(prev.data, prev.len, largest, largest_len) != 0)
+		rc = LSM_CORRUPT(e, "last key of %s differs from the manifest", t->name);
+	if (rc == LSM_OK && n != t->entries)
+		rc = LSM_CORRUPT(e, "%s holds %llu entries, its properties say %llu",
+						 t->name, (unsigned long long) n,
+						 (unsigned long long) t->entries);
+	lsm_buf_free(&prev);
+	lsm_iiter_destroy(it);
+	*entries = n;
+	return rc;
+}

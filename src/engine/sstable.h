@@ -1,0 +1,145 @@
+/*
+ * sstable.h
+ *		Immutable sorted tables: the builder (flush and compaction output) and
+ *		the reader (mmap, checksummed blocks, key filter gate).
+ *
+ * File layout (docs/format.md has the byte-level details):
+ *
+ *		[data block][checksum u32] ...
+ *		[zero padding to a 64-byte boundary]
+ *		[key filter][checksum u32]				(absent if bits_per_key = 0)
+ *		[value filter][checksum u32]			(absent in format version 1)
+ *		[index block][checksum u32]
+ *		[properties][checksum u32]
+ *		[footer: 64 bytes]
+ *
+ *		footer: [index off u64, size u32][key filter off u64, size u32]
+ *				[value filter off u64, size u32][properties off u64, size u32]
+ *				[format version u32][checksum of the preceding 52 bytes u32]
+ *				[magic u64]
+ *
+ * A data block entry maps a user key to [tag varint][value bytes], tag =
+ * sequence << 1 | is_tombstone.  A table holds at most one version of a key.
+ * The index block (restart interval 1) maps the last key of every data block
+ * to [offset varint][size varint].  Checksums are the low 32 bits of XXH3-64
+ * of the block contents.
+ */
+#ifndef LSM_SSTABLE_H
+#define LSM_SSTABLE_H
+
+#include "bloom.h"
+#include "iter.h"
+
+#define LSM_SST_MAGIC UINT64_C(0x4c534d5353544231)	/* "LSMSSTB1" */
+#define LSM_SST_FORMAT 1
+#define LSM_SST_FOOTER 64
+
+/* What a finished table is, for the manifest. */
+typedef struct lsm_table_meta
+{
+	uint64_t	number;
+	uint64_t	size;			/* file bytes */
+	uint64_t	entries;
+	uint64_t	deletions;
+	uint64_t	min_seq;
+	uint64_t	max_seq;
+	uint64_t	filter_bytes;
+	uint64_t	value_filter_bytes;
+	uint8_t    *smallest;		/* malloc'd */
+	size_t		smallest_len;
+	uint8_t    *largest;		/* malloc'd */
+	size_t		largest_len;
+} lsm_table_meta;
+
+void		lsm_table_meta_free(lsm_table_meta *m);
+
+/* ---------- builder ---------- */
+
+typedef struct lsm_table_builder lsm_table_builder;
+
+/*
+ * Creates file path (O_EXCL: LSM_EXISTS if it is there) and prepares to
+ * write table number `number`.
+ */
+int			lsm_table_builder_open(const char *path, uint64_t number,
+								   int block_bytes, int bits_per_key,
+								   lsm_table_builder **out, lsm_err *e);
+
+/* REQUIRES: key greater than every key added before. */
+int			lsm_table_builder_add(lsm_table_builder *b, const void *key,
+								  size_t klen, uint64_t seq, int del,
+								  const void *val, size_t vlen, lsm_err *e);
+
+/* File bytes written or buffered so far. */
+uint64_t	lsm_table_builder_size(const lsm_table_builder *b);
+uint64_t	lsm_table_builder_entries(const lsm_table_builder *b);
+
+/*
+ * Writes the filter, index, properties and footer, fsyncs and closes the
+ * file, fills *meta (caller frees with lsm_table_meta_free) and frees b.  On
+ * failure the file is removed and b freed.
+ */
+int			lsm_table_builder_finish(lsm_table_builder *b, lsm_table_meta *meta,
+									 lsm_err *e);
+
+/* Closes and removes the partial file, frees b. */
+void		lsm_table_builder_abandon(lsm_table_builder *b);
+
+/* ---------- reader ---------- */
+
+typedef struct lsm_table lsm_table;
+
+/*
+ * Opens table `number` in dir.  LSM_NOTFOUND if the file does not exist (a
+ * reader racing a compaction retries).  Other failures (corruption, I/O)
+ * still return LSM_OK with a table marked broken: every read of it then
+ * fails with the saved error, so a damaged file never stops the store from
+ * opening and never turns into a silent "not found".
+ */
+int			lsm_table_open(const char *dir, uint64_t number, lsm_table **out,
+						   lsm_err *e);
+void		lsm_table_ref(lsm_table *t);
+void		lsm_table_unref(lsm_table *t);
+
+/* LSM_OK, or the error that broke the table (message in e). */
+int			lsm_table_status(const lsm_table *t, lsm_err *e);
+
+/* Does the key filter possibly hold a key with hash h?  True if none. */
+bool		lsm_table_may_contain(const lsm_table *t, uint64_t h);
+void		lsm_table_prefetch(const lsm_table *t, uint64_t h);
+bool		lsm_table_has_filter(const lsm_table *t);
+size_t		lsm_table_filter_bytes(const lsm_table *t);
+
+typedef struct lsm_table_hit
+{
+	uint64_t	seq;
+	int			del;
+	const uint8_t *val;			/* points into the mapping */
+	size_t		vlen;
+} lsm_table_hit;
+
+/*
+ * Looks key up in the table (the filter is the caller's business).
+ * LSM_OK with *hit, LSM_NOTFOUND, or an error (corruption).
+ */
+int			lsm_table_get(lsm_table *t, const void *key, size_t klen,
+						  lsm_table_hit *hit, lsm_err *e);
+
+/* An iterator over the table, holding a reference; NULL when out of memory. */
+lsm_iiter  *lsm_table_iter(lsm_table *t, lsm_err *err);
+
+/*
+ * Checks every block checksum, the order of keys, the key range and that
+ * the filter holds every key.  Fills entries counted.
+ */
+int			lsm_table_verify(lsm_table *t, const uint8_t *smallest,
+							 size_t smallest_len, const uint8_t *largest,
+							 size_t largest_len, uint64_t *entries, lsm_err *e);
+
+uint64_t	lsm_table_number(const lsm_table *t);
+size_t		lsm_table_size(const lsm_table *t);
+
+/* File name of table number (buf of at least 32 bytes). */
+void		lsm_table_filename(uint64_t number, char *buf, size_t n);
+
+#endif							/* LSM_SSTABLE_H */

@@ -1,0 +1,181 @@
+/*
+ * util.c
+ *		Error records, growable buffers and lsm_strerror.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "util.h"
+
+const char *
+lsm_strerror(int rc)
+{
+	switch (rc)
+	{
+		case LSM_OK:
+			return "success";
+		case LSM_NOTFOUND:
+			return "not found";
+		case LSM_CORRUPTION:
+			return "corruption";
+		case LSM_IOERR:
+			return "I/O error";
+		case LSM_NOSPACE:
+			return "no space left on device";
+		case LSM_INVALID:
+			return "invalid argument";
+		case LSM_BUSY:
+			return "lock not available";
+		case LSM_NOMEM:
+			return "out of memory";
+		case LSM_INTERRUPTED:
+			return "interrupted";
+		case LSM_EXISTS:
+			return "store already exists";
+	}
+	return "unknown error";
+}
+
+void
+lsm_err_clear(lsm_err *e)
+{
+	e->rc = LSM_OK;
+	e->saved_errno = 0;
+	e->msg[0] = '\0';
+}
+
+static void err_vset(lsm_err *e, int rc, const char *fmt, va_list ap)
+			__attribute__((format(printf, 3, 0)));
+
+static void
+err_vset(lsm_err *e, int rc, const char *fmt, va_list ap)
+{
+	e->rc = rc;
+	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+}
+
+int
+lsm_err_set(lsm_err *e, int rc, const char *fmt,...)
+{
+	va_list		ap;
+
+	if (e == NULL)
+		return rc;
+	va_start(ap, fmt);
+	err_vset(e, rc, fmt, ap);
+	va_end(ap);
+	e->saved_errno = 0;
+	return rc;
+}
+
+int
+lsm_err_sys(lsm_err *e, int errnum, const char *fmt,...)
+{
+	va_list		ap;
+	int			rc;
+	size_t		n;
+
+	if (errnum == ENOSPC || errnum == EDQUOT)
+		rc = LSM_NOSPACE;
+	else if (errnum == ENOMEM)
+		rc = LSM_NOMEM;
+	else
+		rc = LSM_IOERR;
+	if (e == NULL)
+		return rc;
+	va_start(ap, fmt);
+	err_vset(e, rc, fmt, ap);
+	va_end(ap);
+	n = strlen(e->msg);
+	snprintf(e->msg + n, sizeof(e->msg) - n, ": %s", strerror(errnum));
+	e->saved_errno = errnum;
+	return rc;
+}
+
+int
+lsm_err_corrupt_at(lsm_err *e, const char *file, int line, const char *fmt,...)
+{
+	va_list		ap;
+	size_t		n;
+	const char *base = strrchr(file, '/');
+
+	if (e == NULL)
+		return LSM_CORRUPTION;
+	va_start(ap, fmt);
+	err_vset(e, LSM_CORRUPTION, fmt, ap);
+	va_end(ap);
+	n = strlen(e->msg);
+	snprintf(e->msg + n, sizeof(e->msg) - n, " (detected at %s:%d)",
+			 base ? base + 1 : file, line);
+	e->saved_errno = 0;
+	return LSM_CORRUPTION;
+}
+
+int
+lsm_buf_reserve(lsm_buf *b, size_t extra)
+{
+	size_t		need = b->len + extra;
+	size_t		cap;
+	uint8_t    *p;
+
+	if (need <= b->cap)
+		return LSM_OK;
+	cap = b->cap ? b->cap : 256;
+	while (cap < need)
+		cap *= 2;
+	p = realloc(b->data, cap);
+	if (p == NULL)
+		return LSM_NOMEM;
+	b->data = p;
+	b->cap = cap;
+	return LSM_OK;
+}
+
+int
+lsm_buf_append(lsm_buf *b, const void *p, size_t n)
+{
+	if (lsm_buf_reserve(b, n) != LSM_OK)
+		return LSM_NOMEM;
+	if (n)
+		memcpy(b->data + b->len, p, n);
+	b->len += n;
+	return LSM_OK;
+}
+
+int
+lsm_buf_append_varint(lsm_buf *b, uint64_t v)
+{
+	if (lsm_buf_reserve(b, 10) != LSM_OK)
+		return LSM_NOMEM;
+	b->len += lsm_put_varint(b->data + b->len, v);
+	return LSM_OK;
+}
+
+void
+lsm_buf_free(lsm_buf *b)
+{
+	free(b->data);
+	b->data = NULL;
+	b->len = b->cap = 0;
+}
+
+void *
+lsm_memdup(const void *p, size_t n)
+{
+	char	   *r = malloc(n + 1);
+
+	if (r == NULL)
+		return NULL;
+	if (n)
+		memcpy(r, p, n);
+	r[n] = '\0';
+	return r;
+}
+
+void
+lsm_free(void *p)
+{
+	free(p);
+}

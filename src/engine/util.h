@@ -1,0 +1,219 @@
+/*
+ * util.h
+ *		Engine-internal utilities: error records, integer coding, hashing,
+ *		checksums and debug assertions.
+ *
+ * Every fallible internal function takes an lsm_err * and returns an LSM_*
+ * code; the error record carries the code, a message with context ("checksum
+ * mismatch in block at offset 12288 of 000042.sst") and the saved errno.  The
+ * public API copies it into the handle so lsm_errmsg() can show it.
+ *
+ * Fixed-width integers are stored little-endian.  Varints are LEB128 (7 bits
+ * per byte, low group first), as in LevelDB.  Checksums are the low 32 bits
+ * of XXH3-64; key hashes are the full XXH3-64 of the key with seed 0, one
+ * hash shared by every filter of the store.
+ */
+#ifndef LSM_UTIL_H
+#define LSM_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "lsm.h"
+
+/* ---------- assertions ---------- */
+
+#ifdef LSM_DEBUG
+#include <stdio.h>
+#include <stdlib.h>
+#define LSM_ASSERT(c) \
+	do { \
+		if (!(c)) \
+		{ \
+			fprintf(stderr, "%s:%d: LSM_ASSERT(%s) failed\n", \
+					__FILE__, __LINE__, #c); \
+			abort(); \
+		} \
+	} while (0)
+#else
+#define LSM_ASSERT(c) ((void) 0)
+#endif
+
+#define LSM_LIKELY(x) __builtin_expect(!!(x), 1)
+#define LSM_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* ---------- error records ---------- */
+
+#define LSM_ERRMSG_SIZE 512
+
+typedef struct lsm_err
+{
+	int			rc;
+	int			saved_errno;
+	char		msg[LSM_ERRMSG_SIZE];
+} lsm_err;
+
+/* Clears e. */
+void		lsm_err_clear(lsm_err *e);
+
+/* Records rc with a printf-style message in e (if e is not NULL); returns rc. */
+int			lsm_err_set(lsm_err *e, int rc, const char *fmt,...)
+			__attribute__((format(printf, 3, 4)));
+
+/*
+ * Records a failed system call: errnum ENOSPC/EDQUOT becomes LSM_NOSPACE,
+ * ENOMEM LSM_NOMEM, anything else LSM_IOERR; strerror is appended to the
+ * message.  Returns the code.
+ */
+int			lsm_err_sys(lsm_err *e, int errnum, const char *fmt,...)
+			__attribute__((format(printf, 3, 4)));
+
+/* Corruption, recording where in the engine it was detected. */
+int			lsm_err_corrupt_at(lsm_err *e, const char *file, int line,
+							   const char *fmt,...)
+			__attribute__((format(printf, 4, 5)));
+#define LSM_CORRUPT(e, ...) lsm_err_corrupt_at((e), __FILE__, __LINE__, __VA_ARGS__)
+
+#define LSM_NOMEM_ERR(e) lsm_err_set((e), LSM_NOMEM, "out of memory")
+
+/* ---------- integer coding ---------- */
+
+static inline void
+lsm_put_u32(uint8_t *p, uint32_t v)
+{
+	memcpy(p, &v, 4);			/* little-endian hosts only: see configure
+								 * check in lsm_open */
+}
+
+static inline void
+lsm_put_u64(uint8_t *p, uint64_t v)
+{
+	memcpy(p, &v, 8);
+}
+
+static inline uint32_t
+lsm_get_u32(const uint8_t *p)
+{
+	uint32_t	v;
+
+	memcpy(&v, p, 4);
+	return v;
+}
+
+static inline uint64_t
+lsm_get_u64(const uint8_t *p)
+{
+	uint64_t	v;
+
+	memcpy(&v, p, 8);
+	return v;
+}
+
+/* Writes v as a varint at p; returns the number of bytes (at most 10). */
+static inline int
+lsm_put_varint(uint8_t *p, uint64_t v)
+{
+	int			n = 0;
+
+	while (v >= 0x80)
+	{
+		p[n++] = (uint8_t) (v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t) v;
+	return n;
+}
+
+static inline int
+lsm_varint_len(uint64_t v)
+{
+	int			n = 1;
+
+	while (v >= 0x80)
+	{
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+/*
+ * Reads a varint from [p, end); returns the position after it, or NULL if it
+ * is truncated or longer than 10 bytes.
+ */
+static inline const uint8_t *
+lsm_get_varint(const uint8_t *p, const uint8_t *end, uint64_t *v)
+{
+	uint64_t	r = 0;
+	int			shift;
+
+	for (shift = 0; shift <= 63 && p < end; shift += 7)
+	{
+		uint64_t	b = *p++;
+
+		r |= (b & 0x7f) << shift;
+		if (b < 0x80)
+		{
+			*v = r;
+			return p;
+		}
+	}
+	return NULL;
+}
+
+/* ---------- keys ---------- */
+
+/* memcmp order, the shorter first on a tie. */
+static inline int
+lsm_key_cmp(const void *a, size_t alen, const void *b, size_t blen)
+{
+	size_t		n = alen < blen ? alen : blen;
+	int			c = n ? memcmp(a, b, n) : 0;
+
+	if (c != 0)
+		return c;
+	return (alen > blen) - (alen < blen);
+}
+
+#define LSM_MAX_KEY_LEN 65535
+#define LSM_MAX_VALUE_LEN ((size_t) 1 << 30)
+
+/* ---------- hashing and checksums ---------- */
+
+/* The key hash, computed once per lookup and shared by every filter. */
+static inline uint64_t
+lsm_key_hash(const void *key, size_t klen)
+{
+	return XXH3_64bits(key, klen);
+}
+
+static inline uint32_t
+lsm_checksum(const void *p, size_t n)
+{
+	return (uint32_t) XXH3_64bits(p, n);
+}
+
+/* ---------- growable byte buffer ---------- */
+
+typedef struct lsm_buf
+{
+	uint8_t    *data;
+	size_t		len;
+	size_t		cap;
+} lsm_buf;
+
+/* Ensures room for extra more bytes; LSM_NOMEM on failure. */
+int			lsm_buf_reserve(lsm_buf *b, size_t extra);
+int			lsm_buf_append(lsm_buf *b, const void *p, size_t n);
+int			lsm_buf_append_varint(lsm_buf *b, uint64_t v);
+void		lsm_buf_free(lsm_buf *b);
+
+/* Allocates a copy of n bytes with a trailing NUL; NULL on failure. */
+void	   *lsm_memdup(const void *p, size_t n);
+
+#endif							/* LSM_UTIL_H */

@@ -1,0 +1,419 @@
+/*
+ * version.c
+ *		Version bookkeeping and manifest encoding.  See version.h.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "env.h"
+#include "version.h"
+
+lsm_file *
+lsm_file_new(void)
+{
+	lsm_file   *f = calloc(1, sizeof(lsm_file));
+
+	if (f)
+		f->refs = 1;
+	return f;
+}
+
+void
+lsm_file_ref(lsm_file *f)
+{
+	f->refs++;
+}
+
+void
+lsm_file_unref(lsm_file *f)
+{
+	if (f == NULL || --f->refs > 0)
+		return;
+	lsm_table_unref(f->table);
+	lsm_table_meta_free(&f->meta);
+	free(f);
+}
+
+lsm_version *
+lsm_version_new(void)
+{
+	lsm_version *v = calloc(1, sizeof(lsm_version));
+
+	if (v)
+	{
+		v->refs = 1;
+		v->next_file = 1;
+	}
+	return v;
+}
+
+void
+lsm_version_ref(lsm_version *v)
+{
+	v->refs++;
+}
+
+void
+lsm_version_unref(lsm_version *v)
+{
+	int			l,
+				i;
+
+	if (v == NULL || --v->refs > 0)
+		return;
+	for (l = 0; l < LSM_MAX_LEVELS; l++)
+	{
+		for (i = 0; i < v->nfiles[l]; i++)
+			lsm_file_unref(v->files[l][i]);
+		free(v->files[l]);
+	}
+	free(v);
+}
+
+static int
+cmp_l0(const void *a, const void *b)
+{
+	const lsm_file *x = *(lsm_file *const *) a;
+	const lsm_file *y = *(lsm_file *const *) b;
+
+	if (x->meta.max_seq != y->meta.max_seq)
+		return x->meta.max_seq > y->meta.max_seq ? -1 : 1;
+	return (x->meta.number < y->meta.number) - (x->meta.number > y->meta.number);
+}
+
+static int
+cmp_smallest(const void *a, const void *b)
+{
+	const lsm_file *x = *(lsm_file *const *) a;
+	const lsm_file *y = *(lsm_file *const *) b;
+
+	return lsm_key_cmp(x->meta.smallest, x->meta.smallest_len,
+					   y->meta.smallest, y->meta.smallest_len);
+}
+
+void
+lsm_version_sort(lsm_version *v)
+{
+	int			l;
+
+	if (v->nfiles[0] > 1)
+		qsort(v->files[0], v->nfiles[0], sizeof(lsm_file *), cmp_l0);
+	for (l = 1; l < LSM_MAX_LEVELS; l++)
+		if (v->nfiles[l] > 1)
+			qsort(v->files[l], v->nfiles[l], sizeof(lsm_file *), cmp_smallest);
+}
+
+lsm_version *
+lsm_version_edit(const lsm_version *v, const uint64_t *drop, int ndrop,
+				 lsm_file **add, int nadd, int add_level)
+{
+	lsm_version *n = lsm_version_new();
+	int			l,
+				i,
+				j;
+
+	if (n == NULL)
+		return NULL;
+	n->manifest_seq = v->manifest_seq;
+	n->next_file = v->next_file;
+	n->log_number = v->log_number;
+	n->last_seq = v->last_seq;
+	n->value_filter_bits = v->value_filter_bits;
+	n->value_filter_hashes = v->value_filter_hashes;
+	n->hierarchy_order = v->hierarchy_order;
+	for (l = 0; l < LSM_MAX_LEVELS; l++)
+	{
+		int			cap = v->nfiles[l] + (l == add_level ? nadd : 0);
+
+		if (cap == 0)
+			continue;
+		n->files[l] = malloc(sizeof(lsm_file *) * cap);
+		if (n->files[l] == NULL)
+		{
+			lsm_version_unref(n);
+			return NULL;
+		}
+		for (i = 0; i < v->nfiles[l]; i++)
+		{
+			lsm_file   *f = v->files[l][i];
+			bool		dropped = false;
+
+			for (j = 0; j < ndrop; j++)
+				if (drop[j] == f->meta.number)
+					dropped = true;
+			if (!dropped)
+			{
+				lsm_file_ref(f);
+				n->files[l][n->nfiles[l]++] = f;
+			}
+		}
+		if (l == add_level)
+			for (i = 0; i < nadd; i++)
+			{
+				lsm_file_ref(add[i]);
+				n->files[l][n->nfiles[l]++] = add[i];
+			}
+	}
+	lsm_version_sort(n);
+	return n;
+}
+
+uint64_t
+lsm_version_level_bytes(const lsm_version *v, int level)
+{
+	uint64_t	s = 0;
+	int			i;
+
+	for (i = 0; i < v->nfiles[level]; i++)
+		s += v->files[level][i]->meta.size;
+	return s;
+}
+
+int
+lsm_version_find_file(const lsm_version *v, int level, const void *key,
+					  size_t klen)
+{
+	int			lo = 0,
+				hi = v->nfiles[level];
+
+	while (lo < hi)
+	{
+		int			mid = (lo + hi) / 2;
+		const lsm_file *f = v->files[level][mid];
+
+		if (lsm_key_cmp(f->meta.largest, f->meta.largest_len, key, klen) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+bool
+lsm_file_overlaps(const lsm_file *f, const uint8_t *lo, size_t lolen,
+				  const uint8_t *hi, size_t hilen)
+{
+	if (lo && lsm_key_cmp(f->meta.largest, f->meta.largest_len, lo, lolen) < 0)
+		return false;
+	if (hi && lsm_key_cmp(f->meta.smallest, f->meta.smallest_len, hi, hilen) > 0)
+		return false;
+	return true;
+}
+
+/* ---------- manifest ---------- */
+
+static int
+put_key(lsm_buf *b, const uint8_t *k, size_t n)
+{
+	if (lsm_buf_append_varint(b, n) != LSM_OK)
+		return LSM_NOMEM;
+	return lsm_buf_append(b, k, n);
+}
+
+int
+lsm_manifest_write(const char *dir, const lsm_version *v, bool *switched,
+				   lsm_err *e)
+{
+	lsm_buf		b = {0};
+	char		tmp[4096],
+				path[4096];
+	uint8_t		hdr[16] = {0};
+	uint8_t		ck[4];
+	int			fd = -1;
+	int			rc = LSM_NOMEM;
+	int			l,
+				i;
+
+	/* header placeholder, filled in below */
+	if (lsm_buf_append(&b, hdr, sizeof(hdr)) != LSM_OK)
+		goto nomem;
+	{
+		uint64_t	fields[] = {v->manifest_seq, v->next_file, v->log_number,
+			v->last_seq, v->value_filter_bits,
+			(uint64_t) v->value_filter_hashes,
+		(uint64_t) v->hierarchy_order, LSM_MAX_LEVELS};
+
+		for (i = 0; i < (int) (sizeof(fields) / sizeof(fields[0])); i++)
+			if (lsm_buf_append_varint(&b, fields[i]) != LSM_OK)
+				goto nomem;
+	}
+	for (l = 0; l < LSM_MAX_LEVELS; l++)
+	{
+		if (lsm_buf_append_varint(&b, (uint64_t) v->nfiles[l]) != LSM_OK)
+			goto nomem;
+		for (i = 0; i < v->nfiles[l]; i++)
+		{
+			const lsm_table_meta *m = &v->files[l][i]->meta;
+			uint64_t	fields[] = {m->number, m->size, m->entries, m->deletions,
+			m->min_seq, m->max_seq, m->filter_bytes};
+			int			j;
+
+			for (j = 0; j < (int) (sizeof(fields) / sizeof(fields[0])); j++)
+				if (lsm_buf_append_varint(&b, fields[j]) != LSM_OK)
+					goto nomem;
+			if (put_key(&b, m->smallest, m->smallest_len) != LSM_OK ||
+				put_key(&b, m->largest, m->largest_len) != LSM_OK)
+				goto nomem;
+		}
+	}
+	lsm_put_u64(b.data, LSM_MANIFEST_MAGIC);
+	lsm_put_u32(b.data + 8, LSM_MANIFEST_FORMAT);
+	lsm_put_u32(b.data + 12, (uint32_t) (b.len - 16));
+	lsm_put_u32(ck, lsm_checksum(b.data + 16, b.len - 16));
+	if (lsm_buf_append(&b, ck, 4) != LSM_OK)
+		goto nomem;
+
+	snprintf(tmp, sizeof(tmp), "%s/MANIFEST.tmp", dir);
+	snprintf(path, sizeof(path), "%s/MANIFEST", dir);
+	rc = lsm_env_open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644, &fd, e);
+	if (rc == LSM_OK)
+		rc = lsm_env_write(fd, b.data, b.len, "MANIFEST.tmp", e);
+	/* invariant (2): the new manifest is durable before it is switched in */
+	if (rc == LSM_OK)
+		rc = lsm_env_fsync(fd, "MANIFEST.tmp", e);
+	lsm_env_close(fd);
+	if (rc == LSM_OK)
+		rc = lsm_env_rename(tmp, path, e);
+	if (rc == LSM_OK && switched)
+		*switched = true;
+	/* invariant (3): the switch is durable before anything relies on it */
+	if (rc == LSM_OK)
+		rc = lsm_env_fsync_dir(dir, e);
+	if (rc != LSM_OK && fd >= 0 && !(switched && *switched))
+		(void) lsm_env_unlink(tmp, NULL);
+	lsm_buf_free(&b);
+	return rc;
+
+nomem:
+	lsm_buf_free(&b);
+	return LSM_NOMEM_ERR(e);
+}
+
+static const uint8_t *
+get_key(const uint8_t *p, const uint8_t *end, uint8_t **k, size_t *n)
+{
+	uint64_t	len;
+
+	if ((p = lsm_get_varint(p, end, &len)) == NULL || len > (uint64_t) (end - p))
+		return NULL;
+	*k = lsm_memdup(p, len);
+	*n = len;
+	return *k ? p + len : NULL;
+}
+
+int
+lsm_manifest_read(int fd, const char *name, lsm_version **out, lsm_err *e)
+{
+	struct stat st;
+	uint8_t    *buf;
+	const uint8_t *p,
+			   *end;
+	lsm_version *v = NULL;
+	uint64_t	hdr[8];
+	uint32_t	len;
+	int			rc;
+	int			l,
+				i;
+
+	*out = NULL;
+	if (fstat(fd, &st) != 0)
+		return lsm_err_sys(e, errno, "could not stat \"%s\"", name);
+	if (st.st_size < 20)
+		return LSM_CORRUPT(e, "manifest \"%s\" is too short (%lld bytes)",
+						   name, (long long) st.st_size);
+	buf = malloc(st.st_size);
+	if (buf == NULL)
+		return LSM_NOMEM_ERR(e);
+	rc = lsm_env_pread(fd, buf, st.st_size, 0, name, e);
+	if (rc != LSM_OK)
+		goto out;
+	len = lsm_get_u32(buf + 12);
+	if (lsm_get_u64(buf) != LSM_MANIFEST_MAGIC ||
+		lsm_get_u32(buf + 8) != LSM_MANIFEST_FORMAT ||
+		(uint64_t) len + 20 != (uint64_t) st.st_size ||
+		lsm_checksum(buf + 16, len) != lsm_get_u32(buf + 16 + len))
+	{
+		rc = LSM_CORRUPT(e, "manifest \"%s\" fails its header or checksum check",
+						 name);
+		goto out;
+	}
+	p = buf + 16;
+	end = p + len;
+	v = lsm_version_new();
+	if (v == NULL)
+	{
+		rc = LSM_NOMEM_ERR(e);
+		goto out;
+	}
+	for (i = 0; i < 8; i++)
+		if ((p = lsm_get_varint(p, end, &hdr[i])) == NULL)
+			goto corrupt;
+	v->manifest_seq = hdr[0];
+	v->next_file = hdr[1];
+	v->log_number = hdr[2];
+	v->last_seq = hdr[3];
+	v->value_filter_bits = (uint32_t) hdr[4];
+	v->value_filter_hashes = (int) hdr[5];
+	v->hierarchy_order = (int) hdr[6];
+	if (hdr[7] != LSM_MAX_LEVELS)
+		goto corrupt;
+	for (l = 0; l < LSM_MAX_LEVELS; l++)
+	{
+		uint64_t	n;
+
+		if ((p = lsm_get_varint(p, end, &n)) == NULL || n > (uint64_t) (end - p))
+			goto corrupt;
+		if (n == 0)
+			continue;
+		v->files[l] = calloc(n, sizeof(lsm_file *));
+		if (v->files[l] == NULL)
+		{
+			rc = LSM_NOMEM_ERR(e);
+			goto out;
+		}
+		for (i = 0; i < (int) n; i++)
+		{
+			lsm_file   *f = lsm_file_new();
+			uint64_t	fl[7];
+			int			j;
+
+			if (f == NULL)
+			{
+				rc = LSM_NOMEM_ERR(e);
+				goto out;
+			}
+			v->files[l][v->nfiles[l]++] = f;
+			for (j = 0; j < 7; j++)
+				if ((p = lsm_get_varint(p, end, &fl[j])) == NULL)
+					goto corrupt;
+			f->meta.number = fl[0];
+			f->meta.size = fl[1];
+			f->meta.entries = fl[2];
+			f->meta.deletions = fl[3];
+			f->meta.min_seq = fl[4];
+			f->meta.max_seq = fl[5];
+			f->meta.filter_bytes = fl[6];
+			if ((p = get_key(p, end, &f->meta.smallest, &f->meta.smallest_len)) == NULL ||
+				(p = get_key(p, end, &f->meta.largest, &f->meta.largest_len)) == NULL ||
+				f->meta.number >= v->next_file)
+				goto corrupt;
+		}
+	}
+	if (p != end)
+		goto corrupt;
+	lsm_version_sort(v);
+	*out = v;
+	v = NULL;
+	rc = LSM_OK;
+	goto out;
+
+corrupt:
+	rc = LSM_CORRUPT(e, "malformed manifest \"%s\"", name);
+out:
+	lsm_version_unref(v);
+	free(buf);
+	return rc;
+}

@@ -1,0 +1,106 @@
+/*
+ * version.h
+ *		Versions (the set of SSTables per level) and the manifest that makes
+ *		one durable.
+ *
+ * A version is immutable once installed and reference counted: iterators
+ * pin the version they started on, so the tables it names stay mapped even
+ * after compaction removes their files.  Level 0 holds files that may
+ * overlap, newest first (by max sequence); levels 1.. hold non-overlapping
+ * files sorted by smallest key.
+ *
+ * The manifest is one file, MANIFEST, rewritten whole for every change:
+ *
+ *		[magic "LSMMANIF" u64][format u32][payload length u32][payload]
+ *		[checksum of payload u32]
+ *		payload: [manifest_seq][next_file][log_number][last_seq]
+ *				 [value_filter_bits][value_filter_hashes][hierarchy_order]
+ *				 [levels] { [nfiles] { [number][size][entries][deletions]
+ *				 [min_seq][max_seq][filter_bytes][smallest len, bytes]
+ *				 [largest len, bytes] } } (all varints)
+ *
+ * It is written to MANIFEST.tmp, fsynced, renamed over MANIFEST, and the
+ * directory fsynced.  Readers open MANIFEST and keep the descriptor: a
+ * later rename gives MANIFEST a new inode, which is how lsm_refresh notices
+ * a change with one stat() call.
+ */
+#ifndef LSM_VERSION_H
+#define LSM_VERSION_H
+
+#include "sstable.h"
+
+#define LSM_MANIFEST_MAGIC UINT64_C(0x46494e414d4d534c)	/* "LSMMANIF" */
+#define LSM_MANIFEST_FORMAT 1
+
+typedef struct lsm_file
+{
+	int			refs;
+	lsm_table_meta meta;
+	lsm_table  *table;			/* NULL until opened */
+} lsm_file;
+
+typedef struct lsm_version
+{
+	int			refs;
+	uint64_t	manifest_seq;	/* bumped by every manifest write */
+	uint64_t	next_file;		/* lowest unused file number */
+	uint64_t	log_number;		/* the WAL that holds writes after last_seq */
+	uint64_t	last_seq;		/* every write <= last_seq is in an SSTable */
+	uint32_t	value_filter_bits;
+	int			value_filter_hashes;
+	int			hierarchy_order;
+	int			nfiles[LSM_MAX_LEVELS];
+	lsm_file  **files[LSM_MAX_LEVELS];
+} lsm_version;
+
+lsm_file   *lsm_file_new(void);
+void		lsm_file_ref(lsm_file *f);
+void		lsm_file_unref(lsm_file *f);
+
+/* A new empty version with one reference (NULL when out of memory). */
+lsm_version *lsm_version_new(void);
+void		lsm_version_ref(lsm_version *v);
+void		lsm_version_unref(lsm_version *v);
+
+/*
+ * A copy of v (sharing its files) with one reference, minus the files whose
+ * numbers are in drop[0..ndrop), plus add[0..nadd) at level add_level.
+ * Levels are kept sorted.  NULL when out of memory.
+ */
+lsm_version *lsm_version_edit(const lsm_version *v, const uint64_t *drop,
+							  int ndrop, lsm_file **add, int nadd,
+							  int add_level);
+
+/* Sorts level 0 newest first and the other levels by smallest key. */
+void		lsm_version_sort(lsm_version *v);
+
+/* Total file bytes of a level. */
+uint64_t	lsm_version_level_bytes(const lsm_version *v, int level);
+
+/*
+ * Index of the first file in level (>= 1) whose largest key >= key, or
+ * nfiles if none.
+ */
+int			lsm_version_find_file(const lsm_version *v, int level,
+								  const void *key, size_t klen);
+
+/* Does file f's key range overlap [lo, hi]?  (NULL = unbounded) */
+bool		lsm_file_overlaps(const lsm_file *f, const uint8_t *lo, size_t lolen,
+							  const uint8_t *hi, size_t hilen);
+
+/*
+ * Writes v as the new MANIFEST of dir (tmp file, fsync, rename, dir fsync).
+ * *switched (if not NULL) tells whether the rename happened, even when a
+ * later step failed.
+ */
+int			lsm_manifest_write(const char *dir, const lsm_version *v,
+							   bool *switched, lsm_err *e);
+
+/*
+ * Reads a manifest from fd (name for messages) into a new version whose
+ * files have no tables opened yet.
+ */
+int			lsm_manifest_read(int fd, const char *name, lsm_version **out,
+							  lsm_err *e);
+
+#endif							/* LSM_VERSION_H */

@@ -1,0 +1,59 @@
+/*
+ * wal.h
+ *		The write-ahead log: one checksummed record per committed batch.
+ *
+ *		record:  [checksum u32][length u32][type u8][payload: length bytes]
+ *		checksum: low 32 bits of XXH3-64 over length, type and payload
+ *		type 1 (batch) payload: [first sequence u64][count u32]
+ *				 { [kind u8][key len varint][key] ([value len varint][value])
+ *				 if kind is put } * count
+ *
+ * Recovery replays complete records and stops at the first torn or corrupt
+ * one, or at one whose first sequence does not continue the previous record
+ * (stale bytes past a truncation that did not reach the disk).  The next
+ * writer truncates the log at that point before it appends.  A bad record
+ * followed by a good one cannot come from a torn append and is reported as
+ * corruption instead of being silently dropped.
+ */
+#ifndef LSM_WAL_H
+#define LSM_WAL_H
+
+#include "util.h"
+
+#define LSM_WAL_HEADER 9
+#define LSM_WAL_BATCH 1
+#define LSM_BATCH_HEADER 12		/* first sequence u64, count u32 */
+
+/* File name of log number (buf of at least 32 bytes). */
+void		lsm_wal_filename(uint64_t number, char *buf, size_t n);
+
+/*
+ * Fills in the record header of rec (LSM_WAL_HEADER bytes reserved at its
+ * start, followed by the payload) and appends it with a single write.
+ */
+int			lsm_wal_append(int fd, const char *name, uint8_t *rec, size_t len,
+						   lsm_err *e);
+
+/* Called for each complete batch payload; a nonzero return stops replay. */
+typedef int (*lsm_wal_apply_fn) (void *arg, const uint8_t *payload, size_t n,
+								 lsm_err *e);
+
+typedef struct lsm_wal_replay_result
+{
+	uint64_t	end_off;		/* offset after the last good record */
+	uint64_t	file_size;		/* bytes in the file */
+	uint64_t	last_seq;		/* last sequence applied (or the input) */
+	int			records;
+} lsm_wal_replay_result;
+
+/*
+ * Replays records from off onwards; expect_seq is the sequence the next
+ * record must start with (0 = accept any).  A torn tail leaves end_off <
+ * file_size and is not an error.  LSM_CORRUPTION if a bad record is followed
+ * by a good one; errors from apply are returned as they are.
+ */
+int			lsm_wal_replay(int fd, const char *name, uint64_t off,
+						   uint64_t expect_seq, lsm_wal_apply_fn apply,
+						   void *arg, lsm_wal_replay_result *res, lsm_err *e);
+
+#endif							/* LSM_WAL_H */

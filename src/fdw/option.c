@@ -1,0 +1,301 @@
+/*-------------------------------------------------------------------------
+ *
+ * option.c
+ *		  Validation and parsing of lsm_fdw options.
+ *
+ * Every option belongs to one catalog:
+ *
+ *	server			directory			where the server's stores live; an
+ *										absolute path, superuser only
+ *	foreign table	key					name of the key column
+ *					memtable_size		flush threshold (bytes, units allowed)
+ *					file_size			target SSTable size (bytes, units)
+ *					bits_per_key		key Bloom filter budget, 0 = none
+ *					value_filter_bits	size m of every value Bloom filter
+ *					value_filter_hashes k of the value Bloom filters
+ *					hierarchy_order		d: filter hierarchy nodes have d..2d
+ *										children
+ *	column			key					boolean: this is the key column
+ *					value_index			boolean: keep the column in the value
+ *										filters (default true)
+ *
+ * The validator sees the options of one object at a time, so it checks
+ * names, values and privileges only; what spans objects (the key column
+ * exists, exactly one key is named, the engine accepts the combination) is
+ * checked when a store is opened.  The same parsing functions serve both.
+ *
+ * src/fdw/option.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/reloptions.h"
+#include "catalog/pg_attribute.h"
+#include "catalog/pg_foreign_server.h"
+#include "catalog/pg_foreign_table.h"
+#include "commands/defrem.h"
+#include "fmgr.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+
+#include "lsm_fdw.h"
+
+/* How an option's value is parsed. */
+typedef enum LsmFdwOptionKind
+{
+	LSMFDW_KIND_DIRECTORY,		/* absolute path, superuser only */
+	LSMFDW_KIND_COLUMN,			/* a column name */
+	LSMFDW_KIND_BOOL,			/* parse_bool */
+	LSMFDW_KIND_INT,			/* integer in [min, max] */
+	LSMFDW_KIND_BYTES			/* integer bytes, units allowed, [min, max] */
+} LsmFdwOptionKind;
+
+typedef struct LsmFdwOption
+{
+	const char *name;
+	Oid			context;		/* catalog the option belongs to */
+	LsmFdwOptionKind kind;
+	int			min;			/* bounds of the integer kinds */
+	int			max;
+} LsmFdwOption;
+
+#define KB 1024
+#define MB (1024 * 1024)
+#define GB (1024 * 1024 * 1024)
+
+static const LsmFdwOption valid_options[] = {
+	{LSMFDW_OPT_DIRECTORY, ForeignServerRelationId, LSMFDW_KIND_DIRECTORY, 0, 0},
+
+	{LSMFDW_OPT_KEY, ForeignTableRelationId, LSMFDW_KIND_COLUMN, 0, 0},
+	{LSMFDW_OPT_MEMTABLE_SIZE, ForeignTableRelationId, LSMFDW_KIND_BYTES, 4 * KB, GB},
+	{LSMFDW_OPT_FILE_SIZE, ForeignTableRelationId, LSMFDW_KIND_BYTES, 4 * KB, GB},
+	{LSMFDW_OPT_BITS_PER_KEY, ForeignTableRelationId, LSMFDW_KIND_INT, 0, 64},
+	{LSMFDW_OPT_VALUE_FILTER_BITS, ForeignTableRelationId, LSMFDW_KIND_INT, 64, GB},
+	{LSMFDW_OPT_VALUE_FILTER_HASHES, ForeignTableRelationId, LSMFDW_KIND_INT, 1, 16},
+	{LSMFDW_OPT_HIERARCHY_ORDER, ForeignTableRelationId, LSMFDW_KIND_INT, 2, 256},
+
+	{LSMFDW_OPT_KEY, AttributeRelationId, LSMFDW_KIND_BOOL, 0, 0},
+	{LSMFDW_OPT_VALUE_INDEX, AttributeRelationId, LSMFDW_KIND_BOOL, 0, 0},
+
+	{NULL, InvalidOid, 0, 0, 0}
+};
+
+static const LsmFdwOption *lookup_option(const char *name, Oid context);
+static void report_invalid_option(const char *name, Oid context)
+			pg_attribute_noreturn();
+static void check_directory(const DefElem *def);
+static void check_column(const DefElem *def);
+static char *format_bytes(int bytes);
+
+PG_FUNCTION_INFO_V1(lsm_fdw_validator);
+
+/*
+ * Validates the options of a wrapper, server, user mapping, foreign table or
+ * column (catalog: the OID of its catalog).  Called by CREATE and ALTER with
+ * the complete resulting option list.  Raises an error on an unknown name, a
+ * bad value or a missing privilege.
+ */
+Datum
+lsm_fdw_validator(PG_FUNCTION_ARGS)
+{
+	List	   *options_list = untransformRelOptions(PG_GETARG_DATUM(0));
+	Oid			catalog = PG_GETARG_OID(1);
+	ListCell   *cell;
+
+	foreach(cell, options_list)
+	{
+		DefElem    *def = (DefElem *) lfirst(cell);
+		const LsmFdwOption *opt = lookup_option(def->defname, catalog);
+
+		if (opt == NULL)
+			report_invalid_option(def->defname, catalog);
+
+		switch (opt->kind)
+		{
+			case LSMFDW_KIND_DIRECTORY:
+				check_directory(def);
+				break;
+			case LSMFDW_KIND_COLUMN:
+				check_column(def);
+				break;
+			case LSMFDW_KIND_BOOL:
+				(void) LsmFdwBoolOption(def);
+				break;
+			case LSMFDW_KIND_INT:
+			case LSMFDW_KIND_BYTES:
+				(void) LsmFdwIntOption(def);
+				break;
+		}
+	}
+
+	PG_RETURN_VOID();
+}
+
+/*
+ * Returns the value of an integer option (a table option of kind INT or
+ * BYTES), parsed and checked against its bounds.  Raises an error if the
+ * value is not an integer, has a bad unit or is out of bounds.
+ * REQUIRES: def names an integer table option.
+ */
+int
+LsmFdwIntOption(const DefElem *def)
+{
+	const LsmFdwOption *opt = lookup_option(def->defname,
+											ForeignTableRelationId);
+	char	   *value = defGetString((DefElem *) def);
+	const char *hintmsg = NULL;
+	char	   *bounds;
+	int			result;
+
+	Assert(opt != NULL &&
+		   (opt->kind == LSMFDW_KIND_INT || opt->kind == LSMFDW_KIND_BYTES));
+
+	if (opt->kind == LSMFDW_KIND_BYTES)
+		bounds = psprintf("%s and %s",
+						  format_bytes(opt->min), format_bytes(opt->max));
+	else
+		bounds = psprintf("%d and %d", opt->min, opt->max);
+
+	if (!parse_int(value, &result,
+				   opt->kind == LSMFDW_KIND_BYTES ? GUC_UNIT_BYTE : 0,
+				   &hintmsg))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for integer option \"%s\": \"%s\"",
+						def->defname, value),
+				 errdetail("Valid values are between %s.", bounds),
+				 hintmsg ? errhint("%s", _(hintmsg)) : 0));
+
+	if (result < opt->min || result > opt->max)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("value \"%s\" out of bounds for option \"%s\"",
+						value, def->defname),
+				 errdetail("Valid values are between %s.", bounds)));
+
+	pfree(bounds);
+	return result;
+}
+
+/*
+ * Returns the value of a boolean option (on/off, true/false, yes/no, 1/0 and
+ * unique prefixes, as for GUCs).  Raises an error on anything else.
+ */
+bool
+LsmFdwBoolOption(const DefElem *def)
+{
+	char	   *value = defGetString((DefElem *) def);
+	bool		result;
+
+	if (!parse_bool(value, &result))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for boolean option \"%s\": \"%s\"",
+						def->defname, value)));
+	return result;
+}
+
+/*
+ * Returns the entry of option name in catalog context, or NULL if the option
+ * is not valid there.
+ */
+static const LsmFdwOption *
+lookup_option(const char *name, Oid context)
+{
+	const LsmFdwOption *opt;
+
+	for (opt = valid_options; opt->name != NULL; opt++)
+	{
+		if (opt->context == context && strcmp(opt->name, name) == 0)
+			return opt;
+	}
+	return NULL;
+}
+
+/*
+ * Raises the error for an option that is not valid in catalog context, with
+ * a hint listing the options that are.
+ */
+static void
+report_invalid_option(const char *name, Oid context)
+{
+	const LsmFdwOption *opt;
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (opt = valid_options; opt->name != NULL; opt++)
+	{
+		if (opt->context == context)
+			appendStringInfo(&buf, "%s%s", (buf.len > 0) ? ", " : "",
+							 opt->name);
+	}
+
+	ereport(ERROR,
+			(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
+			 errmsg("invalid option \"%s\"", name),
+			 buf.len > 0
+			 ? errhint("Valid options in this context are: %s", buf.data)
+			 : errhint("There are no valid options in this context.")));
+}
+
+/*
+ * Checks the server option directory: only superusers may set it, because
+ * the server process creates and writes files there (file_fdw's rule for
+ * filename), and it must be an absolute path.
+ */
+static void
+check_directory(const DefElem *def)
+{
+	char	   *value;
+
+	if (!superuser())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to set option \"%s\"",
+						def->defname),
+				 errdetail("Only superusers may choose the directory of an lsm_fdw server, because the database server writes there.")));
+
+	value = defGetString((DefElem *) def);
+	if (!is_absolute_path(value))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for option \"%s\": \"%s\"",
+						def->defname, value),
+				 errdetail("The directory must be an absolute path.")));
+}
+
+/*
+ * Checks the table option key: a column name, which cannot be empty.  That
+ * the column exists is checked when the table's store is opened.
+ */
+static void
+check_column(const DefElem *def)
+{
+	char	   *value = defGetString((DefElem *) def);
+
+	if (value[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for option \"%s\": \"%s\"",
+						def->defname, value),
+				 errdetail("The option names the key column of the table.")));
+}
+
+/*
+ * Formats a byte count with the largest unit that divides it ("64kB"), in a
+ * new palloc'd string.
+ */
+static char *
+format_bytes(int bytes)
+{
+	if (bytes % GB == 0)
+		return psprintf("%dGB", bytes / GB);
+	if (bytes % MB == 0)
+		return psprintf("%dMB", bytes / MB);
+	if (bytes % KB == 0)
+		return psprintf("%dkB", bytes / KB);
+	return psprintf("%dB", bytes);
+}

@@ -1,0 +1,511 @@
+/*
+ * harness.h
+ *		A tiny test harness for the engine's unit tests (plain C, no
+ *		PostgreSQL).
+ *
+ * One test file per engine module, each a program:
+ *
+ *	#include "harness.h"
+ *
+ *	TEST(put_then_get)
+ *	{
+ *		char	   *dir = harness_tmpdir("put");	(removed after the test)
+ *		lsm_db	   *db;
+ *
+ *		CHECK_OK(lsm_open(dir, NULL, &db));
+ *		CHECK_DB_OK(db, lsm_put(db, "k", 1, "v", 1));
+ *		...
+ *	}
+ *
+ *	int
+ *	main(int argc, char **argv)
+ *	{
+ *		harness_init(argc, argv);
+ *		RUN(put_then_get);
+ *		return harness_done();
+ *	}
+ *
+ * Output protocol (parsed by test/run): every test prints exactly one line,
+ * "ok <name>" or "FAIL <name>", preceded by "# ..." diagnostic lines that
+ * say which check failed where.  The program exits 0 only if every test
+ * passed.  A crash ends the program with no line for the running test:
+ * test/run counts a non-zero exit without any FAIL line as one failure.
+ *
+ * A failed check abandons the current test (longjmp back to RUN), so checks
+ * work in helper functions at any depth; resources the test held are leaked
+ * (the sanitizers may then report leaks too, which is fine: the test has
+ * already failed).  In a forked child a failed check prints its diagnostic
+ * and ends the child with _exit(HARNESS_CHILD_FAILED) instead.
+ *
+ * Temporary directories come from mkdtemp under ${TMPDIR:-/tmp}, so tests
+ * can run in parallel; harness_tmpdir's directories are removed when the
+ * test ends, unless LSM_TEST_KEEP is set in the environment.
+ *
+ * Command line: test names to run only those (default: all).
+ * LSM_TEST_SEED=<n> fixes the seed that harness_seed() returns.
+ */
+#ifndef LSM_TEST_HARNESS_H
+#define LSM_TEST_HARNESS_H
+
+#include <errno.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "lsm.h"
+
+#define HARNESS_UNUSED __attribute__((unused))
+#define HARNESS_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#define HARNESS_MAX_TMPDIRS 64
+#define HARNESS_CHILD_FAILED 99
+
+/* Harness state: one test program, one thread. */
+static struct
+{
+	int			initialized;
+	pid_t		pid;			/* the test process (not a forked child) */
+	int			argc;
+	char	  **argv;
+	int			passed;
+	int			failed;
+	const char *current;		/* name of the running test */
+	jmp_buf		abandon;		/* where a failed check goes */
+	char	   *tmpdirs[HARNESS_MAX_TMPDIRS];
+	int			ntmpdirs;
+	int			have_seed;
+	uint64_t	seed;
+}			harness HARNESS_UNUSED;
+
+/* ---------------------------------------------------------------------- */
+/* Checks.  Each evaluates its arguments exactly once. */
+
+/* The test fails unless cond is true. */
+#define CHECK(cond) \
+	do { \
+		if (!(cond)) \
+			harness_fail(__FILE__, __LINE__, "CHECK(%s) failed", #cond); \
+	} while (0)
+
+/* Like CHECK, with a printf-style explanation. */
+#define CHECK_MSG(cond, ...) \
+	do { \
+		if (!(cond)) \
+		{ \
+			harness_note(__FILE__, __LINE__, "CHECK(%s) failed", #cond); \
+			harness_fail(__FILE__, __LINE__, __VA_ARGS__); \
+		} \
+	} while (0)
+
+/* expr (an engine call) must return LSM_OK. */
+#define CHECK_OK(expr) \
+	harness_check_rc(__FILE__, __LINE__, #expr, LSM_OK, (expr), NULL, 0)
+
+/* Like CHECK_OK, and on failure also prints lsm_errmsg(db). */
+#define CHECK_DB_OK(db, expr) \
+	harness_check_rc(__FILE__, __LINE__, #expr, LSM_OK, (expr), (db), 1)
+
+/* expr must return the code want (LSM_NOTFOUND, LSM_CORRUPTION, ...). */
+#define CHECK_RC(want, expr) \
+	harness_check_rc(__FILE__, __LINE__, #expr, (want), (expr), NULL, 0)
+
+/* Integer comparisons, signed (compared as long long). */
+#define CHECK_EQ(a, b) harness_check_int(__FILE__, __LINE__, #a, "==", #b, \
+										 (long long) (a), (long long) (b))
+#define CHECK_NE(a, b) harness_check_int(__FILE__, __LINE__, #a, "!=", #b, \
+										 (long long) (a), (long long) (b))
+#define CHECK_LT(a, b) harness_check_int(__FILE__, __LINE__, #a, "<", #b, \
+										 (long long) (a), (long long) (b))
+#define CHECK_LE(a, b) harness_check_int(__FILE__, __LINE__, #a, "<=", #b, \
+										 (long long) (a), (long long) (b))
+#define CHECK_GT(a, b) harness_check_int(__FILE__, __LINE__, #a, ">", #b, \
+										 (long long) (a), (long long) (b))
+#define CHECK_GE(a, b) harness_check_int(__FILE__, __LINE__, #a, ">=", #b, \
+										 (long long) (a), (long long) (b))
+
+/* Unsigned equality (sizes, hashes, sequence numbers). */
+#define CHECK_EQ_U(a, b) harness_check_uint(__FILE__, __LINE__, #a, #b, \
+											(unsigned long long) (a), \
+											(unsigned long long) (b))
+
+/* NUL-terminated strings. */
+#define CHECK_STREQ(a, b) harness_check_str(__FILE__, __LINE__, #a, #b, (a), (b))
+
+/* Byte strings: equal lengths and equal bytes (printed in hex if not). */
+#define CHECK_MEMEQ(a, alen, b, blen) \
+	harness_check_mem(__FILE__, __LINE__, #a, #b, (a), (alen), (b), (blen))
+
+/* ---------------------------------------------------------------------- */
+/* Tests. */
+
+/* Defines a test: TEST(name) { body }. */
+#define TEST(name) static void test_##name(void)
+
+/* Runs a test defined with TEST and prints "ok name" or "FAIL name". */
+#define RUN(name) harness_run(#name, test_##name)
+
+static inline void harness_init(int argc, char **argv);
+static inline int harness_done(void);
+
+/* Prints a "# file:line: ..." diagnostic line. */
+static inline void HARNESS_PRINTF(3, 4)
+harness_note(const char *file, int line, const char *fmt,...)
+{
+	va_list		ap;
+
+	printf("# %s:%d: ", file, line);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+}
+
+/*
+ * Fails the current test: prints the diagnostic, then abandons the test
+ * (longjmp to harness_run).  Outside a test, or in a forked child, ends the
+ * process instead.  Does not return.
+ */
+static inline void HARNESS_PRINTF(3, 4) __attribute__((noreturn))
+harness_fail(const char *file, int line, const char *fmt,...)
+{
+	va_list		ap;
+
+	printf("# %s:%d: ", file, line);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+
+	if (harness.initialized && harness.pid != getpid())
+		_exit(HARNESS_CHILD_FAILED);
+	if (harness.current == NULL)
+	{
+		printf("FAIL (outside any test)\n");
+		fflush(stdout);
+		exit(1);
+	}
+	longjmp(harness.abandon, 1);
+}
+
+static inline void
+harness_check_rc(const char *file, int line, const char *expr, int want,
+				 int got, const lsm_db *db, int have_db)
+{
+	const char *detail;
+	const char *label;
+
+	if (got == want)
+		return;
+	/* the handle's detail, else that of the last failed lsm_open */
+	if (have_db && db != NULL)
+	{
+		detail = lsm_errmsg(db);
+		label = "lsm_errmsg";
+	}
+	else
+	{
+		detail = lsm_errmsg(NULL);
+		label = "last failed lsm_open";
+	}
+	if (detail == NULL || detail[0] == '\0')
+		harness_fail(file, line, "%s returned %d (%s), expected %d (%s)",
+					 expr, got, lsm_strerror(got), want, lsm_strerror(want));
+	harness_fail(file, line, "%s returned %d (%s), expected %d (%s); %s: %s",
+				 expr, got, lsm_strerror(got), want, lsm_strerror(want),
+				 label, detail);
+}
+
+static inline void
+harness_check_int(const char *file, int line, const char *a, const char *op,
+				  const char *b, long long va, long long vb)
+{
+	int			ok;
+
+	if (strcmp(op, "==") == 0)
+		ok = va == vb;
+	else if (strcmp(op, "!=") == 0)
+		ok = va != vb;
+	else if (strcmp(op, "<") == 0)
+		ok = va < vb;
+	else if (strcmp(op, "<=") == 0)
+		ok = va <= vb;
+	else if (strcmp(op, ">") == 0)
+		ok = va > vb;
+	else
+		ok = va >= vb;
+	if (!ok)
+		harness_fail(file, line, "CHECK(%s %s %s) failed: %lld vs %lld",
+					 a, op, b, va, vb);
+}
+
+static inline void
+harness_check_uint(const char *file, int line, const char *a, const char *b,
+				   unsigned long long va, unsigned long long vb)
+{
+	if (va != vb)
+		harness_fail(file, line, "CHECK(%s == %s) failed: %llu (0x%llx) vs %llu (0x%llx)",
+					 a, b, va, va, vb, vb);
+}
+
+static inline void
+harness_check_str(const char *file, int line, const char *a, const char *b,
+				  const char *va, const char *vb)
+{
+	if (va == NULL || vb == NULL || strcmp(va, vb) != 0)
+		harness_fail(file, line, "CHECK(%s == %s) failed: \"%s\" vs \"%s\"",
+					 a, b, va ? va : "(null)", vb ? vb : "(null)");
+}
+
+/* Formats up to 32 bytes of p in hex into buf (at least 100 bytes). */
+static inline const char *
+harness_hex(const void *p, size_t len, char *buf)
+{
+	const unsigned char *s = p;
+	size_t		i;
+	size_t		n = len < 32 ? len : 32;
+
+	buf[0] = '\0';
+	if (p == NULL)
+		return "(null)";
+	for (i = 0; i < n; i++)
+		sprintf(buf + 2 * i, "%02x", s[i]);
+	if (n < len)
+		strcpy(buf + 2 * n, "...");
+	return buf;
+}
+
+static inline void
+harness_check_mem(const char *file, int line, const char *a, const char *b,
+				  const void *va, size_t alen, const void *vb, size_t blen)
+{
+	char		ha[100];
+	char		hb[100];
+
+	if (alen == blen && (alen == 0 || (va && vb && memcmp(va, vb, alen) == 0)))
+		return;
+	harness_fail(file, line, "CHECK(%s == %s) failed: %zu bytes %s vs %zu bytes %s",
+				 a, b, alen, harness_hex(va, alen, ha),
+				 blen, harness_hex(vb, blen, hb));
+}
+
+/* ---------------------------------------------------------------------- */
+/* Temporary directories. */
+
+static inline int
+harness_rmtree_one(const char *path, const struct stat *st, int flag,
+				   struct FTW *ftw)
+{
+	(void) st;
+	(void) ftw;
+	if (flag == FTW_DP || flag == FTW_D)
+		return rmdir(path) == 0 || errno == ENOENT ? 0 : -1;
+	return unlink(path) == 0 || errno == ENOENT ? 0 : -1;
+}
+
+/*
+ * Removes path and everything below it (symbolic links are removed, not
+ * followed).  Returns 0, or -1 with errno set.  A missing path is not an
+ * error.
+ */
+static inline int
+harness_rmtree(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) != 0)
+		return errno == ENOENT ? 0 : -1;
+	return nftw(path, harness_rmtree_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/*
+ * Makes a fresh, empty directory ${TMPDIR:-/tmp}/lsm-<tag>-XXXXXX and returns
+ * its path.  The harness owns the string and removes the directory when the
+ * current test ends (keep it with LSM_TEST_KEEP=1).  Fails the test if the
+ * directory cannot be made.
+ */
+static inline char *
+harness_tmpdir(const char *tag)
+{
+	const char *base = getenv("TMPDIR");
+	size_t		len;
+	char	   *path;
+
+	if (base == NULL || base[0] == '\0')
+		base = "/tmp";
+	if (harness.ntmpdirs >= HARNESS_MAX_TMPDIRS)
+		harness_fail(__FILE__, __LINE__, "too many temporary directories");
+	len = strlen(base) + strlen(tag) + 16;
+	path = malloc(len);
+	if (path == NULL)
+		harness_fail(__FILE__, __LINE__, "out of memory");
+	snprintf(path, len, "%s/lsm-%s-XXXXXX", base, tag);
+	if (mkdtemp(path) == NULL)
+	{
+		int			e = errno;
+
+		free(path);
+		harness_fail(__FILE__, __LINE__, "mkdtemp under %s: %s",
+					 base, strerror(e));
+	}
+	harness.tmpdirs[harness.ntmpdirs++] = path;
+	return path;
+}
+
+/*
+ * Returns dir "/" name in a new allocation (release with free()).
+ */
+static inline char *
+harness_path(const char *dir, const char *name)
+{
+	size_t		len = strlen(dir) + strlen(name) + 2;
+	char	   *path = malloc(len);
+
+	if (path == NULL)
+		harness_fail(__FILE__, __LINE__, "out of memory");
+	snprintf(path, len, "%s/%s", dir, name);
+	return path;
+}
+
+/* Removes (or, with LSM_TEST_KEEP, reports) the current test's tmpdirs. */
+static inline void
+harness_cleanup_tmpdirs(void)
+{
+	const char *keep = getenv("LSM_TEST_KEEP");
+	int			i;
+
+	for (i = 0; i < harness.ntmpdirs; i++)
+	{
+		if (keep != NULL && keep[0] != '\0')
+			printf("# kept %s\n", harness.tmpdirs[i]);
+		else if (harness_rmtree(harness.tmpdirs[i]) != 0)
+			printf("# could not remove %s: %s\n", harness.tmpdirs[i],
+				   strerror(errno));
+		free(harness.tmpdirs[i]);
+		harness.tmpdirs[i] = NULL;
+	}
+	harness.ntmpdirs = 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Randomness: reproducible from a printed seed. */
+
+/*
+ * Returns the run's seed: LSM_TEST_SEED if set, else one derived from the
+ * clock and the pid.  Prints "# seed <n>" the first time, so a failing
+ * randomized run can be repeated with LSM_TEST_SEED=<n>.
+ */
+static inline uint64_t
+harness_seed(void)
+{
+	if (!harness.have_seed)
+	{
+		const char *env = getenv("LSM_TEST_SEED");
+		struct timeval tv;
+
+		if (env != NULL && env[0] != '\0')
+			harness.seed = strtoull(env, NULL, 0);
+		else
+		{
+			gettimeofday(&tv, NULL);
+			harness.seed = ((uint64_t) tv.tv_sec * 1000000 + (uint64_t) tv.tv_usec) ^
+				((uint64_t) getpid() << 32);
+		}
+		harness.have_seed = 1;
+		printf("# seed %" PRIu64 " (set LSM_TEST_SEED to repeat)\n",
+			   harness.seed);
+		fflush(stdout);
+	}
+	return harness.seed;
+}
+
+/* splitmix64: the next pseudo-random number from *state. */
+static inline uint64_t
+harness_rand64(uint64_t *state)
+{
+	uint64_t	z = (*state += UINT64_C(0x9e3779b97f4a7c15));
+
+	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+	return z ^ (z >> 31);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Running. */
+
+/*
+ * Starts the program: stdout line-buffered (diagnostics and results stay in
+ * order, and a forked child does not repeat buffered output); the command
+ * line's names, if any, select the tests to run.
+ */
+static inline void
+harness_init(int argc, char **argv)
+{
+	if (harness.initialized)
+		return;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	harness.initialized = 1;
+	harness.pid = getpid();
+	harness.argc = argc;
+	harness.argv = argv;
+}
+
+/* Whether the command line selects test name. */
+static inline int
+harness_selected(const char *name)
+{
+	int			i;
+
+	if (harness.argc <= 1)
+		return 1;
+	for (i = 1; i < harness.argc; i++)
+		if (strcmp(harness.argv[i], name) == 0)
+			return 1;
+	return 0;
+}
+
+/* Runs one test; use RUN(name). */
+static inline void
+harness_run(const char *name, void (*fn) (void))
+{
+	harness_init(0, NULL);
+	if (!harness_selected(name))
+		return;
+	harness.current = name;
+	if (setjmp(harness.abandon) == 0)
+	{
+		fn();
+		printf("ok %s\n", name);
+		harness.passed++;
+	}
+	else
+	{
+		printf("FAIL %s\n", name);
+		harness.failed++;
+	}
+	fflush(stdout);
+	harness.current = NULL;
+	harness_cleanup_tmpdirs();
+}
+
+/*
+ * Ends the program: prints "# N ok, N FAIL" and returns the exit
+ * status for main (0 only if no test failed).
+ */
+static inline int
+harness_done(void)
+{
+	printf("# %d ok, %d FAIL\n", harness.passed, harness.failed);
+	fflush(stdout);
+	return harness.failed == 0 ? 0 : 1;
+}
+
+#endif							/* LSM_TEST_HARNESS_H */
