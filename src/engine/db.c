@@ -15,6 +15,17 @@
  *	- Compaction (compaction.c) holds LOCK.compact while it merges, and LOCK
  *	  only while it installs its result.
  *
+ * Change generation: the first 8 bytes of LOCK, mapped shared by every
+ * handle, count write-lock tenures: a holder makes the count odd when it
+ * takes the lock and even when it releases it.  A handle that last caught up
+ * at an even generation that is still current knows that nobody has held
+ * the write lock since, so the manifest and the WAL are as it left them and
+ * it skips the stat() calls of a catch-up (lsm_refresh then makes no system
+ * call at all).  A holder that died leaves the count odd, which forces the
+ * full check on everyone until the next holder evens it.  The count is only
+ * ever a hint that something may have changed, never a substitute for
+ * reading the manifest and the WAL.
+ *
  * Crash-safety invariants (numbered as in docs/architecture.md):
  *	(1) An SSTable is fsynced before any manifest names it; its directory
  *		entry is fsynced with the manifest switch that adds it.
@@ -37,6 +48,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,6 +59,9 @@
 #define MAX_OPEN_RETRIES 100
 
 static __thread lsm_err open_err;
+
+static int	catch_up_full(lsm_db *db, lsm_err *e);
+static void release_lock(lsm_db *db);
 
 /* ---------- options, errors ---------- */
 
@@ -170,22 +185,82 @@ lsm_db_write_lock(lsm_db *db, lsm_err *e)
 
 	if (db->opt.read_only)
 		return lsm_err_set(e, LSM_INVALID, "store was opened read-only");
-	rc = lsm_db_lock(db, db->lock_fd, "LOCK", e);
-	if (rc != LSM_OK)
-		return rc;
+	if (!db->lock_held)
+	{
+		rc = lsm_db_lock(db, db->lock_fd, "LOCK", e);
+		if (rc != LSM_OK)
+			return rc;
+		db->lock_held = true;
+	}
 	db->write_locked = true;
 	rc = lsm_db_catch_up(db, e);
 	if (rc != LSM_OK)
+	{
 		lsm_db_write_unlock(db);
-	return rc;
+		return rc;
+	}
+	if (db->gen)
+	{
+		/* odd while we hold the lock (a dead holder may have left it odd) */
+		uint64_t	g = __atomic_load_n(db->gen, __ATOMIC_SEQ_CST);
+
+		__atomic_store_n(db->gen, (g | 1) + 2, __ATOMIC_SEQ_CST);
+	}
+	return LSM_OK;
 }
 
 void
 lsm_db_write_unlock(lsm_db *db)
 {
-	if (db->write_locked)
-		lsm_env_unlock(db->lock_fd);
+	if (!db->write_locked)
+		return;
+	if (db->gen)
+	{
+		uint64_t	g = __atomic_load_n(db->gen, __ATOMIC_SEQ_CST);
+
+		if (g & 1)
+		{
+			/* everything we changed is in the files we caught up with */
+			__atomic_store_n(db->gen, g + 1, __ATOMIC_SEQ_CST);
+			db->seen_gen = g + 1;
+		}
+	}
 	db->write_locked = false;
+	if (!db->opt.exclusive)
+		release_lock(db);
+}
+
+/* Drops the flock on LOCK if we hold it. */
+static void
+release_lock(lsm_db *db)
+{
+	if (db->lock_held)
+		lsm_env_unlock(db->lock_fd);
+	db->lock_held = false;
+}
+
+/*
+ * Maps the change generation page of LOCK (growing the file to one page if
+ * needed).  Without it (a read-only handle on a store never written by this
+ * version) every catch-up does the full check.
+ */
+static void
+map_generation(lsm_db *db)
+{
+	struct stat st;
+	void	   *p;
+
+	if (fstat(db->lock_fd, &st) != 0)
+		return;
+	if (st.st_size < 4096)
+	{
+		if (db->opt.read_only || ftruncate(db->lock_fd, 4096) != 0)
+			return;
+	}
+	p = mmap(NULL, 4096, db->opt.read_only ? PROT_READ : PROT_READ | PROT_WRITE,
+			 MAP_SHARED, db->lock_fd, 0);
+	if (p != MAP_FAILED)
+		db->gen = p;
 }
 
 /* ---------- file numbers ---------- */
@@ -359,16 +434,15 @@ set_current(lsm_db *db, lsm_version *v)
 }
 
 /*
- * Loads MANIFEST if its inode differs from the one we hold.  Sets *changed.
+ * Loads MANIFEST if its inode differs from the one we hold.
  */
 static int
-load_manifest(lsm_db *db, bool *changed, lsm_err *e)
+load_manifest(lsm_db *db, lsm_err *e)
 {
 	char		path[4096];
 	struct stat st;
 	int			attempt;
 
-	*changed = false;
 	path_of(db, "MANIFEST", path, sizeof(path));
 	for (attempt = 0;; attempt++)
 	{
@@ -417,7 +491,6 @@ load_manifest(lsm_db *db, bool *changed, lsm_err *e)
 		db->manifest_fd = fd;
 		set_current(db, v);
 		db->ctr.refreshes++;
-		*changed = true;
 		return LSM_OK;
 	}
 }
@@ -425,16 +498,36 @@ load_manifest(lsm_db *db, bool *changed, lsm_err *e)
 int
 lsm_db_catch_up(lsm_db *db, lsm_err *e)
 {
+	uint64_t	g = 1;
+	int			rc;
+
+	if (db->gen)
+	{
+		g = __atomic_load_n(db->gen, __ATOMIC_SEQ_CST);
+		if (g == db->seen_gen && !(g & 1) && db->log_fd >= 0)
+			return LSM_OK;
+	}
+	rc = catch_up_full(db, e);
+	/* an odd generation means a holder is (or died) mid-change: look again */
+	db->seen_gen = (rc == LSM_OK && !(g & 1)) ? g : 1;
+	return rc;
+}
+
+/* The full catch-up: manifest by inode, then the WAL past our offset. */
+static int
+catch_up_full(lsm_db *db, lsm_err *e)
+{
 	int			attempt;
 
 	for (attempt = 0;; attempt++)
 	{
-		bool		changed;
-		int			rc = load_manifest(db, &changed, e);
+		int			rc = load_manifest(db, e);
+
 
 		if (rc != LSM_OK)
 			return rc;
-		if (changed && db->current->log_number != db->log_number)
+		/* log_number 0 (no log yet, or a failed switch) forces a switch */
+		if (db->current->log_number != db->log_number)
 		{
 			lsm_memtable *fresh = lsm_memtable_new();
 
@@ -456,6 +549,9 @@ lsm_db_catch_up(lsm_db *db, lsm_err *e)
 			if (rc != LSM_OK)
 			{
 				db->log_number = 0; /* retry the whole switch next time */
+				if (rc == LSM_NOTFOUND)
+					rc = LSM_CORRUPT(e, "the write-ahead log named by the manifest is missing: %s",
+									 e->msg);
 				return rc;
 			}
 		}
@@ -546,6 +642,7 @@ open_store(lsm_db *db, lsm_err *e)
 		return lsm_err_set(e, LSM_NOTFOUND, "store \"%s\" does not exist", db->dir);
 	if (rc != LSM_OK)
 		return rc;
+	map_generation(db);
 	path_of(db, "MANIFEST", path, sizeof(path));
 	exists = stat(path, &st) == 0;
 	if (exists && db->opt.error_if_exists)
@@ -557,12 +654,19 @@ open_store(lsm_db *db, lsm_err *e)
 		rc = lsm_db_lock(db, db->lock_fd, "LOCK", e);
 		if (rc != LSM_OK)
 			return rc;
-		db->write_locked = true;
+		db->lock_held = true;
 		if (stat(path, &st) != 0)	/* someone else may have created it */
 			rc = create_store(db, e);
-		lsm_db_write_unlock(db);
+		release_lock(db);
 		if (rc != LSM_OK)
 			return rc;
+	}
+	if (db->opt.exclusive && !db->opt.read_only)
+	{
+		rc = lsm_db_lock(db, db->lock_fd, "LOCK", e);
+		if (rc != LSM_OK)
+			return rc;
+		db->lock_held = true;
 	}
 	return lsm_db_catch_up(db, e);
 }
@@ -620,6 +724,9 @@ lsm_close(lsm_db *db)
 		return lsm_err_set(&db->err, LSM_INVALID,
 						   "%d iterators still open", db->open_iters);
 	lsm_db_write_unlock(db);
+	release_lock(db);
+	if (db->gen)
+		munmap(db->gen, 4096);
 	lsm_env_close(db->lock_fd);
 	lsm_env_close(db->compact_fd);
 	lsm_env_close(db->manifest_fd);

@@ -4,7 +4,9 @@
  *		functions shared by db.c, iter.c and compaction.c.
  *
  * Files in a store directory:
- *		LOCK			flock'ed exclusively by a writer (append, flush, install)
+ *		LOCK			flock'ed exclusively by a writer (append, flush, install);
+ *						its first page is mapped shared and holds the change
+ *						generation (see "change generation" in db.c)
  *		LOCK.compact	flock'ed by the one process compacting
  *		MANIFEST		the current version (version.h)
  *		NNNNNN.log		the WAL named by the manifest (wal.h)
@@ -43,6 +45,9 @@ struct lsm_db
 	int			lock_fd;		/* LOCK */
 	int			compact_fd;		/* LOCK.compact, opened on first use */
 	bool		write_locked;
+	bool		lock_held;		/* the flock itself (exclusive: always) */
+	uint64_t   *gen;			/* change generation in LOCK's page, or NULL */
+	uint64_t	seen_gen;		/* generation of our last full catch-up */
 
 	int			manifest_fd;	/* pins the inode of the loaded manifest */
 	ino_t		manifest_ino;

@@ -97,6 +97,9 @@ typedef struct lsm_options
 	int			create_if_missing;	/* default 1 */
 	int			error_if_exists;	/* default 0 */
 	int			read_only;		/* never take the write lock; no writes */
+	int			exclusive;		/* hold the write lock from open to close,
+								 * as LevelDB and RocksDB do: writes skip
+								 * two flock calls; other writers wait */
 	lsm_interrupt_fn interrupt; /* optional; see above */
 	void	   *interrupt_arg;
 } lsm_options;
