@@ -28,14 +28,18 @@
 #include "db.h"
 #include "env.h"
 
-typedef struct compaction
+typedef struct compaction compaction;
+static int	step(lsm_db *db, int level, bool *did, lsm_err *e);
+static int	compact_lock(lsm_db *db, bool wait, lsm_err *e);
+
+struct compaction
 {
 	lsm_version *base;			/* the version the inputs come from (pinned) */
 	int			level;			/* inputs from level and level + 1 */
 	int			n[2];
 	lsm_file  **in[2];
 	bool		trivial_move;
-} compaction;
+};
 
 static uint64_t
 level_target(const lsm_db *db, int level)
@@ -156,7 +160,47 @@ pick(lsm_db *db, compaction *c, int *rc)
 	}
 	if (add_overlapping(v, level + 1, lo, lolen, hi, hilen, c, 1) != LSM_OK)
 		return (*rc = LSM_NOMEM), false;
-	c->trivial_move = level > 0 && c->n[1] == 0 && c->n[0] == 1;
+	c->trivial_move = level > 0 && c->n[1] == 0;
+	return true;
+}
+
+/*
+ * Sets c up to merge every file of level with the overlapping files of
+ * level + 1 (manual full compaction).  False if level is empty.
+ */
+static bool
+pick_whole_level(lsm_db *db, int level, compaction *c, int *rc)
+{
+	const lsm_version *v = db->current;
+	const uint8_t *lo = NULL,
+			   *hi = NULL;
+	size_t		lolen = 0,
+				hilen = 0;
+	int			i;
+
+	memset(c, 0, sizeof(*c));
+	*rc = LSM_OK;
+	if (v->nfiles[level] == 0)
+		return false;
+	c->base = db->current;
+	lsm_version_ref(c->base);
+	c->level = level;
+	c->in[0] = malloc(sizeof(lsm_file *) * v->nfiles[level]);
+	if (c->in[0] == NULL)
+		return (*rc = LSM_NOMEM), false;
+	for (i = 0; i < v->nfiles[level]; i++)
+	{
+		const lsm_table_meta *m = &v->files[level][i]->meta;
+
+		c->in[0][c->n[0]++] = v->files[level][i];
+		if (lo == NULL || lsm_key_cmp(m->smallest, m->smallest_len, lo, lolen) < 0)
+			lo = m->smallest, lolen = m->smallest_len;
+		if (hi == NULL || lsm_key_cmp(m->largest, m->largest_len, hi, hilen) > 0)
+			hi = m->largest, hilen = m->largest_len;
+	}
+	if (add_overlapping(v, level + 1, lo, lolen, hi, hilen, c, 1) != LSM_OK)
+		return (*rc = LSM_NOMEM), false;
+	c->trivial_move = level > 0 && c->n[1] == 0;
 	return true;
 }
 
@@ -403,7 +447,8 @@ install(lsm_db *db, compaction *c, lsm_file **outs, int nouts, lsm_err *e)
 		for (i = 0; i < c->n[w]; i++)
 			drop[ndrop++] = c->in[w][i]->meta.number;
 	if (c->trivial_move)
-		v = lsm_version_edit(db->current, drop, ndrop, c->in[0], 1, c->level + 1);
+		v = lsm_version_edit(db->current, drop, ndrop, c->in[0], c->n[0],
+							 c->level + 1);
 	else
 		v = lsm_version_edit(db->current, drop, ndrop, outs, nouts, c->level + 1);
 	free(drop);
@@ -430,6 +475,69 @@ install(lsm_db *db, compaction *c, lsm_file **outs, int nouts, lsm_err *e)
 int
 lsm_db_compact(lsm_db *db, bool wait, lsm_err *e)
 {
+	int			rc;
+
+	rc = compact_lock(db, wait, e);
+	if (rc == LSM_BUSY && !wait)
+		return LSM_OK;			/* someone else is compacting */
+	if (rc != LSM_OK)
+		return rc;
+	for (;;)
+	{
+		bool		did;
+
+		rc = step(db, -1, &did, e);
+		if (rc != LSM_OK || !did)
+			break;
+	}
+	lsm_env_unlock(db->compact_fd);
+	return rc;
+}
+
+/*
+ * One compaction: the most urgent one (level < 0) or all of `level` into
+ * the level below.  *did tells whether there was anything to do.
+ * REQUIRES: LOCK.compact held.
+ */
+static int
+step(lsm_db *db, int level, bool *did, lsm_err *e)
+{
+	compaction	c;
+	lsm_file  **outs = NULL;
+	int			nouts = 0;
+	int			rc;
+
+	*did = false;
+	memset(&c, 0, sizeof(c));
+	rc = lsm_db_catch_up(db, e);
+	if (rc != LSM_OK)
+		return rc;
+	if (!(level < 0 ? pick(db, &c, &rc) : pick_whole_level(db, level, &c, &rc)))
+	{
+		compaction_free(&c);
+		return rc == LSM_NOMEM ? LSM_NOMEM_ERR(e) : rc;
+	}
+	if (!c.trivial_move)
+		rc = run(db, &c, &outs, &nouts, e);
+	if (rc == LSM_OK)
+		rc = install(db, &c, outs, nouts, e);
+	compaction_free(&c);
+	if (rc != LSM_OK)
+	{
+		discard_outputs(db, outs, nouts);
+		return rc;
+	}
+	while (nouts > 0)
+		lsm_file_unref(outs[--nouts]);
+	free(outs);
+	*did = true;
+	return LSM_OK;
+}
+
+/* Opens LOCK.compact on first use and takes it (waiting or not). */
+static int
+compact_lock(lsm_db *db, bool wait, lsm_err *e)
+{
 	char		path[4096];
 	int			rc;
 
@@ -442,43 +550,44 @@ lsm_db_compact(lsm_db *db, bool wait, lsm_err *e)
 		if (rc != LSM_OK)
 			return rc;
 	}
-	rc = wait ? lsm_db_lock(db, db->compact_fd, "LOCK.compact", e) :
+	return wait ? lsm_db_lock(db, db->compact_fd, "LOCK.compact", e) :
 		lsm_env_trylock(db->compact_fd, "LOCK.compact", e);
-	if (rc == LSM_BUSY && !wait)
-		return LSM_OK;			/* someone else is compacting */
+}
+
+int
+lsm_compact_all(lsm_db *db)
+{
+	lsm_err		e;
+	int			rc;
+	int			l,
+				deepest;
+
+	if (db == NULL)
+		return LSM_INVALID;
+	lsm_err_clear(&e);
+	rc = lsm_flush(db);
 	if (rc != LSM_OK)
 		return rc;
-	for (;;)
+	rc = compact_lock(db, true, &e);
+	if (rc != LSM_OK)
+		return lsm_db_fail(db, rc, &e);
+	rc = lsm_db_catch_up(db, &e);
+	for (l = 0; rc == LSM_OK && l < LSM_MAX_LEVELS - 1; l++)
 	{
-		compaction	c;
-		lsm_file  **outs = NULL;
-		int			nouts = 0;
+		bool		did;
 
-		memset(&c, 0, sizeof(c));
-		rc = lsm_db_catch_up(db, e);
-		if (rc != LSM_OK || !pick(db, &c, &rc))
-		{
-			if (rc == LSM_NOMEM)
-				LSM_NOMEM_ERR(e);
-			compaction_free(&c);
+		/* push everything down to the deepest level that holds data */
+		for (deepest = LSM_MAX_LEVELS - 1; deepest > 0; deepest--)
+			if (db->current->nfiles[deepest] > 0)
+				break;
+		if (deepest == 0 && db->current->nfiles[0] > 0)
+			deepest = 1;
+		if (l >= deepest)
 			break;
-		}
-		if (!c.trivial_move)
-			rc = run(db, &c, &outs, &nouts, e);
-		if (rc == LSM_OK)
-			rc = install(db, &c, outs, nouts, e);
-		compaction_free(&c);
-		if (rc != LSM_OK)
-		{
-			discard_outputs(db, outs, nouts);
-			break;
-		}
-		while (nouts > 0)
-			lsm_file_unref(outs[--nouts]);
-		free(outs);
+		rc = step(db, l, &did, &e);
 	}
 	lsm_env_unlock(db->compact_fd);
-	return rc;
+	return lsm_db_fail(db, rc, &e);
 }
 
 int

@@ -733,6 +733,7 @@ lsm_close(lsm_db *db)
 	lsm_env_close(db->log_fd);
 	lsm_version_unref(db->current);
 	lsm_memtable_unref(db->mem);
+	lsm_batch_free(db->one);
 	for (l = 0; l < LSM_MAX_LEVELS; l++)
 		lsm_buf_free(&db->compact_ptr[l]);
 	free(db->dir);
@@ -995,6 +996,19 @@ lsm_write(lsm_db *db, lsm_batch *b)
 	return LSM_OK;
 }
 
+/* The handle's one-entry batch, emptied; NULL when out of memory. */
+static lsm_batch *
+one_batch(lsm_db *db)
+{
+	if (db->one == NULL && (db->one = lsm_batch_new()) == NULL)
+	{
+		lsm_err_set(&db->err, LSM_NOMEM, "out of memory");
+		return NULL;
+	}
+	lsm_batch_clear(db->one);
+	return db->one;
+}
+
 int
 lsm_put(lsm_db *db, const void *key, size_t klen, const void *val, size_t vlen)
 {
@@ -1003,16 +1017,12 @@ lsm_put(lsm_db *db, const void *key, size_t klen, const void *val, size_t vlen)
 
 	if (db == NULL)
 		return LSM_INVALID;
-	b = lsm_batch_new();
-	if (b == NULL)
-		return lsm_err_set(&db->err, LSM_NOMEM, "out of memory");
+	if ((b = one_batch(db)) == NULL)
+		return LSM_NOMEM;
 	rc = lsm_batch_put(b, key, klen, val, vlen);
-	if (rc == LSM_OK)
-		rc = lsm_write(db, b);
-	else
-		lsm_err_set(&db->err, rc, "invalid key or value length");
-	lsm_batch_free(b);
-	return rc;
+	if (rc != LSM_OK)
+		return lsm_err_set(&db->err, rc, "invalid key or value length");
+	return lsm_write(db, b);
 }
 
 int
@@ -1023,16 +1033,12 @@ lsm_delete(lsm_db *db, const void *key, size_t klen)
 
 	if (db == NULL)
 		return LSM_INVALID;
-	b = lsm_batch_new();
-	if (b == NULL)
-		return lsm_err_set(&db->err, LSM_NOMEM, "out of memory");
+	if ((b = one_batch(db)) == NULL)
+		return LSM_NOMEM;
 	rc = lsm_batch_delete(b, key, klen);
-	if (rc == LSM_OK)
-		rc = lsm_write(db, b);
-	else
-		lsm_err_set(&db->err, rc, "invalid key length");
-	lsm_batch_free(b);
-	return rc;
+	if (rc != LSM_OK)
+		return lsm_err_set(&db->err, rc, "invalid key length");
+	return lsm_write(db, b);
 }
 
 /* ---------- reads ---------- */

@@ -59,6 +59,7 @@ struct lsm_db
 	uint64_t	log_off;		/* replayed up to here */
 	uint64_t	last_seq;		/* newest sequence this handle has seen */
 
+	lsm_batch  *one;			/* reused by lsm_put and lsm_delete */
 	int			open_iters;
 	lsm_buf		compact_ptr[LSM_MAX_LEVELS];	/* round-robin per level */
 	lsm_stats	ctr;			/* counters part of lsm_stats */

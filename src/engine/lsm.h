@@ -224,6 +224,13 @@ int			lsm_compact(lsm_db *db);	/* compact until no level is over
 										 * target */
 int			lsm_verify(lsm_db *db); /* check every checksum and invariant */
 
+/*
+ * Flushes the memtable and compacts the whole store into its deepest
+ * non-empty level (like LevelDB's CompactRange over all keys): afterwards a
+ * lookup consults one table at most.
+ */
+int			lsm_compact_all(lsm_db *db);
+
 /* Statistics. */
 #define LSM_MAX_LEVELS 7
 
