@@ -63,11 +63,12 @@ static int
 batch_add(lsm_batch *b, int kind, const void *key, size_t klen,
 		  const void *val, size_t vlen)
 {
-	size_t		save = b->rep.len;
+	size_t		save;
 	uint8_t		k = (uint8_t) kind;
 
 	if (b == NULL || (key == NULL && klen > 0) || (val == NULL && vlen > 0))
 		return LSM_INVALID;
+	save = b->rep.len;
 	if (klen == 0 || klen > LSM_MAX_KEY_LEN || vlen > LSM_MAX_VALUE_LEN)
 		return LSM_INVALID;
 	if (b->count == UINT32_MAX)

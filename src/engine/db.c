@@ -679,9 +679,10 @@ lsm_open(const char *dir, const lsm_options *o, lsm_db **out)
 	int			rc;
 
 	lsm_err_clear(&open_err);
+	if (out != NULL)
+		*out = NULL;
 	if (out == NULL || dir == NULL || dir[0] == '\0')
 		return lsm_err_set(&open_err, LSM_INVALID, "no directory given");
-	*out = NULL;
 	if (o == NULL)
 	{
 		lsm_options_init(&defaults);

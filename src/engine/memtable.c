@@ -50,7 +50,6 @@ arena_alloc(lsm_memtable *mt, size_t n)
 	void	   *p;
 
 	n = (n + 7) & ~(size_t) 7;
-	mt->used_bytes += n;
 	if (c == NULL || c->size - c->used < n)
 	{
 		size_t		size = n > CHUNK_SIZE / 4 ? n : CHUNK_SIZE;
@@ -67,6 +66,7 @@ arena_alloc(lsm_memtable *mt, size_t n)
 			mt->chunks->prev = c;
 			c->used = n;
 			mt->arena_bytes += sizeof(arena_chunk) + size;
+			mt->used_bytes += n;
 			return c->data;
 		}
 		c->prev = mt->chunks;
@@ -75,7 +75,17 @@ arena_alloc(lsm_memtable *mt, size_t n)
 	}
 	p = c->data + c->used;
 	c->used += n;
+	mt->used_bytes += n;
 	return p;
+}
+
+/* The search tag that sorts before every version visible at snap. */
+static inline uint64_t
+snap_tag(uint64_t snap)
+{
+	if (snap > LSM_MAX_SEQUENCE)
+		snap = LSM_MAX_SEQUENCE;
+	return snap << 8 | 0xff;
 }
 
 static inline const uint8_t *
@@ -238,7 +248,7 @@ lsm_memtable_get(const lsm_memtable *mt, const void *key, size_t klen,
 	if (mt->entries == 0)
 		return false;
 	/* the tag of (snap, highest kind) sorts before every visible version */
-	n = find_ge(mt, key, klen, snap << 8 | 0xff, NULL);
+	n = find_ge(mt, key, klen, snap_tag(snap), NULL);
 	if (n == NULL || lsm_key_cmp(node_key(n), n->klen, key, klen) != 0)
 		return false;
 	*kind = (int) (n->tag & 0xff);
@@ -303,8 +313,7 @@ mt_iter_seek(lsm_iiter *base, const uint8_t *key, size_t klen)
 	if (key == NULL)
 		mt_iter_settle(it, it->mt->head->next[0]);
 	else
-		mt_iter_settle(it, find_ge(it->mt, key, klen, it->snap << 8 | 0xff,
-								   NULL));
+		mt_iter_settle(it, find_ge(it->mt, key, klen, snap_tag(it->snap), NULL));
 }
 
 static void

@@ -15,6 +15,9 @@
 #define LSM_KIND_DEL 0
 #define LSM_KIND_PUT 1
 
+/* Sequence numbers share a 64-bit tag with the kind: 56 bits. */
+#define LSM_MAX_SEQUENCE ((UINT64_C(1) << 56) - 1)
+
 typedef struct lsm_memtable lsm_memtable;
 
 /* A new empty memtable with one reference; NULL when out of memory. */

@@ -5,7 +5,9 @@
  *		row: [nfields varint] { [tag varint] } * nfields [field bytes]*
  *		tag: 0 for a null field, else length + 1
  *
- * Field i is found by summing the lengths of the tags before it.  A field's
+ * Field i is found by summing the lengths of the tags before it; the tags'
+ * lengths must add up to exactly the bytes after them, so a truncated or
+ * padded row is malformed whichever field is asked for.  A field's
  * bytes are exactly what the caller gave, so equal values have equal bytes
  * (canonical encoding is the caller's business).
  */
@@ -63,7 +65,8 @@ lsm_row_field(const void *row, size_t rowlen, int i, lsm_field *out)
 	uint64_t	nfields,
 				tag,
 				off = 0,
-				want = 0;
+				want = 0,
+				total = 0;
 	int			j;
 
 	if (out == NULL || i < 0 || (row == NULL && rowlen > 0))
@@ -76,18 +79,21 @@ lsm_row_field(const void *row, size_t rowlen, int i, lsm_field *out)
 		return LSM_CORRUPTION;
 	for (j = 0; j < (int) nfields; j++)
 	{
-		if ((p = lsm_get_varint(p, end, &tag)) == NULL)
+		if ((p = lsm_get_varint(p, end, &tag)) == NULL ||
+			(tag > 0 && tag - 1 > (uint64_t) (end - p)))
 			return LSM_CORRUPTION;
 		if (j < i && tag > 0)
 			off += tag - 1;
 		if (j == i)
 			want = tag;
+		if (tag > 0)
+			total += tag - 1;
 	}
-	/* p is now the start of the field bytes */
-	if (i >= (int) nfields || want == 0)
-		return (off <= (uint64_t) (end - p)) ? LSM_OK : LSM_CORRUPTION;
-	if (off > (uint64_t) (end - p) || want - 1 > (uint64_t) (end - p) - off)
+	/* p is now the start of the field bytes, which must fill the row */
+	if (total != (uint64_t) (end - p))
 		return LSM_CORRUPTION;
+	if (i >= (int) nfields || want == 0)
+		return LSM_OK;
 	out->data = p + off;
 	out->len = want - 1;
 	out->is_null = 0;
@@ -98,10 +104,12 @@ int
 lsm_row_nfields(const void *row, size_t rowlen)
 {
 	const uint8_t *p = row;
+	lsm_field	f;
 	uint64_t	n;
 
+	/* decoding field 0 checks the whole row's framing */
 	if (row == NULL || lsm_get_varint(p, p + rowlen, &n) == NULL ||
-		n > rowlen)
+		n > INT32_MAX || lsm_row_field(row, rowlen, 0, &f) != LSM_OK)
 		return 0;
 	return (int) n;
 }

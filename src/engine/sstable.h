@@ -77,7 +77,8 @@ uint64_t	lsm_table_builder_entries(const lsm_table_builder *b);
 /*
  * Writes the filter, index, properties and footer, fsyncs and closes the
  * file, fills *meta (caller frees with lsm_table_meta_free) and frees b.  On
- * failure the file is removed and b freed.
+ * failure the file is removed and b freed.  A table without entries is
+ * refused (LSM_INVALID).
  */
 int			lsm_table_builder_finish(lsm_table_builder *b, lsm_table_meta *meta,
 									 lsm_err *e);

@@ -331,7 +331,14 @@ int
 lsm_table_builder_finish(lsm_table_builder *b, lsm_table_meta *meta,
 						 lsm_err *e)
 {
-	int			rc = finish(b, meta, e);
+	int			rc;
+
+	if (b->entries == 0)
+	{
+		lsm_table_builder_abandon(b);
+		return lsm_err_set(e, LSM_INVALID, "a table needs at least one entry");
+	}
+	rc = finish(b, meta, e);
 
 	if (rc != LSM_OK)
 	{

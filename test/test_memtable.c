@@ -1,0 +1,709 @@
+/*
+ * test_memtable.c
+ *		Unit tests of the memtable (memtable.h): the skip list of versions.
+ *
+ * A memtable holds (key, sequence, kind, value) entries; lookups and
+ * iterators see, per key, the newest version with sequence <= their
+ * snapshot, tombstones included.  The tests check that against a reference
+ * list of versions built next to the memtable (random keys over a small
+ * alphabet with NUL and 0xFF bytes, so that keys share prefixes and some are
+ * prefixes of others), inserted in random sequence order.  They also cover
+ * entries larger than an arena chunk (64 KiB), many entries, and reference
+ * counting: an iterator keeps its memtable alive after the owner lets go.
+ */
+#include "harness.h"
+
+#include "memtable.h"
+
+/* ---------------------------------------------------------------------- */
+/* A reference model: every version added, in no particular order. */
+
+typedef struct version
+{
+	uint8_t		key[8];
+	size_t		klen;
+	uint64_t	seq;
+	int			kind;
+	char		val[24];
+	size_t		vlen;
+} version;
+
+typedef struct model
+{
+	version    *v;
+	size_t		n;
+} model;
+
+/* Orders versions by key, then sequence descending (the memtable's order). */
+static int
+version_cmp(const void *a, const void *b)
+{
+	const version *x = a;
+	const version *y = b;
+	int			c = lsm_key_cmp(x->key, x->klen, y->key, y->klen);
+
+	if (c != 0)
+		return c;
+	return (x->seq < y->seq) - (x->seq > y->seq);
+}
+
+/*
+ * Builds a model of n versions with sequences 1..n over random keys of 1..4
+ * bytes from {0x00, 0x01, 'a', 0xff}, adds them to mt in a random order, and
+ * leaves m->v sorted like the memtable.  Every third version is a tombstone.
+ */
+static void
+model_fill(model *m, lsm_memtable *mt, size_t n, uint64_t *rnd)
+{
+	static const uint8_t alphabet[] = {0x00, 0x01, 'a', 0xff};
+	size_t		i;
+
+	m->v = calloc(n, sizeof(version));
+	m->n = n;
+	CHECK(m->v != NULL);
+	for (i = 0; i < n; i++)
+	{
+		version    *v = &m->v[i];
+		size_t		j;
+
+		v->klen = 1 + harness_rand64(rnd) % 4;
+		for (j = 0; j < v->klen; j++)
+			v->key[j] = alphabet[harness_rand64(rnd) % 4];
+		v->seq = i + 1;
+		v->kind = harness_rand64(rnd) % 3 == 0 ? LSM_KIND_DEL : LSM_KIND_PUT;
+		if (v->kind == LSM_KIND_PUT)
+			v->vlen = (size_t) snprintf(v->val, sizeof(v->val), "v%" PRIu64,
+										v->seq);
+		if (v->kind == LSM_KIND_PUT && v->seq % 7 == 0)
+			v->vlen = 0;		/* empty values are values */
+	}
+	/* insert in a random order: the skip list must sort by (key, seq) */
+	for (i = n; i > 1; i--)
+	{
+		size_t		j = harness_rand64(rnd) % i;
+		version		t = m->v[i - 1];
+
+		m->v[i - 1] = m->v[j];
+		m->v[j] = t;
+	}
+	for (i = 0; i < n; i++)
+		CHECK_OK(lsm_memtable_add(mt, m->v[i].seq, m->v[i].kind, m->v[i].key,
+								  m->v[i].klen, m->v[i].val, m->v[i].vlen));
+	qsort(m->v, n, sizeof(version), version_cmp);
+}
+
+/*
+ * The newest version of key with seq <= snap in the model, or NULL.
+ */
+static const version *
+model_get(const model *m, const uint8_t *key, size_t klen, uint64_t snap)
+{
+	size_t		i;
+
+	for (i = 0; i < m->n; i++)
+		if (lsm_key_cmp(m->v[i].key, m->v[i].klen, key, klen) == 0 &&
+			m->v[i].seq <= snap)
+			return &m->v[i];	/* sorted by seq descending within a key */
+	return NULL;
+}
+
+/*
+ * Index in the model of the first visible version (at snap) of the first key
+ * >= key (key NULL: the first key), or m->n.  Starting from index i, next
+ * returns the first visible version of the following key.
+ */
+static size_t
+model_settle(const model *m, size_t i, uint64_t snap)
+{
+	while (i < m->n && m->v[i].seq > snap)
+		i++;
+	return i;
+}
+
+/* Model index of the first visible entry at or after key (NULL: first). */
+static size_t
+model_seek(const model *m, const uint8_t *key, size_t klen, uint64_t snap)
+{
+	size_t		i = 0;
+
+	if (key != NULL)
+		while (i < m->n && lsm_key_cmp(m->v[i].key, m->v[i].klen, key, klen) < 0)
+			i++;
+	return model_settle(m, i, snap);
+}
+
+/* Model index of the first visible entry of the key after entry i. */
+static size_t
+model_next(const model *m, size_t i, uint64_t snap)
+{
+	size_t		j = i + 1;
+
+	while (j < m->n && lsm_key_cmp(m->v[j].key, m->v[j].klen,
+								   m->v[i].key, m->v[i].klen) == 0)
+		j++;
+	return model_settle(m, j, snap);
+}
+
+/* Checks that the iterator's entry is model version i (or both are done). */
+static void
+check_at(const lsm_iiter *it, const model *m, size_t i)
+{
+	if (i >= m->n)
+	{
+		CHECK(!it->valid);
+		CHECK_EQ(it->rc, LSM_OK);
+		return;
+	}
+	CHECK(it->valid);
+	CHECK_MEMEQ(it->key, it->klen, m->v[i].key, m->v[i].klen);
+	CHECK_EQ_U(it->seq, m->v[i].seq);
+	CHECK_EQ(it->del, m->v[i].kind == LSM_KIND_DEL);
+	if (m->v[i].kind == LSM_KIND_PUT)
+		CHECK_MEMEQ(it->val, it->vlen, m->v[i].val, m->v[i].vlen);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Tests. */
+
+/* An empty memtable holds nothing and its iterator is empty. */
+TEST(empty)
+{
+	lsm_memtable *mt = lsm_memtable_new();
+	lsm_iiter  *it;
+	lsm_err		e;
+	int			kind;
+	const uint8_t *val;
+	size_t		vlen;
+	uint64_t	seq;
+
+	CHECK(mt != NULL);
+	CHECK_EQ_U(lsm_memtable_entries(mt), 0);
+	CHECK(!lsm_memtable_get(mt, "a", 1, UINT64_MAX, &kind, &val, &vlen, &seq));
+	lsm_err_clear(&e);
+	it = lsm_memtable_iter(mt, UINT64_MAX, &e);
+	CHECK(it != NULL);
+	lsm_iiter_seek(it, NULL, 0);
+	CHECK(!it->valid);
+	lsm_iiter_seek(it, (const uint8_t *) "a", 1);
+	CHECK(!it->valid);
+	lsm_iiter_destroy(it);
+	lsm_memtable_unref(mt);
+}
+
+/* Versions of one key: each snapshot sees the newest one at or below it. */
+TEST(versions_and_snapshots)
+{
+	lsm_memtable *mt = lsm_memtable_new();
+	int			kind;
+	const uint8_t *val;
+	size_t		vlen;
+	uint64_t	seq,
+				snap;
+
+	CHECK(mt != NULL);
+	/* out of sequence order on purpose */
+	CHECK_OK(lsm_memtable_add(mt, 5, LSM_KIND_DEL, "k", 1, NULL, 0));
+	CHECK_OK(lsm_memtable_add(mt, 3, LSM_KIND_PUT, "k", 1, "v3", 2));
+	CHECK_OK(lsm_memtable_add(mt, 7, LSM_KIND_PUT, "k", 1, "v7", 2));
+	CHECK_OK(lsm_memtable_add(mt, 1, LSM_KIND_PUT, "k", 1, "v1", 2));
+	/* neighbours that must not be confused with "k" */
+	CHECK_OK(lsm_memtable_add(mt, 2, LSM_KIND_PUT, "k\0", 2, "nul", 3));
+	CHECK_OK(lsm_memtable_add(mt, 4, LSM_KIND_PUT, "j\xff", 2, "jff", 3));
+	CHECK_OK(lsm_memtable_add(mt, 6, LSM_KIND_PUT, "kk", 2, "kk", 2));
+	CHECK_EQ_U(lsm_memtable_entries(mt), 7);
+
+	CHECK(!lsm_memtable_get(mt, "k", 1, 0, &kind, &val, &vlen, &seq));
+	for (snap = 1; snap <= 10; snap++)
+	{
+		CHECK(lsm_memtable_get(mt, "k", 1, snap, &kind, &val, &vlen, &seq));
+		if (snap < 3)
+		{
+			CHECK_EQ_U(seq, 1);
+			CHECK_EQ(kind, LSM_KIND_PUT);
+			CHECK_MEMEQ(val, vlen, "v1", 2);
+		}
+		else if (snap < 5)
+		{
+			CHECK_EQ_U(seq, 3);
+			CHECK_MEMEQ(val, vlen, "v3", 2);
+		}
+		else if (snap < 7)
+		{
+			CHECK_EQ_U(seq, 5);
+			CHECK_EQ(kind, LSM_KIND_DEL);
+		}
+		else
+		{
+			CHECK_EQ_U(seq, 7);
+			CHECK_EQ(kind, LSM_KIND_PUT);
+			CHECK_MEMEQ(val, vlen, "v7", 2);
+		}
+	}
+	CHECK(lsm_memtable_get(mt, "k", 1, UINT64_MAX, &kind, &val, &vlen, &seq));
+	CHECK_EQ_U(seq, 7);
+
+	/* the neighbours, and absent keys before, between and after */
+	CHECK(lsm_memtable_get(mt, "k\0", 2, UINT64_MAX, &kind, &val, &vlen, &seq));
+	CHECK_MEMEQ(val, vlen, "nul", 3);
+	CHECK(!lsm_memtable_get(mt, "k\0", 2, 1, &kind, &val, &vlen, &seq));
+	CHECK(lsm_memtable_get(mt, "j\xff", 2, 4, &kind, &val, &vlen, &seq));
+	CHECK_MEMEQ(val, vlen, "jff", 3);
+	CHECK(!lsm_memtable_get(mt, "j", 1, UINT64_MAX, &kind, &val, &vlen, &seq));
+	CHECK(!lsm_memtable_get(mt, "a", 1, UINT64_MAX, &kind, &val, &vlen, &seq));
+	CHECK(!lsm_memtable_get(mt, "k\x01", 2, UINT64_MAX, &kind, &val, &vlen, &seq));
+	CHECK(!lsm_memtable_get(mt, "k\0\0", 3, UINT64_MAX, &kind, &val, &vlen, &seq));
+	CHECK(!lsm_memtable_get(mt, "z", 1, UINT64_MAX, &kind, &val, &vlen, &seq));
+	CHECK(!lsm_memtable_get(mt, "\xff\xff", 2, UINT64_MAX, &kind, &val, &vlen,
+							&seq));
+	lsm_memtable_unref(mt);
+}
+
+/*
+ * Random versions against the model: get at many snapshots, then full scans
+ * and seeks at several snapshots, one newest-visible version per key in key
+ * order, tombstones included.
+ */
+TEST(random_against_model)
+{
+	uint64_t	rnd = harness_seed();
+	lsm_memtable *mt = lsm_memtable_new();
+	model		m;
+	lsm_err		e;
+	uint64_t	snaps[] = {0, 1, 2, 17, 100, 333, 999, 1000, 1500, UINT64_MAX};
+	size_t		s;
+	size_t		i;
+
+	CHECK(mt != NULL);
+	model_fill(&m, mt, 1500, &rnd);
+	CHECK_EQ_U(lsm_memtable_entries(mt), 1500);
+
+	/* point lookups of every key present and of random absent ones */
+	for (s = 0; s < sizeof(snaps) / sizeof(snaps[0]); s++)
+		for (i = 0; i < m.n + 200; i++)
+		{
+			uint8_t		key[8];
+			size_t		klen;
+			const version *want;
+			int			kind;
+			const uint8_t *val;
+			size_t		vlen;
+			uint64_t	seq;
+			bool		got;
+
+			if (i < m.n)
+			{
+				klen = m.v[i].klen;
+				memcpy(key, m.v[i].key, klen);
+			}
+			else
+			{
+				size_t		j;
+
+				klen = 1 + harness_rand64(&rnd) % 6;
+				for (j = 0; j < klen; j++)
+					key[j] = (uint8_t) harness_rand64(&rnd);
+			}
+			want = model_get(&m, key, klen, snaps[s]);
+			got = lsm_memtable_get(mt, key, klen, snaps[s], &kind, &val,
+								   &vlen, &seq);
+			CHECK_EQ(got, want != NULL);
+			if (!got)
+				continue;
+			CHECK_EQ_U(seq, want->seq);
+			CHECK_EQ(kind, want->kind);
+			if (kind == LSM_KIND_PUT)
+				CHECK_MEMEQ(val, vlen, want->val, want->vlen);
+		}
+
+	/* full scans */
+	lsm_err_clear(&e);
+	for (s = 0; s < sizeof(snaps) / sizeof(snaps[0]); s++)
+	{
+		lsm_iiter  *it = lsm_memtable_iter(mt, snaps[s], &e);
+		size_t		mi;
+		size_t		count = 0;
+		uint8_t		prev[8];
+		size_t		prevlen = 0;
+
+		CHECK(it != NULL);
+		lsm_iiter_seek(it, NULL, 0);
+		for (mi = model_seek(&m, NULL, 0, snaps[s]); mi < m.n;
+			 mi = model_next(&m, mi, snaps[s]))
+		{
+			check_at(it, &m, mi);
+			/* strictly increasing keys: one version per key */
+			if (count > 0)
+				CHECK_LT(lsm_key_cmp(prev, prevlen, it->key, it->klen), 0);
+			memcpy(prev, it->key, it->klen);
+			prevlen = it->klen;
+			count++;
+			lsm_iiter_next(it);
+		}
+		check_at(it, &m, m.n);
+		if (snaps[s] == 0)
+			CHECK_EQ(count, 0);
+
+		/* seek to every version's key, and to random keys */
+		for (i = 0; i < m.n + 300; i++)
+		{
+			uint8_t		key[8];
+			size_t		klen;
+			size_t		j;
+
+			if (i < m.n)
+			{
+				klen = m.v[i].klen;
+				memcpy(key, m.v[i].key, klen);
+			}
+			else
+			{
+				klen = harness_rand64(&rnd) % 6;
+				for (j = 0; j < klen; j++)
+					key[j] = (uint8_t) harness_rand64(&rnd);
+			}
+			lsm_iiter_seek(it, key, klen);
+			mi = model_seek(&m, key, klen, snaps[s]);
+			check_at(it, &m, mi);
+			/* and a few steps on from there */
+			for (j = 0; j < 3 && mi < m.n; j++)
+			{
+				lsm_iiter_next(it);
+				mi = model_next(&m, mi, snaps[s]);
+				check_at(it, &m, mi);
+			}
+		}
+		lsm_iiter_destroy(it);
+	}
+	free(m.v);
+	lsm_memtable_unref(mt);
+}
+
+/* Iteration yields tombstones, with their sequence, and skips older puts. */
+TEST(iter_tombstones)
+{
+	lsm_memtable *mt = lsm_memtable_new();
+	lsm_iiter  *it;
+	lsm_err		e;
+
+	CHECK(mt != NULL);
+	CHECK_OK(lsm_memtable_add(mt, 1, LSM_KIND_PUT, "a", 1, "1", 1));
+	CHECK_OK(lsm_memtable_add(mt, 2, LSM_KIND_DEL, "a", 1, NULL, 0));
+	CHECK_OK(lsm_memtable_add(mt, 3, LSM_KIND_PUT, "b", 1, "3", 1));
+	CHECK_OK(lsm_memtable_add(mt, 4, LSM_KIND_PUT, "c", 1, "", 0));
+	CHECK_OK(lsm_memtable_add(mt, 5, LSM_KIND_DEL, "d", 1, NULL, 0));
+	lsm_err_clear(&e);
+	it = lsm_memtable_iter(mt, UINT64_MAX, &e);
+	CHECK(it != NULL);
+	lsm_iiter_seek(it, NULL, 0);
+	CHECK(it->valid);
+	CHECK_MEMEQ(it->key, it->klen, "a", 1);
+	CHECK_EQ(it->del, 1);
+	CHECK_EQ_U(it->seq, 2);
+	lsm_iiter_next(it);
+	CHECK(it->valid);
+	CHECK_MEMEQ(it->key, it->klen, "b", 1);
+	CHECK_EQ(it->del, 0);
+	CHECK_MEMEQ(it->val, it->vlen, "3", 1);
+	lsm_iiter_next(it);
+	CHECK(it->valid);
+	CHECK_MEMEQ(it->key, it->klen, "c", 1);
+	CHECK_EQ(it->del, 0);
+	CHECK_EQ_U(it->vlen, 0);
+	lsm_iiter_next(it);
+	CHECK(it->valid);
+	CHECK_MEMEQ(it->key, it->klen, "d", 1);
+	CHECK_EQ(it->del, 1);
+	lsm_iiter_next(it);
+	CHECK(!it->valid);
+	lsm_iiter_destroy(it);
+
+	/* at snapshot 1 "a" is live and "d" does not exist yet */
+	it = lsm_memtable_iter(mt, 1, &e);
+	CHECK(it != NULL);
+	lsm_iiter_seek(it, NULL, 0);
+	CHECK(it->valid);
+	CHECK_MEMEQ(it->key, it->klen, "a", 1);
+	CHECK_EQ(it->del, 0);
+	CHECK_MEMEQ(it->val, it->vlen, "1", 1);
+	lsm_iiter_next(it);
+	CHECK(!it->valid);
+	/* seeking to a key whose only versions are too new moves past it */
+	lsm_iiter_seek(it, (const uint8_t *) "b", 1);
+	CHECK(!it->valid);
+	lsm_iiter_destroy(it);
+
+	it = lsm_memtable_iter(mt, 3, &e);
+	CHECK(it != NULL);
+	lsm_iiter_seek(it, (const uint8_t *) "a\x01", 2);
+	CHECK(it->valid);
+	CHECK_MEMEQ(it->key, it->klen, "b", 1);
+	lsm_iiter_seek(it, (const uint8_t *) "c", 1);
+	CHECK(!it->valid);
+	lsm_iiter_destroy(it);
+	lsm_memtable_unref(mt);
+}
+
+/* Fills buf with a pattern that depends on seed. */
+static void
+fill_pattern(uint8_t *buf, size_t n, uint64_t seed)
+{
+	size_t		i;
+	uint64_t	s = seed;
+
+	for (i = 0; i < n; i += 8)
+	{
+		uint64_t	r = harness_rand64(&s);
+		size_t		c = n - i < 8 ? n - i : 8;
+
+		memcpy(buf + i, &r, c);
+	}
+}
+
+/*
+ * Entries larger than an arena chunk (64 KiB) get a chunk of their own; the
+ * small entries around them keep filling the current chunk.  Every value
+ * reads back intact, and so does a key of the maximum length.
+ */
+TEST(big_entries)
+{
+	static const size_t sizes[] = {70000, 16 * 1024 + 1, 65536, 1 << 20, 5,
+	200000, 0, 64 * 1024 - 100, 3 << 20};
+	enum
+	{
+		NSIZES = sizeof(sizes) / sizeof(sizes[0])
+	};
+	lsm_memtable *mt = lsm_memtable_new();
+	uint8_t    *buf = malloc(3 << 20);
+	uint8_t    *bigkey = malloc(LSM_MAX_KEY_LEN);
+	size_t		total = 0;
+	size_t		i;
+	lsm_iiter  *it;
+	lsm_err		e;
+
+	CHECK(mt != NULL && buf != NULL && bigkey != NULL);
+	for (i = 0; i < NSIZES; i++)
+	{
+		char		key[16];
+		char		small[16];
+		int			klen = snprintf(key, sizeof(key), "big%02zu", i);
+		int			slen = snprintf(small, sizeof(small), "small%02zu", i);
+		size_t		before = lsm_memtable_bytes(mt);
+
+		fill_pattern(buf, sizes[i], i);
+		CHECK_OK(lsm_memtable_add(mt, 2 * i + 1, LSM_KIND_PUT, key, klen, buf,
+								  sizes[i]));
+		CHECK_GE(lsm_memtable_bytes(mt), before + sizes[i] + klen);
+		CHECK_OK(lsm_memtable_add(mt, 2 * i + 2, LSM_KIND_PUT, small, slen,
+								  small, slen));
+		total += sizes[i];
+	}
+	fill_pattern(bigkey, LSM_MAX_KEY_LEN, 99);
+	CHECK_OK(lsm_memtable_add(mt, 1000, LSM_KIND_PUT, bigkey, LSM_MAX_KEY_LEN,
+							  "bigkey", 6));
+	CHECK_GE(lsm_memtable_bytes(mt), total + LSM_MAX_KEY_LEN);
+	CHECK_GE(lsm_memtable_arena_bytes(mt), lsm_memtable_bytes(mt));
+
+	for (i = 0; i < NSIZES; i++)
+	{
+		char		key[16];
+		char		small[16];
+		int			klen = snprintf(key, sizeof(key), "big%02zu", i);
+		int			slen = snprintf(small, sizeof(small), "small%02zu", i);
+		int			kind;
+		const uint8_t *val;
+		size_t		vlen;
+		uint64_t	seq;
+
+		fill_pattern(buf, sizes[i], i);
+		CHECK(lsm_memtable_get(mt, key, klen, UINT64_MAX, &kind, &val, &vlen, &seq));
+		CHECK_EQ_U(vlen, sizes[i]);
+		CHECK(sizes[i] == 0 || memcmp(val, buf, sizes[i]) == 0);
+		CHECK(lsm_memtable_get(mt, small, slen, UINT64_MAX, &kind, &val, &vlen,
+							   &seq));
+		CHECK_MEMEQ(val, vlen, small, (size_t) slen);
+	}
+
+	/* the iterator finds the long key and scans the big values in order */
+	lsm_err_clear(&e);
+	it = lsm_memtable_iter(mt, UINT64_MAX, &e);
+	CHECK(it != NULL);
+	lsm_iiter_seek(it, bigkey, LSM_MAX_KEY_LEN);
+	CHECK(it->valid);
+	CHECK_MEMEQ(it->key, it->klen, bigkey, LSM_MAX_KEY_LEN);
+	CHECK_MEMEQ(it->val, it->vlen, "bigkey", 6);
+	i = 0;
+	for (lsm_iiter_seek(it, (const uint8_t *) "big", 3); it->valid &&
+		 it->klen == 5 && memcmp(it->key, "big", 3) == 0; lsm_iiter_next(it))
+	{
+		CHECK_EQ_U(it->vlen, sizes[i]);
+		fill_pattern(buf, sizes[i], i);
+		CHECK(sizes[i] == 0 || memcmp(it->val, buf, sizes[i]) == 0);
+		i++;
+	}
+	CHECK_EQ(i, NSIZES);
+	lsm_iiter_destroy(it);
+	free(buf);
+	free(bigkey);
+	lsm_memtable_unref(mt);
+}
+
+/* Many entries: counts, byte accounting, every one found, scan in order. */
+TEST(many_entries)
+{
+	const uint32_t n = 200000;
+	lsm_memtable *mt = lsm_memtable_new();
+	lsm_iiter  *it;
+	lsm_err		e;
+	uint32_t	i;
+	size_t		prev_bytes;
+
+	CHECK(mt != NULL);
+	prev_bytes = lsm_memtable_bytes(mt);
+	/* keys inserted in a scrambled order: i * odd constant mod 2^32 */
+	for (i = 0; i < n; i++)
+	{
+		uint32_t	x = i * 2654435761u;
+		uint8_t		key[4];
+		char		val[16];
+		int			vlen;
+
+		key[0] = (uint8_t) (x >> 24);
+		key[1] = (uint8_t) (x >> 16);
+		key[2] = (uint8_t) (x >> 8);
+		key[3] = (uint8_t) x;
+		vlen = snprintf(val, sizeof(val), "%u", x);
+		CHECK_OK(lsm_memtable_add(mt, (uint64_t) i + 1, LSM_KIND_PUT, key, 4,
+								  val, (size_t) vlen));
+		CHECK_GT(lsm_memtable_bytes(mt), prev_bytes);
+		prev_bytes = lsm_memtable_bytes(mt);
+	}
+	CHECK_EQ_U(lsm_memtable_entries(mt), n);
+	CHECK_GE(lsm_memtable_arena_bytes(mt), lsm_memtable_bytes(mt));
+	for (i = 0; i < n; i++)
+	{
+		uint32_t	x = i * 2654435761u;
+		uint8_t		key[4] = {(uint8_t) (x >> 24), (uint8_t) (x >> 16),
+		(uint8_t) (x >> 8), (uint8_t) x};
+		char		want[16];
+		int			wlen = snprintf(want, sizeof(want), "%u", x);
+		int			kind;
+		const uint8_t *val;
+		size_t		vlen;
+		uint64_t	seq;
+
+		CHECK(lsm_memtable_get(mt, key, 4, UINT64_MAX, &kind, &val, &vlen, &seq));
+		CHECK_EQ_U(seq, (uint64_t) i + 1);
+		CHECK_MEMEQ(val, vlen, want, (size_t) wlen);
+	}
+	lsm_err_clear(&e);
+	it = lsm_memtable_iter(mt, UINT64_MAX, &e);
+	CHECK(it != NULL);
+	i = 0;
+	{
+		uint8_t		prev[4];
+
+		for (lsm_iiter_seek(it, NULL, 0); it->valid; lsm_iiter_next(it))
+		{
+			CHECK_EQ_U(it->klen, 4);
+			if (i > 0)
+				CHECK_LT(memcmp(prev, it->key, 4), 0);
+			memcpy(prev, it->key, 4);
+			i++;
+		}
+	}
+	CHECK_EQ(i, n);
+	lsm_iiter_destroy(it);
+	lsm_memtable_unref(mt);
+}
+
+/*
+ * Reference counting: an iterator holds a reference, so the memtable (and
+ * its arena, which the iterator's key and value pointers point into) lives
+ * until the last of the owner and the iterators lets go.  ASan reports any
+ * use after free.
+ */
+TEST(refcount_lifetime)
+{
+	lsm_memtable *mt = lsm_memtable_new();
+	lsm_iiter  *it1;
+	lsm_iiter  *it2;
+	lsm_err		e;
+	int			i;
+	int			count;
+
+	CHECK(mt != NULL);
+	for (i = 0; i < 5000; i++)
+	{
+		char		key[16];
+		int			klen = snprintf(key, sizeof(key), "key%05d", i);
+
+		CHECK_OK(lsm_memtable_add(mt, (uint64_t) i + 1, LSM_KIND_PUT, key, klen,
+								  key, klen));
+	}
+	lsm_err_clear(&e);
+	it1 = lsm_memtable_iter(mt, UINT64_MAX, &e);
+	it2 = lsm_memtable_iter(mt, 2500, &e);
+	CHECK(it1 != NULL && it2 != NULL);
+	lsm_iiter_seek(it1, NULL, 0);
+	CHECK(it1->valid);
+
+	/* the owner lets go (as a flush does): the iterators keep it alive */
+	lsm_memtable_unref(mt);
+	mt = NULL;
+	count = 0;
+	for (; it1->valid; lsm_iiter_next(it1))
+	{
+		char		key[16];
+		int			klen = snprintf(key, sizeof(key), "key%05d", count);
+
+		CHECK_MEMEQ(it1->key, it1->klen, key, (size_t) klen);
+		CHECK_MEMEQ(it1->val, it1->vlen, key, (size_t) klen);
+		count++;
+	}
+	CHECK_EQ(count, 5000);
+	lsm_iiter_destroy(it1);
+
+	/* the second one still works after the first is gone */
+	count = 0;
+	for (lsm_iiter_seek(it2, NULL, 0); it2->valid; lsm_iiter_next(it2))
+		count++;
+	CHECK_EQ(count, 2500);
+	lsm_iiter_seek(it2, (const uint8_t *) "key02499", 8);
+	CHECK(it2->valid);
+	CHECK_MEMEQ(it2->key, it2->klen, "key02499", 8);
+	lsm_iiter_destroy(it2);		/* frees the memtable */
+
+	/* explicit ref/unref pairs */
+	mt = lsm_memtable_new();
+	CHECK(mt != NULL);
+	lsm_memtable_ref(mt);
+	lsm_memtable_ref(mt);
+	CHECK_OK(lsm_memtable_add(mt, 1, LSM_KIND_PUT, "x", 1, "y", 1));
+	lsm_memtable_unref(mt);
+	lsm_memtable_unref(mt);
+	{
+		int			kind;
+		const uint8_t *val;
+		size_t		vlen;
+		uint64_t	seq;
+
+		CHECK(lsm_memtable_get(mt, "x", 1, UINT64_MAX, &kind, &val, &vlen, &seq));
+	}
+	lsm_memtable_unref(mt);
+	lsm_memtable_unref(NULL);	/* a no-op */
+}
+
+/* Runs the tests named on the command line, or all of them. */
+int
+main(int argc, char **argv)
+{
+	harness_init(argc, argv);
+	RUN(empty);
+	RUN(versions_and_snapshots);
+	RUN(random_against_model);
+	RUN(iter_tombstones);
+	RUN(big_entries);
+	RUN(many_entries);
+	RUN(refcount_lifetime);
+	return harness_done();
+}

@@ -1,0 +1,829 @@
+/*
+ * test_wal.c
+ *		Unit tests of the write-ahead log (wal.h) and of the batch codec it
+ *		carries (lsm_batch_*, lsm_batch_iterate in db.h).
+ *
+ * Batches are built with the public lsm_batch_* calls and appended the way
+ * lsm_write appends them: first sequence and count filled in after the
+ * 9-byte record header, then lsm_wal_append.  Replay decodes every payload
+ * with lsm_batch_iterate into a list that is compared with what was
+ * written.  Covered: the round trip (puts, deletes, empty values, binary and
+ * maximum-length keys, large values), replay from a record boundary, a torn
+ * tail cut at every byte of the last record (no error, end_off at the last
+ * good boundary), zeroed preallocated tails, a damaged middle record
+ * followed by good ones (LSM_CORRUPTION), sequence discontinuities, and
+ * malformed batch payloads.
+ */
+#include <fcntl.h>
+#include <sys/wait.h>
+
+#include "harness.h"
+
+#include "db.h"
+#include "env.h"
+
+/* ---------------------------------------------------------------------- */
+/* Decoded entries. */
+
+typedef struct op
+{
+	uint64_t	seq;
+	int			kind;
+	uint8_t    *key;
+	size_t		klen;
+	uint8_t    *val;
+	size_t		vlen;
+} op;
+
+typedef struct oplist
+{
+	op		   *ops;
+	size_t		n;
+	size_t		cap;
+	int			payloads;		/* apply calls */
+	int			fail_at;		/* apply returns LSM_IOERR on this call (1-based) */
+} oplist;
+
+/* Appends one entry (copied) to l. */
+static int
+oplist_add(oplist *l, uint64_t seq, int kind, const uint8_t *key, size_t klen,
+		   const uint8_t *val, size_t vlen)
+{
+	op		   *o;
+
+	if (l->n == l->cap)
+	{
+		size_t		cap = l->cap ? l->cap * 2 : 64;
+		op		   *p = realloc(l->ops, cap * sizeof(op));
+
+		if (p == NULL)
+			return LSM_NOMEM;
+		l->ops = p;
+		l->cap = cap;
+	}
+	o = &l->ops[l->n++];
+	o->seq = seq;
+	o->kind = kind;
+	o->key = lsm_memdup(key, klen);
+	o->klen = klen;
+	o->val = lsm_memdup(val, vlen);
+	o->vlen = vlen;
+	return o->key && o->val ? LSM_OK : LSM_NOMEM;
+}
+
+/* Releases the list and the entries it copied. */
+static void
+oplist_free(oplist *l)
+{
+	size_t		i;
+
+	for (i = 0; i < l->n; i++)
+	{
+		free(l->ops[i].key);
+		free(l->ops[i].val);
+	}
+	free(l->ops);
+	memset(l, 0, sizeof(*l));
+}
+
+/* lsm_batch_fn: records an entry. */
+static int
+record_entry(void *arg, uint64_t seq, int kind, const uint8_t *key,
+			 size_t klen, const uint8_t *val, size_t vlen)
+{
+	return oplist_add((oplist *) arg, seq, kind, key, klen, val, vlen);
+}
+
+/* lsm_wal_apply_fn: decodes a batch payload into the list. */
+static int
+apply_payload(void *arg, const uint8_t *payload, size_t n, lsm_err *e)
+{
+	oplist	   *l = arg;
+
+	l->payloads++;
+	if (l->fail_at == l->payloads)
+		return lsm_err_set(e, LSM_IOERR, "apply failed on purpose");
+	return lsm_batch_iterate(payload, n, record_entry, arg, e);
+}
+
+/* Checks that got[0..n) equals want[0..n). */
+static void
+check_ops(const oplist *got, const oplist *want, size_t n)
+{
+	size_t		i;
+
+	CHECK_EQ_U(got->n, n);
+	for (i = 0; i < n; i++)
+	{
+		const op   *g = &got->ops[i];
+		const op   *w = &want->ops[i];
+
+		CHECK_EQ_U(g->seq, w->seq);
+		CHECK_EQ(g->kind, w->kind);
+		CHECK_MEMEQ(g->key, g->klen, w->key, w->klen);
+		if (w->kind == LSM_KIND_PUT)
+			CHECK_MEMEQ(g->val, g->vlen, w->val, w->vlen);
+		else
+			CHECK_EQ_U(g->vlen, 0);
+	}
+}
+
+/* ---------------------------------------------------------------------- */
+/* A log under construction. */
+
+typedef struct wlog
+{
+	char	   *path;
+	int			fd;				/* O_APPEND, as the engine's */
+	int			rwfd;			/* for pwrite (O_APPEND would append) */
+	uint64_t	next_seq;		/* first sequence of the next record */
+	oplist		want;			/* every entry appended, in order */
+	uint64_t	bounds[64];		/* bounds[i]: offset where record i starts */
+	uint64_t	first[64];		/* first sequence of record i */
+	size_t		opsbefore[64];	/* entries before record i */
+	int			nrec;
+} wlog;
+
+/* Creates an empty log file in dir. */
+static void
+wlog_open(wlog *w, const char *dir)
+{
+	char		name[32];
+	lsm_err		e;
+
+	memset(w, 0, sizeof(*w));
+	lsm_wal_filename(1, name, sizeof(name));
+	CHECK_STREQ(name, "000001.log");
+	w->path = harness_path(dir, name);
+	lsm_err_clear(&e);
+	CHECK_OK(lsm_env_open(w->path, O_RDWR | O_CREAT | O_EXCL | O_APPEND, 0644,
+						  &w->fd, &e));
+	CHECK_OK(lsm_env_open(w->path, O_RDWR, 0, &w->rwfd, &e));
+	w->next_seq = 1;
+}
+
+/* Closes the log's descriptors and forgets its expectations. */
+static void
+wlog_close(wlog *w)
+{
+	lsm_env_close(w->fd);
+	lsm_env_close(w->rwfd);
+	free(w->path);
+	oplist_free(&w->want);
+}
+
+/*
+ * Appends batch b as one record with first sequence seq (as lsm_write does)
+ * and remembers its entries as expected.
+ */
+static void
+wlog_append_at(wlog *w, lsm_batch *b, uint64_t seq)
+{
+	lsm_err		e;
+	struct stat st;
+
+	CHECK(w->nrec < 64);
+	CHECK_EQ(fstat(w->fd, &st), 0);
+	w->bounds[w->nrec] = (uint64_t) st.st_size;
+	w->first[w->nrec] = seq;
+	w->opsbefore[w->nrec] = w->want.n;
+	lsm_put_u64(b->rep.data + LSM_WAL_HEADER, seq);
+	lsm_put_u32(b->rep.data + LSM_WAL_HEADER + 8, b->count);
+	CHECK_OK(lsm_batch_iterate(b->rep.data + LSM_WAL_HEADER,
+							   b->rep.len - LSM_WAL_HEADER, record_entry,
+							   &w->want, NULL));
+	lsm_err_clear(&e);
+	CHECK_OK(lsm_wal_append(w->fd, "000001.log", b->rep.data, b->rep.len, &e));
+	w->nrec++;
+	w->bounds[w->nrec] = (uint64_t) st.st_size + b->rep.len;
+	w->opsbefore[w->nrec] = w->want.n;
+	w->next_seq = seq + b->count;
+}
+
+/* Appends batch b as the next record (consecutive sequences). */
+static void
+wlog_append(wlog *w, lsm_batch *b)
+{
+	wlog_append_at(w, b, w->next_seq);
+}
+
+/* Cuts the log back to its first nrec records (file and expectations). */
+static void
+wlog_truncate(wlog *w, int nrec)
+{
+	size_t		i;
+
+	CHECK(nrec <= w->nrec);
+	CHECK_EQ(ftruncate(w->fd, (off_t) w->bounds[nrec]), 0);
+	for (i = w->opsbefore[nrec]; i < w->want.n; i++)
+	{
+		free(w->want.ops[i].key);
+		free(w->want.ops[i].val);
+	}
+	w->want.n = w->opsbefore[nrec];
+	w->next_seq = nrec < w->nrec ? w->first[nrec] : w->next_seq;
+	w->nrec = nrec;
+}
+
+/*
+ * Appends a batch of nops entries derived from tag: puts with keys
+ * "k<tag>/<i>", every third a delete, every fifth an empty value.
+ */
+static void
+wlog_append_simple(wlog *w, int tag, int nops, size_t vbytes)
+{
+	lsm_batch  *b = lsm_batch_new();
+	char	   *val = malloc(vbytes + 1);
+	int			i;
+
+	CHECK(b != NULL && val != NULL);
+	memset(val, 'a' + tag % 26, vbytes);
+	for (i = 0; i < nops; i++)
+	{
+		char		key[32];
+		int			klen = snprintf(key, sizeof(key), "k%d/%d", tag, i);
+
+		if (i % 3 == 2)
+			CHECK_OK(lsm_batch_delete(b, key, (size_t) klen));
+		else
+			CHECK_OK(lsm_batch_put(b, key, (size_t) klen, val,
+								   i % 5 == 4 ? 0 : vbytes));
+	}
+	wlog_append(w, b);
+	lsm_batch_free(b);
+	free(val);
+}
+
+/* Replays w's file from off expecting seq; results in *res, entries in *got. */
+static int
+replay(const wlog *w, uint64_t off, uint64_t expect, oplist *got,
+	   lsm_wal_replay_result *res, lsm_err *e)
+{
+	lsm_err_clear(e);
+	memset(got, 0, sizeof(*got));
+	return lsm_wal_replay(w->fd, "000001.log", off, expect, apply_payload, got,
+						  res, e);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Tests. */
+
+/* Batch bookkeeping and argument checks. */
+TEST(batch_api)
+{
+	lsm_batch  *b = lsm_batch_new();
+	size_t		empty_bytes;
+	uint8_t    *big = calloc(1, LSM_MAX_KEY_LEN + 1);
+
+	CHECK(b != NULL && big != NULL);
+	CHECK_EQ_U(lsm_batch_count(b), 0);
+	empty_bytes = lsm_batch_bytes(b);
+	CHECK_EQ_U(empty_bytes, LSM_WAL_HEADER + LSM_BATCH_HEADER);
+	CHECK_OK(lsm_batch_put(b, "a", 1, "1", 1));
+	CHECK_OK(lsm_batch_delete(b, "b", 1));
+	CHECK_OK(lsm_batch_put(b, "c", 1, NULL, 0));
+	CHECK_EQ_U(lsm_batch_count(b), 3);
+	CHECK_GT(lsm_batch_bytes(b), empty_bytes);
+
+	/* invalid: empty key, key too long, NULL with a length */
+	CHECK_RC(LSM_INVALID, lsm_batch_put(b, "", 0, "v", 1));
+	CHECK_RC(LSM_INVALID, lsm_batch_delete(b, "", 0));
+	CHECK_RC(LSM_INVALID, lsm_batch_put(b, big, LSM_MAX_KEY_LEN + 1, "v", 1));
+	CHECK_RC(LSM_INVALID, lsm_batch_delete(b, big, LSM_MAX_KEY_LEN + 1));
+	CHECK_RC(LSM_INVALID, lsm_batch_put(b, NULL, 3, "v", 1));
+	CHECK_RC(LSM_INVALID, lsm_batch_put(b, "k", 1, NULL, 3));
+	/* failed adds change nothing */
+	CHECK_EQ_U(lsm_batch_count(b), 3);
+	CHECK_OK(lsm_batch_put(b, big, LSM_MAX_KEY_LEN, "v", 1));
+	CHECK_EQ_U(lsm_batch_count(b), 4);
+
+	lsm_batch_clear(b);
+	CHECK_EQ_U(lsm_batch_count(b), 0);
+	CHECK_EQ_U(lsm_batch_bytes(b), empty_bytes);
+	lsm_batch_free(b);
+	lsm_batch_free(NULL);
+	free(big);
+}
+
+/* Child body for batch_null: a NULL batch must give LSM_INVALID. */
+static void
+batch_null_child(void)
+{
+	CHECK_RC(LSM_INVALID, lsm_batch_put(NULL, "k", 1, "v", 1));
+	CHECK_RC(LSM_INVALID, lsm_batch_delete(NULL, "k", 1));
+}
+
+/*
+ * A NULL batch is refused with LSM_INVALID (batch_add tests for it).  Run in
+ * a child process, so a crash fails this test only.
+ */
+TEST(batch_null)
+{
+	pid_t		pid;
+	int			status;
+
+	fflush(stdout);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0)
+	{
+		batch_null_child();
+		_exit(0);
+	}
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+			  "lsm_batch_put(NULL, ...) crashed the child (status 0x%x)",
+			  status);
+}
+
+/*
+ * Round trip: records of every shape replay to exactly what was written,
+ * with consecutive sequences, end_off at the end and last_seq the last one.
+ */
+TEST(roundtrip)
+{
+	char	   *dir = harness_tmpdir("wal");
+	wlog		w;
+	oplist		got;
+	lsm_wal_replay_result res;
+	lsm_err		e;
+	lsm_batch  *b;
+	uint8_t    *bigkey = malloc(LSM_MAX_KEY_LEN);
+	uint8_t    *bigval = malloc(300000);
+	int			i;
+
+	CHECK(bigkey != NULL && bigval != NULL);
+	for (i = 0; i < LSM_MAX_KEY_LEN; i++)
+		bigkey[i] = (uint8_t) (i * 7);
+	for (i = 0; i < 300000; i++)
+		bigval[i] = (uint8_t) (i * 13 + 1);
+	wlog_open(&w, dir);
+
+	/* one put */
+	b = lsm_batch_new();
+	CHECK(b != NULL);
+	CHECK_OK(lsm_batch_put(b, "hello", 5, "world", 5));
+	wlog_append(&w, b);
+	/* binary keys with NUL and 0xFF bytes, empty value, deletes of the same */
+	lsm_batch_clear(b);
+	CHECK_OK(lsm_batch_put(b, "\0\xff\0", 3, "", 0));
+	CHECK_OK(lsm_batch_delete(b, "\0\xff\0", 3));
+	CHECK_OK(lsm_batch_put(b, "\0\xff\0", 3, "again", 5));
+	CHECK_OK(lsm_batch_put(b, "\xff", 1, "\0\0\0", 3));
+	wlog_append(&w, b);
+	/* maximum key, large value */
+	lsm_batch_clear(b);
+	CHECK_OK(lsm_batch_put(b, bigkey, LSM_MAX_KEY_LEN, bigval, 300000));
+	CHECK_OK(lsm_batch_delete(b, bigkey, LSM_MAX_KEY_LEN));
+	wlog_append(&w, b);
+	lsm_batch_free(b);
+	/* many small batches and a few large ones */
+	for (i = 0; i < 20; i++)
+		wlog_append_simple(&w, i, 1 + i * 7 % 50, (size_t) (i % 4) * 100);
+
+	CHECK_OK(replay(&w, 0, 1, &got, &res, &e));
+	CHECK_EQ(res.records, w.nrec);
+	CHECK_EQ(got.payloads, w.nrec);
+	CHECK_EQ_U(res.end_off, w.bounds[w.nrec]);
+	CHECK_EQ_U(res.file_size, w.bounds[w.nrec]);
+	CHECK_EQ_U(res.last_seq, w.next_seq - 1);
+	check_ops(&got, &w.want, w.want.n);
+	/* sequences are consecutive from 1 */
+	for (i = 0; i < (int) got.n; i++)
+		CHECK_EQ_U(got.ops[i].seq, (uint64_t) i + 1);
+	oplist_free(&got);
+
+	/* expect_seq 0 accepts any first sequence */
+	CHECK_OK(replay(&w, 0, 0, &got, &res, &e));
+	CHECK_EQ(res.records, w.nrec);
+	CHECK_EQ_U(res.last_seq, w.next_seq - 1);
+	oplist_free(&got);
+
+	/* an empty log, and an offset at the end: nothing, no error */
+	CHECK_OK(replay(&w, w.bounds[w.nrec], w.next_seq, &got, &res, &e));
+	CHECK_EQ(res.records, 0);
+	CHECK_EQ_U(res.end_off, w.bounds[w.nrec]);
+	CHECK_EQ_U(res.last_seq, w.next_seq - 1);
+	oplist_free(&got);
+	CHECK_EQ(ftruncate(w.fd, 0), 0);
+	CHECK_OK(replay(&w, 0, 1, &got, &res, &e));
+	CHECK_EQ(res.records, 0);
+	CHECK_EQ_U(res.end_off, 0);
+	CHECK_EQ_U(res.file_size, 0);
+	CHECK_EQ_U(res.last_seq, 0);
+	oplist_free(&got);
+	wlog_close(&w);
+	free(bigkey);
+	free(bigval);
+}
+
+/* Replay from every record boundary yields exactly the records after it. */
+TEST(replay_from_offset)
+{
+	char	   *dir = harness_tmpdir("walo");
+	wlog		w;
+	oplist		got;
+	lsm_wal_replay_result res;
+	lsm_err		e;
+	int			i;
+
+	wlog_open(&w, dir);
+	for (i = 0; i < 30; i++)
+		wlog_append_simple(&w, i, 1 + i % 9, 10 + (size_t) i);
+	for (i = 0; i <= w.nrec; i++)
+	{
+		oplist		tail;
+		size_t		k;
+
+		CHECK_OK(replay(&w, w.bounds[i], i < w.nrec ? w.first[i] : w.next_seq,
+						&got, &res, &e));
+		CHECK_EQ(res.records, w.nrec - i);
+		CHECK_EQ_U(res.end_off, w.bounds[w.nrec]);
+		CHECK_EQ_U(res.last_seq, w.next_seq - 1);
+		/* compare with the expected suffix */
+		tail.ops = w.want.ops + w.opsbefore[i];
+		tail.n = w.want.n - w.opsbefore[i];
+		check_ops(&got, &tail, tail.n);
+		for (k = 0; k < got.n; k++)
+			CHECK_EQ_U(got.ops[k].seq, w.want.ops[w.opsbefore[i] + k].seq);
+		oplist_free(&got);
+
+		/* the same with expect_seq 0 */
+		CHECK_OK(replay(&w, w.bounds[i], 0, &got, &res, &e));
+		CHECK_EQ(res.records, w.nrec - i);
+		oplist_free(&got);
+	}
+	wlog_close(&w);
+}
+
+/*
+ * A torn append: the file cut at every byte inside the last record replays
+ * the earlier records, ends at the last good boundary, and is no error.
+ */
+TEST(torn_tail)
+{
+	char	   *dir = harness_tmpdir("walt");
+	wlog		w;
+	oplist		got;
+	lsm_wal_replay_result res;
+	lsm_err		e;
+	uint64_t	len;
+	uint64_t	start;
+	uint64_t	last_seq_before;
+	int			i;
+
+	wlog_open(&w, dir);
+	for (i = 0; i < 5; i++)
+		wlog_append_simple(&w, i, 4, 50);
+	/* the last record: a few KiB, so every cut is a distinct case */
+	wlog_append_simple(&w, 99, 40, 100);
+	start = w.bounds[w.nrec - 1];
+	last_seq_before = w.first[w.nrec - 1] - 1;
+	CHECK_GT(w.bounds[w.nrec] - start, 2000);
+
+	/* shrink the file one byte at a time down into the previous record */
+	for (len = w.bounds[w.nrec] - 1; len >= start; len--)
+	{
+		CHECK_EQ(ftruncate(w.fd, (off_t) len), 0);
+		CHECK_OK(replay(&w, 0, 1, &got, &res, &e));
+		CHECK_EQ(res.records, w.nrec - 1);
+		CHECK_EQ_U(res.end_off, start);
+		CHECK_EQ_U(res.file_size, len);
+		CHECK_EQ_U(res.last_seq, last_seq_before);
+		check_ops(&got, &w.want, w.opsbefore[w.nrec - 1]);
+		oplist_free(&got);
+		/* replay from the last good boundary: nothing, no error */
+		CHECK_OK(replay(&w, start, last_seq_before + 1, &got, &res, &e));
+		CHECK_EQ(res.records, 0);
+		CHECK_EQ_U(res.end_off, start);
+		oplist_free(&got);
+	}
+	wlog_close(&w);
+}
+
+/* A zero-filled (preallocated) or garbage tail is a torn tail, not damage. */
+TEST(garbage_tail)
+{
+	char	   *dir = harness_tmpdir("walg");
+	wlog		w;
+	oplist		got;
+	lsm_wal_replay_result res;
+	lsm_err		e;
+	uint8_t		junk[4096];
+	int			i;
+
+	wlog_open(&w, dir);
+	for (i = 0; i < 4; i++)
+		wlog_append_simple(&w, i, 3, 20);
+	memset(junk, 0, sizeof(junk));
+	CHECK_EQ(write(w.fd, junk, sizeof(junk)), (ssize_t) sizeof(junk));
+	CHECK_OK(replay(&w, 0, 1, &got, &res, &e));
+	CHECK_EQ(res.records, 4);
+	CHECK_EQ_U(res.end_off, w.bounds[4]);
+	CHECK_EQ_U(res.file_size, w.bounds[4] + sizeof(junk));
+	oplist_free(&got);
+
+	CHECK_EQ(ftruncate(w.fd, (off_t) w.bounds[4]), 0);
+	for (i = 0; i < (int) sizeof(junk); i++)
+		junk[i] = (uint8_t) (i * 151 + 7);
+	CHECK_EQ(write(w.fd, junk, sizeof(junk)), (ssize_t) sizeof(junk));
+	CHECK_OK(replay(&w, 0, 1, &got, &res, &e));
+	CHECK_EQ(res.records, 4);
+	CHECK_EQ_U(res.end_off, w.bounds[4]);
+	oplist_free(&got);
+	wlog_close(&w);
+}
+
+/*
+ * A damaged byte anywhere in a middle record, with good records after it,
+ * is corruption: replay applies the records before it and fails.
+ */
+TEST(corrupt_middle_record)
+{
+	char	   *dir = harness_tmpdir("walc");
+	wlog		w;
+	oplist		got;
+	lsm_wal_replay_result res;
+	lsm_err		e;
+	uint64_t	off;
+	int			i;
+
+	wlog_open(&w, dir);
+	for (i = 0; i < 5; i++)
+		wlog_append_simple(&w, i, 5, 30);
+	/* record 2 is the victim; records 3 and 4 follow it */
+	for (off = w.bounds[2]; off < w.bounds[3]; off++)
+	{
+		static const uint8_t flips[] = {0x01, 0x80, 0xff};
+		int			f;
+
+		for (f = 0; f < 3; f++)
+		{
+			uint8_t		byte;
+			uint8_t		bad;
+			int			rc;
+
+			CHECK_EQ(pread(w.fd, &byte, 1, (off_t) off), 1);
+			bad = byte ^ flips[f];
+			CHECK_EQ(pwrite(w.rwfd, &bad, 1, (off_t) off), 1);
+			rc = replay(&w, 0, 1, &got, &res, &e);
+			CHECK_MSG(rc == LSM_CORRUPTION,
+					  "byte %llu of record 2 ^ 0x%02x: replay returned %d (%s)",
+					  (unsigned long long) (off - w.bounds[2]), flips[f], rc,
+					  lsm_strerror(rc));
+			CHECK_EQ(e.rc, LSM_CORRUPTION);
+			CHECK(strstr(e.msg, "000001.log") != NULL);
+			/* the good records before it were applied, nothing after */
+			CHECK_EQ(res.records, 2);
+			CHECK_EQ_U(res.end_off, w.bounds[2]);
+			CHECK_EQ_U(res.last_seq, w.first[2] - 1);
+			check_ops(&got, &w.want, w.opsbefore[2]);
+			oplist_free(&got);
+			CHECK_EQ(pwrite(w.rwfd, &byte, 1, (off_t) off), 1);
+		}
+	}
+	/* repaired: everything replays */
+	CHECK_OK(replay(&w, 0, 1, &got, &res, &e));
+	CHECK_EQ(res.records, 5);
+	oplist_free(&got);
+
+	/* a damaged first record followed by good ones is corruption too */
+	{
+		uint8_t		byte;
+		uint8_t		bad;
+
+		CHECK_EQ(pread(w.fd, &byte, 1, 20), 1);
+		bad = byte ^ 0x10;
+		CHECK_EQ(pwrite(w.rwfd, &bad, 1, 20), 1);
+		CHECK_RC(LSM_CORRUPTION, replay(&w, 0, 1, &got, &res, &e));
+		CHECK_EQ(res.records, 0);
+		CHECK_EQ_U(res.end_off, 0);
+		oplist_free(&got);
+		/* but damage in the last record alone is a torn tail */
+		CHECK_EQ(pwrite(w.rwfd, &byte, 1, 20), 1);
+		CHECK_EQ(pread(w.fd, &byte, 1, (off_t) w.bounds[4] + 15), 1);
+		bad = byte ^ 0x10;
+		CHECK_EQ(pwrite(w.rwfd, &bad, 1, (off_t) w.bounds[4] + 15), 1);
+		CHECK_OK(replay(&w, 0, 1, &got, &res, &e));
+		CHECK_EQ(res.records, 4);
+		CHECK_EQ_U(res.end_off, w.bounds[4]);
+		oplist_free(&got);
+	}
+	wlog_close(&w);
+}
+
+/*
+ * Sequence discontinuities stop replay at the first record that does not
+ * continue the previous one (or the expected sequence): a stale record
+ * (going backwards) or a last record after a gap is a clean end; a gap with
+ * good, later records behind it is corruption (records were lost in the
+ * middle).
+ */
+TEST(sequence_discontinuity)
+{
+	char	   *dir = harness_tmpdir("wals");
+	wlog		w;
+	oplist		got;
+	lsm_wal_replay_result res;
+	lsm_err		e;
+	lsm_batch  *b = lsm_batch_new();
+
+	CHECK(b != NULL);
+	wlog_open(&w, dir);
+	wlog_append_simple(&w, 0, 3, 10);	/* 1..3 */
+	wlog_append_simple(&w, 1, 2, 10);	/* 4..5 */
+	/* a stale record: sequence 2 again, and another after it */
+	CHECK_OK(lsm_batch_put(b, "stale", 5, "x", 1));
+	wlog_append_at(&w, b, 2);
+	wlog_append_at(&w, b, 3);
+
+	CHECK_OK(replay(&w, 0, 1, &got, &res, &e));
+	CHECK_EQ(res.records, 2);
+	CHECK_EQ_U(res.end_off, w.bounds[2]);
+	CHECK_EQ_U(res.last_seq, 5);
+	check_ops(&got, &w.want, w.opsbefore[2]);
+	oplist_free(&got);
+
+	/* the expected sequence is checked on the first record too */
+	CHECK_OK(replay(&w, 0, 7, &got, &res, &e));
+	CHECK_EQ(res.records, 0);
+	CHECK_EQ_U(res.end_off, 0);
+	CHECK_EQ_U(res.last_seq, 6);
+	oplist_free(&got);
+	CHECK_OK(replay(&w, w.bounds[1], 4, &got, &res, &e));
+	CHECK_EQ(res.records, 1);
+	CHECK_EQ_U(res.end_off, w.bounds[2]);
+	oplist_free(&got);
+
+	/* a forward gap in the last record: a clean stop before it */
+	wlog_truncate(&w, 2);
+	wlog_append_at(&w, b, 10);
+	CHECK_OK(replay(&w, 0, 1, &got, &res, &e));
+	CHECK_EQ(res.records, 2);
+	CHECK_EQ_U(res.end_off, w.bounds[2]);
+	CHECK_EQ_U(res.last_seq, 5);
+	oplist_free(&got);
+
+	/* a forward gap with continuing records after it: corruption */
+	wlog_append_at(&w, b, 11);
+	CHECK_RC(LSM_CORRUPTION, replay(&w, 0, 1, &got, &res, &e));
+	CHECK_EQ(res.records, 2);
+	CHECK_EQ_U(res.end_off, w.bounds[2]);
+	oplist_free(&got);
+	lsm_batch_free(b);
+	wlog_close(&w);
+}
+
+/* An error from the apply callback stops replay and is returned as is. */
+TEST(apply_error)
+{
+	char	   *dir = harness_tmpdir("wala");
+	wlog		w;
+	oplist		got;
+	lsm_wal_replay_result res;
+	lsm_err		e;
+	int			i;
+
+	wlog_open(&w, dir);
+	for (i = 0; i < 6; i++)
+		wlog_append_simple(&w, i, 2, 5);
+	lsm_err_clear(&e);
+	memset(&got, 0, sizeof(got));
+	got.fail_at = 4;
+	CHECK_RC(LSM_IOERR, lsm_wal_replay(w.fd, "000001.log", 0, 1, apply_payload,
+									   &got, &res, &e));
+	CHECK_EQ(res.records, 3);
+	CHECK_EQ_U(res.end_off, w.bounds[3]);
+	CHECK_STREQ(e.msg, "apply failed on purpose");
+	oplist_free(&got);
+	wlog_close(&w);
+}
+
+/* lsm_batch_fn that counts entries. */
+static int
+count_entry(void *arg, uint64_t seq, int kind, const uint8_t *key,
+			size_t klen, const uint8_t *val, size_t vlen)
+{
+	(void) seq;
+	(void) kind;
+	(void) key;
+	(void) klen;
+	(void) val;
+	(void) vlen;
+	(*(int *) arg)++;
+	return LSM_OK;
+}
+
+/*
+ * Malformed payloads: every truncation, a bad kind, a count larger or
+ * smaller than the entries, trailing bytes: LSM_CORRUPTION, never a read
+ * past the payload (each is copied to an exact-size allocation for ASan).
+ */
+TEST(batch_malformed)
+{
+	lsm_batch  *b = lsm_batch_new();
+	char		val[200];
+	const uint8_t *payload;
+	size_t		n;
+	size_t		cut;
+	uint8_t    *p;
+	int			count;
+	lsm_err		e;
+	int			i;
+
+	CHECK(b != NULL);
+	memset(val, 'v', sizeof(val));
+	for (i = 0; i < 20; i++)
+	{
+		char		key[16];
+		int			klen = snprintf(key, sizeof(key), "key%d", i);
+
+		if (i % 4 == 3)
+			CHECK_OK(lsm_batch_delete(b, key, (size_t) klen));
+		else
+			CHECK_OK(lsm_batch_put(b, key, (size_t) klen, val, (size_t) (i * 10)));
+	}
+	lsm_put_u64(b->rep.data + LSM_WAL_HEADER, 100);
+	lsm_put_u32(b->rep.data + LSM_WAL_HEADER + 8, b->count);
+	payload = b->rep.data + LSM_WAL_HEADER;
+	n = b->rep.len - LSM_WAL_HEADER;
+
+	count = 0;
+	lsm_err_clear(&e);
+	CHECK_OK(lsm_batch_iterate(payload, n, count_entry, &count, &e));
+	CHECK_EQ(count, 20);
+
+	for (cut = 0; cut < n; cut++)
+	{
+		p = malloc(cut ? cut : 1);
+		CHECK(p != NULL);
+		memcpy(p, payload, cut);
+		count = 0;
+		lsm_err_clear(&e);
+		CHECK_MSG(lsm_batch_iterate(p, cut, count_entry, &count, &e) ==
+				  LSM_CORRUPTION, "payload cut at %zu of %zu accepted", cut, n);
+		CHECK_EQ(e.rc, LSM_CORRUPTION);
+		CHECK_LT(count, 20);
+		free(p);
+	}
+
+	p = malloc(n + 1);
+	CHECK(p != NULL);
+	/* a trailing byte */
+	memcpy(p, payload, n);
+	p[n] = 0;
+	CHECK_RC(LSM_CORRUPTION, lsm_batch_iterate(p, n + 1, count_entry, &count, NULL));
+	/* count one too many, one too few */
+	lsm_put_u32(p + 8, 21);
+	CHECK_RC(LSM_CORRUPTION, lsm_batch_iterate(p, n, count_entry, &count, NULL));
+	lsm_put_u32(p + 8, 19);
+	CHECK_RC(LSM_CORRUPTION, lsm_batch_iterate(p, n, count_entry, &count, NULL));
+	lsm_put_u32(p + 8, UINT32_MAX);
+	CHECK_RC(LSM_CORRUPTION, lsm_batch_iterate(p, n, count_entry, &count, NULL));
+	lsm_put_u32(p + 8, 20);
+	/* a kind that is neither put nor delete */
+	p[LSM_BATCH_HEADER] = 7;
+	CHECK_RC(LSM_CORRUPTION, lsm_batch_iterate(p, n, count_entry, &count, NULL));
+	p[LSM_BATCH_HEADER] = LSM_KIND_PUT;
+	/* a key length running past the end */
+	p[LSM_BATCH_HEADER + 1] = 0x7f;
+	CHECK_RC(LSM_CORRUPTION, lsm_batch_iterate(p, n, count_entry, &count, NULL));
+	free(p);
+
+	/* random scribbles: any result, but no crash and no overrun */
+	{
+		uint64_t	rnd = harness_seed();
+		int			round;
+
+		for (round = 0; round < 3000; round++)
+		{
+			size_t		at = harness_rand64(&rnd) % n;
+
+			p = malloc(n);
+			CHECK(p != NULL);
+			memcpy(p, payload, n);
+			p[at] ^= (uint8_t) (1 + harness_rand64(&rnd) % 255);
+			(void) lsm_batch_iterate(p, n, count_entry, &count, NULL);
+			free(p);
+		}
+	}
+	lsm_batch_free(b);
+}
+
+/* Runs the tests named on the command line, or all of them. */
+int
+main(int argc, char **argv)
+{
+	harness_init(argc, argv);
+	RUN(batch_api);
+	RUN(batch_null);
+	RUN(roundtrip);
+	RUN(replay_from_offset);
+	RUN(torn_tail);
+	RUN(garbage_tail);
+	RUN(corrupt_middle_record);
+	RUN(sequence_discontinuity);
+	RUN(apply_error);
+	RUN(batch_malformed);
+	return harness_done();
+}
