@@ -423,9 +423,14 @@ discard_outputs(lsm_db *db, lsm_file **outs, int nouts)
 	free(outs);
 }
 
-/* Installs the result of c under the write lock. */
+/*
+ * Installs the result of c under the write lock.  *installed tells whether
+ * the new manifest was switched in, even if a later step failed (its
+ * outputs must then stay).
+ */
 static int
-install(lsm_db *db, compaction *c, lsm_file **outs, int nouts, lsm_err *e)
+install(lsm_db *db, compaction *c, lsm_file **outs, int nouts,
+		bool *installed, lsm_err *e)
 {
 	uint64_t   *drop;
 	lsm_version *v;
@@ -460,6 +465,7 @@ install(lsm_db *db, compaction *c, lsm_file **outs, int nouts, lsm_err *e)
 			if (outs[i]->meta.number >= v->next_file)
 				v->next_file = outs[i]->meta.number + 1;
 		rc = lsm_db_install(db, v, e);
+		*installed = db->current == v;
 		lsm_version_unref(v);
 	}
 	if (rc == LSM_OK)
@@ -505,6 +511,7 @@ step(lsm_db *db, int level, bool *did, lsm_err *e)
 	compaction	c;
 	lsm_file  **outs = NULL;
 	int			nouts = 0;
+	bool		installed = false;
 	int			rc;
 
 	*did = false;
@@ -520,9 +527,9 @@ step(lsm_db *db, int level, bool *did, lsm_err *e)
 	if (!c.trivial_move)
 		rc = run(db, &c, &outs, &nouts, e);
 	if (rc == LSM_OK)
-		rc = install(db, &c, outs, nouts, e);
+		rc = install(db, &c, outs, nouts, &installed, e);
 	compaction_free(&c);
-	if (rc != LSM_OK)
+	if (rc != LSM_OK && !installed)
 	{
 		discard_outputs(db, outs, nouts);
 		return rc;
@@ -530,8 +537,8 @@ step(lsm_db *db, int level, bool *did, lsm_err *e)
 	while (nouts > 0)
 		lsm_file_unref(outs[--nouts]);
 	free(outs);
-	*did = true;
-	return LSM_OK;
+	*did = rc == LSM_OK;
+	return rc;
 }
 
 /* Opens LOCK.compact on first use and takes it (waiting or not). */

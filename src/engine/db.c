@@ -284,6 +284,15 @@ create_log(lsm_db *db, uint64_t start, uint64_t *number, int *fd, lsm_err *e)
 		if (e->saved_errno != EEXIST)
 			return rc;
 	}
+	/* invariant (4), with the directory fsync the caller makes */
+	rc = lsm_env_fsync(*fd, name, e);
+	if (rc != LSM_OK)
+	{
+		lsm_env_close(*fd);
+		*fd = -1;
+		(void) lsm_env_unlink(path, NULL);
+		return rc;
+	}
 	*number = n;
 	return LSM_OK;
 }
@@ -482,7 +491,13 @@ load_manifest(lsm_db *db, lsm_err *e)
 		{
 			lsm_env_close(fd);
 			if (rc == LSM_NOTFOUND)
-				rc = LSM_CORRUPT(e, "%s named by the manifest", e->msg);
+			{
+				char		what[LSM_ERRMSG_SIZE];
+
+				memcpy(what, e->msg, sizeof(what));
+				rc = LSM_CORRUPT(e, "%s: a table named by the manifest is missing",
+								 what);
+			}
 			return rc;
 		}
 		if (fstat(fd, &st) == 0)
@@ -550,8 +565,13 @@ catch_up_full(lsm_db *db, lsm_err *e)
 			{
 				db->log_number = 0; /* retry the whole switch next time */
 				if (rc == LSM_NOTFOUND)
-					rc = LSM_CORRUPT(e, "the write-ahead log named by the manifest is missing: %s",
-									 e->msg);
+				{
+					char		what[LSM_ERRMSG_SIZE];
+
+					memcpy(what, e->msg, sizeof(what));
+					rc = LSM_CORRUPT(e, "%s: the write-ahead log named by the manifest is missing",
+									 what);
+				}
 				return rc;
 			}
 		}

@@ -1,0 +1,1185 @@
+/*
+ * test_corrupt.c
+ *		Corruption detection: bytes flipped in and files truncated from every
+ *		kind of file of a store (SSTables, the WAL, the MANIFEST).
+ *
+ * One store is built per test (16 KiB memtable, 8 KiB files, 1 KiB blocks):
+ * level-1 (and deeper) tables from compactions, level-0 tables that
+ * overwrite and delete some of their keys, a WAL of NWAL unflushed batches
+ * and a MANIFEST.  Every value is a function of a version number unique to
+ * the put that wrote it, so a model (key -> version or absent) describes the
+ * contents exactly; models[w] is the store with only the first w WAL batches
+ * applied.
+ *
+ * Each damage (one byte XORed with a random nonzero mask, or a truncation)
+ * is done to the store's files in place, probed, and undone.  A probe opens
+ * the store and reads every key with lsm_get and lsm_multi_get, scans it
+ * whole and runs lsm_verify; nothing may crash (the tests run under ASan and
+ * UBSan) and the results must fit one candidate model:
+ *	- a read returns the model's value, LSM_NOTFOUND only for a key the
+ *	  model does not hold, or LSM_CORRUPTION (only where the damage is in a
+ *	  byte some read depends on); never a wrong value;
+ *	- a scan returns the model's entries in order and either ends with them
+ *	  all and LSM_OK, or stops early with LSM_CORRUPTION.
+ * Per kind of file:
+ *	- SSTable: the byte ranges covered by a checksum are read from the file
+ *	  (footer handles, index block handles); a flip there must make
+ *	  lsm_verify return LSM_CORRUPTION, a flip in the zero padding before the
+ *	  key filter (the only bytes not covered) must change nothing at all.
+ *	  lsm_open succeeds either way (a damaged table never stops the store
+ *	  from opening).  A truncated table is always detected.
+ *	- WAL: a flip in the last record may make it read as torn, which loses
+ *	  that record and nothing else; a flip in an earlier record (followed by
+ *	  good ones) must make lsm_open or lsm_verify return LSM_CORRUPTION.  A
+ *	  truncation is a torn tail: exactly the complete records survive.
+ *	  Stale bytes after the last record (zeros, garbage, an old copy of a
+ *	  record) are ignored.
+ *	- MANIFEST: every flip and every truncation makes lsm_open fail with
+ *	  LSM_CORRUPTION.
+ *
+ * LSM_TEST_SEED repeats the sampled positions and masks.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdbool.h>
+
+#include "harness.h"
+
+#define NK			520			/* keys c00000 .. written before the WAL */
+#define NWAL		5			/* batches left in the WAL */
+#define NKEYS		(NK + NWAL) /* each WAL batch also adds one new key */
+#define NMODELS		(NWAL + 1)
+#define VAL_MAX		160
+#define DATA_STRIDE 7			/* sample every 7th data byte of a table */
+#define MAX_SST		64
+
+/* models[w][idx]: version of key idx with w WAL batches applied, or -1 */
+static int	models[NMODELS][NKEYS];
+
+/* ---------------------------------------------------------------------- */
+/* The store's contents. */
+
+/* splitmix64's finalizer: a well mixed function of x. */
+static uint64_t
+mix(uint64_t x)
+{
+	x += UINT64_C(0x9e3779b97f4a7c15);
+	x = (x ^ (x >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+	x = (x ^ (x >> 27)) * UINT64_C(0x94d049bb133111eb);
+	return x ^ (x >> 31);
+}
+
+/* Writes the name of key idx into buf (16 bytes); returns its length. */
+static size_t
+key_name(int idx, char *buf)
+{
+	return (size_t) sprintf(buf, "c%05d", idx);
+}
+
+/* The index of a key named by key_name, or -1 for any other key. */
+static int
+key_index(const void *key, size_t klen)
+{
+	const char *k = key;
+	int			idx = 0;
+	size_t		i;
+
+	if (klen != 6 || k[0] != 'c')
+		return -1;
+	for (i = 1; i < 6; i++)
+	{
+		if (k[i] < '0' || k[i] > '9')
+			return -1;
+		idx = idx * 10 + (k[i] - '0');
+	}
+	return idx < NKEYS ? idx : -1;
+}
+
+/*
+ * Writes the value of version ver of key idx into buf (VAL_MAX bytes);
+ * returns its length (20 to 119 bytes).
+ */
+static size_t
+value_of(int ver, int idx, char *buf)
+{
+	uint64_t	h = mix(((uint64_t) ver << 32) | (uint32_t) idx);
+	size_t		len = 20 + h % 100;
+	size_t		n;
+
+	n = (size_t) sprintf(buf, "v%05d/%05d/", ver, idx);
+	for (; n < len; n++)
+	{
+		h = mix(h);
+		buf[n] = (char) ('A' + h % 26);
+	}
+	return len;
+}
+
+/* Adds a put of key idx at a new version to batch b and to state. */
+static void
+batch_put(lsm_batch *b, int *state, int *ver, int idx)
+{
+	char		key[16],
+				val[VAL_MAX];
+	size_t		klen = key_name(idx, key);
+
+	state[idx] = (*ver)++;
+	CHECK_OK(lsm_batch_put(b, key, klen, val, value_of(state[idx], idx, val)));
+}
+
+/* Adds a delete of key idx to batch b and to state. */
+static void
+batch_del(lsm_batch *b, int *state, int idx)
+{
+	char		key[16];
+	size_t		klen = key_name(idx, key);
+
+	state[idx] = -1;
+	CHECK_OK(lsm_batch_delete(b, key, klen));
+}
+
+/* The options of the store. */
+static void
+store_options(lsm_options *o)
+{
+	lsm_options_init(o);
+	o->memtable_bytes = 16 * 1024;
+	o->file_bytes = 8 * 1024;
+	o->block_bytes = 1024;
+	o->lock_timeout_ms = 2000;
+}
+
+/*
+ * Builds the store in dir and fills models: all NK keys (flushed and
+ * compacted), overwrites and deletes of some in two level-0 tables, and
+ * NWAL batches left in the WAL.
+ */
+static void
+build_store(const char *dir)
+{
+	lsm_options o;
+	lsm_stats	st;
+	lsm_db	   *db;
+	lsm_batch  *b = lsm_batch_new();
+	int			state[NKEYS];
+	int			ver = 1,
+				i,
+				w,
+				deeper = 0;
+
+	CHECK(b != NULL);
+	for (i = 0; i < NKEYS; i++)
+		state[i] = -1;
+	/* every flush compacts: the first keys end up in several levels */
+	store_options(&o);
+	o.l0_compaction_trigger = 1;
+	CHECK_OK(lsm_open(dir, &o, &db));
+	for (i = 0; i < NK; i++)
+	{
+		batch_put(b, state, &ver, i);
+		if (i % 20 == 19 || i == NK - 1)
+		{
+			CHECK_DB_OK(db, lsm_write(db, b));
+			lsm_batch_clear(b);
+		}
+	}
+	CHECK_DB_OK(db, lsm_flush(db));
+	CHECK_DB_OK(db, lsm_compact(db));
+	CHECK_OK(lsm_close(db));
+
+	/* two level-0 tables that shadow some keys below them */
+	store_options(&o);
+	CHECK_OK(lsm_open(dir, &o, &db));
+	for (i = 0; i < NK; i++)
+	{
+		if (i % 13 == 0)
+			batch_del(b, state, i);
+		else if (i % 5 == 0)
+			batch_put(b, state, &ver, i);
+		if (i % 40 == 39 || i == NK - 1)
+		{
+			CHECK_DB_OK(db, lsm_write(db, b));
+			lsm_batch_clear(b);
+		}
+		if (i == NK / 2)
+			CHECK_DB_OK(db, lsm_flush(db));
+	}
+	CHECK_DB_OK(db, lsm_flush(db));
+
+	/* the WAL: overwrites, a delete and a new key per batch */
+	memcpy(models[0], state, sizeof(state));
+	for (w = 0; w < NWAL; w++)
+	{
+		batch_put(b, state, &ver, (w * 37 + 3) % NK);
+		batch_put(b, state, &ver, (w * 101 + 50) % NK);
+		batch_del(b, state, (w * 59 + 7) % NK);
+		batch_put(b, state, &ver, NK + w);
+		CHECK_DB_OK(db, lsm_write(db, b));
+		lsm_batch_clear(b);
+		memcpy(models[w + 1], state, sizeof(state));
+	}
+	lsm_batch_free(b);
+
+	CHECK_DB_OK(db, lsm_get_stats(db, &st));
+	for (i = 1; i < LSM_MAX_LEVELS; i++)
+		deeper += st.level[i].files;
+	CHECK_MSG(st.level[0].files == 2, "store has %d level-0 tables",
+			  st.level[0].files);
+	CHECK_MSG(deeper >= 3, "store has %d tables below level 0", deeper);
+	CHECK_GT(st.memtable_entries, 0);
+	CHECK_DB_OK(db, lsm_verify(db));
+	CHECK_OK(lsm_close(db));
+}
+
+/* ---------------------------------------------------------------------- */
+/* Files. */
+
+/* Reads the whole file at path into a new allocation; sets *len. */
+static uint8_t *
+read_file(const char *path, size_t *len)
+{
+	struct stat st;
+	uint8_t    *buf;
+	int			fd = open(path, O_RDONLY);
+
+	CHECK_MSG(fd >= 0, "open %s: %s", path, strerror(errno));
+	CHECK(fstat(fd, &st) == 0);
+	buf = malloc(st.st_size > 0 ? (size_t) st.st_size : 1);
+	CHECK(buf != NULL);
+	CHECK(pread(fd, buf, (size_t) st.st_size, 0) == st.st_size);
+	close(fd);
+	*len = (size_t) st.st_size;
+	return buf;
+}
+
+/* Replaces (or creates) the file at path with contents buf[0 .. len). */
+static void
+write_file(const char *path, const uint8_t *buf, size_t len)
+{
+	int			fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	CHECK_MSG(fd >= 0, "open %s: %s", path, strerror(errno));
+	CHECK(write(fd, buf, len) == (ssize_t) len);
+	close(fd);
+}
+
+/* Writes one byte at off of the file at path. */
+static void
+poke(const char *path, size_t off, uint8_t byte)
+{
+	int			fd = open(path, O_WRONLY);
+
+	CHECK_MSG(fd >= 0, "open %s: %s", path, strerror(errno));
+	CHECK(pwrite(fd, &byte, 1, (off_t) off) == 1);
+	close(fd);
+}
+
+/* The store's files: its tables (by number), its WAL and its MANIFEST. */
+typedef struct store_files
+{
+	int			nsst;
+	char	   *sst[MAX_SST];
+	char	   *wal;
+	char	   *manifest;
+} store_files;
+
+/* qsort comparator for an array of C strings. */
+static int
+cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+/* Lists the files of the store in dir (exactly one WAL). */
+static void
+list_files(const char *dir, store_files *sf)
+{
+	DIR		   *d = opendir(dir);
+	struct dirent *de;
+	int			nwal = 0;
+
+	memset(sf, 0, sizeof(*sf));
+	CHECK(d != NULL);
+	while ((de = readdir(d)) != NULL)
+	{
+		size_t		n = strlen(de->d_name);
+
+		if (n > 4 && strcmp(de->d_name + n - 4, ".sst") == 0)
+		{
+			CHECK(sf->nsst < MAX_SST);
+			sf->sst[sf->nsst++] = harness_path(dir, de->d_name);
+		}
+		else if (n > 4 && strcmp(de->d_name + n - 4, ".log") == 0)
+		{
+			sf->wal = harness_path(dir, de->d_name);
+			nwal++;
+		}
+		else if (strcmp(de->d_name, "MANIFEST") == 0)
+			sf->manifest = harness_path(dir, de->d_name);
+	}
+	closedir(d);
+	qsort(sf->sst, sf->nsst, sizeof(char *), cmp_str);
+	CHECK_EQ(nwal, 1);
+	CHECK(sf->manifest != NULL);
+	CHECK(sf->nsst >= 5);
+}
+
+/* Releases what list_files allocated. */
+static void
+free_files(store_files *sf)
+{
+	int			i;
+
+	for (i = 0; i < sf->nsst; i++)
+		free(sf->sst[i]);
+	free(sf->wal);
+	free(sf->manifest);
+	memset(sf, 0, sizeof(*sf));
+}
+
+/* ---------------------------------------------------------------------- */
+/* Probes. */
+
+/* What a probe requires; the candidate models are lo .. hi. */
+typedef struct rules
+{
+	int			lo;
+	int			hi;
+	bool		open_fails;		/* lsm_open must return LSM_CORRUPTION */
+	bool		open_may_fail;	/* lsm_open may return LSM_CORRUPTION */
+	bool		reads_may_fail; /* reads may return LSM_CORRUPTION */
+	bool		detect;			/* lsm_open or lsm_verify must say corrupt */
+	bool		verify_ok;		/* lsm_verify must pass */
+} rules;
+
+/* How a probe ended. */
+typedef enum outcome
+{
+	OPEN_FAILED,
+	VERIFY_FAILED,
+	UNDETECTED
+} outcome;
+
+/* Which candidate models still fit a probe's observations, and why not. */
+typedef struct verdict
+{
+	const rules *r;
+	bool		fits[NMODELS];
+	char		why[NMODELS][200];
+	int			pos[NMODELS];	/* scan: next key index to expect */
+	int			corrupt_reads;
+} verdict;
+
+/* Rules a candidate model out, keeping the first reason. */
+static void HARNESS_PRINTF(3, 4)
+misfit(verdict *v, int m, const char *fmt,...)
+{
+	va_list		ap;
+
+	if (!v->fits[m])
+		return;
+	v->fits[m] = false;
+	va_start(ap, fmt);
+	vsnprintf(v->why[m], sizeof(v->why[m]), fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * Judges one read of key idx (how: "lsm_get", "lsm_multi_get") that
+ * returned rc and, on LSM_OK, val.
+ */
+static void
+judge_read(verdict *v, const char *how, int idx, int rc, const void *val,
+		   size_t vlen)
+{
+	char		want[VAL_MAX];
+	int			m;
+
+	if (rc == LSM_CORRUPTION)
+		v->corrupt_reads++;
+	for (m = v->r->lo; m <= v->r->hi; m++)
+	{
+		int			ver = models[m][idx];
+
+		if (rc == LSM_OK && ver < 0)
+			misfit(v, m, "%s(c%05d) returned a value for a key that is absent",
+				   how, idx);
+		else if (rc == LSM_OK &&
+				 (vlen != value_of(ver, idx, want) ||
+				  memcmp(val, want, vlen) != 0))
+			misfit(v, m, "%s(c%05d) returned a wrong value \"%.*s\"", how, idx,
+				   (int) (vlen < 16 ? vlen : 16), (const char *) val);
+		else if (rc == LSM_NOTFOUND && ver >= 0)
+			misfit(v, m, "%s(c%05d) returned not found for a key that exists",
+				   how, idx);
+		else if (rc != LSM_OK && rc != LSM_NOTFOUND && rc != LSM_CORRUPTION)
+			misfit(v, m, "%s(c%05d) returned %s", how, idx, lsm_strerror(rc));
+	}
+}
+
+/* Judges the next entry of a scan. */
+static void
+judge_scan_entry(verdict *v, const void *key, size_t klen, const void *val,
+				 size_t vlen)
+{
+	char		want[VAL_MAX];
+	int			idx = key_index(key, klen);
+	int			m;
+
+	for (m = v->r->lo; m <= v->r->hi; m++)
+	{
+		int			p = v->pos[m];
+
+		while (p < NKEYS && models[m][p] < 0)
+			p++;
+		if (p == NKEYS)
+			misfit(v, m, "scan returned key %.*s after the last one",
+				   (int) klen, (const char *) key);
+		else if (idx != p)
+			misfit(v, m, "scan returned key %.*s where c%05d was due",
+				   (int) klen, (const char *) key, p);
+		else if (vlen != value_of(models[m][p], p, want) ||
+				 memcmp(val, want, vlen) != 0)
+			misfit(v, m, "scan returned a wrong value for %.*s",
+				   (int) klen, (const char *) key);
+		v->pos[m] = p + 1;
+	}
+}
+
+/* Judges how a scan ended (its lsm_iter_status). */
+static void
+judge_scan_end(verdict *v, int status)
+{
+	int			m;
+
+	if (status == LSM_CORRUPTION)
+		v->corrupt_reads++;
+	for (m = v->r->lo; m <= v->r->hi; m++)
+	{
+		int			p = v->pos[m];
+
+		while (p < NKEYS && models[m][p] < 0)
+			p++;
+		if (status == LSM_OK && p < NKEYS)
+			misfit(v, m, "scan ended with no error before c%05d", p);
+		else if (status != LSM_OK && status != LSM_CORRUPTION)
+			misfit(v, m, "scan ended with %s", lsm_strerror(status));
+	}
+}
+
+/*
+ * Opens the store in dir, reads it every way and verifies it, and requires
+ * what r says (what: the damage, for messages).  Returns how it ended.
+ */
+static outcome
+probe(const char *dir, const rules *r, const char *what)
+{
+	static void *vals[NKEYS];
+	static size_t vlens[NKEYS];
+	static int	rcs[NKEYS];
+	static char keybuf[NKEYS][16];
+	static const void *keys[NKEYS];
+	static size_t klens[NKEYS];
+	lsm_options o;
+	lsm_db	   *db;
+	lsm_iter   *it;
+	verdict		v;
+	int			rc,
+				vrc,
+				idx,
+				m;
+	bool		any = false;
+
+	store_options(&o);
+	rc = lsm_open(dir, &o, &db);
+	if (rc != LSM_OK)
+	{
+		CHECK_MSG(rc == LSM_CORRUPTION && (r->open_fails || r->open_may_fail),
+				  "%s: lsm_open returned %s: %s", what, lsm_strerror(rc),
+				  lsm_errmsg(NULL));
+		CHECK_MSG(lsm_errmsg(NULL)[0] != '\0', "%s: lsm_open gave no message",
+				  what);
+		return OPEN_FAILED;
+	}
+	if (r->open_fails)
+	{
+		lsm_close(db);
+		CHECK_MSG(false, "%s: lsm_open succeeded", what);
+	}
+
+	memset(&v, 0, sizeof(v));
+	v.r = r;
+	for (m = r->lo; m <= r->hi; m++)
+		v.fits[m] = true;
+
+	for (idx = 0; idx < NKEYS; idx++)
+	{
+		void	   *val = NULL;
+		size_t		vlen = 0;
+
+		klens[idx] = key_name(idx, keybuf[idx]);
+		keys[idx] = keybuf[idx];
+		rc = lsm_get(db, keys[idx], klens[idx], &val, &vlen);
+		if (rc == LSM_CORRUPTION)
+			CHECK_MSG(lsm_errmsg(db)[0] != '\0',
+					  "%s: lsm_get returned LSM_CORRUPTION with no message",
+					  what);
+		judge_read(&v, "lsm_get", idx, rc, val, vlen);
+		if (rc == LSM_OK)
+			lsm_free(val);
+	}
+
+	CHECK_DB_OK(db, lsm_multi_get(db, NKEYS, keys, klens, vals, vlens, rcs));
+	for (idx = 0; idx < NKEYS; idx++)
+	{
+		judge_read(&v, "lsm_multi_get", idx, rcs[idx], vals[idx], vlens[idx]);
+		if (rcs[idx] == LSM_OK)
+			lsm_free(vals[idx]);
+	}
+
+	CHECK_DB_OK(db, lsm_iter_open(db, &it));
+	for (lsm_iter_seek(it, NULL, 0); lsm_iter_valid(it); lsm_iter_next(it))
+	{
+		const void *k,
+				   *val;
+		size_t		klen,
+					vlen;
+
+		k = lsm_iter_key(it, &klen);
+		val = lsm_iter_value(it, &vlen);
+		judge_scan_entry(&v, k, klen, val, vlen);
+	}
+	judge_scan_end(&v, lsm_iter_status(it));
+	lsm_iter_close(it);
+
+	vrc = lsm_verify(db);
+	CHECK_MSG(vrc == LSM_OK || vrc == LSM_CORRUPTION,
+			  "%s: lsm_verify returned %s: %s", what, lsm_strerror(vrc),
+			  lsm_errmsg(db));
+	if (vrc == LSM_CORRUPTION)
+		CHECK_MSG(lsm_errmsg(db)[0] != '\0',
+				  "%s: lsm_verify returned LSM_CORRUPTION with no message",
+				  what);
+	CHECK_OK(lsm_close(db));
+
+	for (m = r->lo; m <= r->hi; m++)
+		any = any || v.fits[m];
+	if (!any)
+	{
+		for (m = r->lo; m <= r->hi; m++)
+			printf("# %s: not the store with %d of %d WAL batches: %s\n",
+				   what, m, NWAL, v.why[m]);
+		CHECK_MSG(false, "%s: reads fit no acceptable contents", what);
+	}
+	CHECK_MSG(r->reads_may_fail || v.corrupt_reads == 0,
+			  "%s: %d reads returned LSM_CORRUPTION", what, v.corrupt_reads);
+	CHECK_MSG(!r->detect || vrc == LSM_CORRUPTION,
+			  "%s: lsm_verify passed", what);
+	CHECK_MSG(!r->verify_ok || vrc == LSM_OK, "%s: lsm_verify returned %s",
+			  what, lsm_strerror(vrc));
+	return vrc == LSM_CORRUPTION ? VERIFY_FAILED : UNDETECTED;
+}
+
+/* Counts of outcomes, for the summary lines. */
+typedef struct tally
+{
+	int			probes;
+	int			n[3];
+} tally;
+
+/* Adds one probe's outcome to t. */
+static void
+count(tally *t, outcome o)
+{
+	t->probes++;
+	t->n[o]++;
+}
+
+/* Prints the summary line of a tally. */
+static void
+report(const char *what, const tally *t)
+{
+	printf("# %s: %d probes: lsm_open failed %d, lsm_verify failed %d, "
+		   "undetected %d\n",
+		   what, t->probes, t->n[OPEN_FAILED], t->n[VERIFY_FAILED],
+		   t->n[UNDETECTED]);
+}
+
+/* Probes the undamaged store: exact contents, verify passes. */
+static void
+probe_intact(const char *dir, const char *when)
+{
+	rules		r;
+
+	memset(&r, 0, sizeof(r));
+	r.lo = r.hi = NWAL;
+	r.verify_ok = true;
+	CHECK_EQ(probe(dir, &r, when), UNDETECTED);
+}
+
+/* A random nonzero byte. */
+static uint8_t
+random_mask(uint64_t *rng)
+{
+	return (uint8_t) (1 + harness_rand64(rng) % 255);
+}
+
+/* ---------------------------------------------------------------------- */
+/* SSTable layout, read from the file itself. */
+
+/* Byte ranges of a table covered by checksums. */
+typedef struct sst_layout
+{
+	size_t		size;
+	size_t		data_end;		/* end of the last data block's checksum */
+	size_t		pad_end;		/* start of the key filter (or data_end) */
+	size_t		index_off;
+	size_t		props_off;
+	int			nblocks;
+	size_t		block_off[1024];
+	bool	   *covered;		/* per byte: inside a checksummed range */
+} sst_layout;
+
+/* Little-endian fixed-width integers of the file formats. */
+static uint64_t
+get_u64(const uint8_t *p)
+{
+	uint64_t	v;
+
+	memcpy(&v, p, 8);
+	return v;
+}
+
+/* As get_u64, 32 bits. */
+static uint32_t
+get_u32(const uint8_t *p)
+{
+	uint32_t	v;
+
+	memcpy(&v, p, 4);
+	return v;
+}
+
+/* Reads a varint at *p (before end); fails the test if malformed. */
+static uint64_t
+get_varint(const uint8_t **p, const uint8_t *end)
+{
+	uint64_t	v = 0;
+	int			shift;
+
+	for (shift = 0; shift < 64; shift += 7)
+	{
+		uint8_t		b;
+
+		CHECK(*p < end);
+		b = *(*p)++;
+		v |= (uint64_t) (b & 0x7f) << shift;
+		if (b < 0x80)
+			return v;
+	}
+	CHECK_MSG(false, "malformed varint");
+	return 0;
+}
+
+/* Marks [off, off + len) covered, checking that it lies inside the file. */
+static void
+cover(sst_layout *l, uint64_t off, uint64_t len)
+{
+	uint64_t	i;
+
+	CHECK_MSG(off <= l->size && len <= l->size - off,
+			  "range %llu+%llu is outside a %zu-byte table",
+			  (unsigned long long) off, (unsigned long long) len, l->size);
+	for (i = off; i < off + len; i++)
+	{
+		CHECK_MSG(!l->covered[i], "byte %llu is in two blocks",
+				  (unsigned long long) i);
+		l->covered[i] = true;
+	}
+}
+
+/*
+ * Parses the footer and index block of a table (sstable.h) and marks every
+ * byte inside a checksummed block (contents and checksum) or the footer.
+ * Requires the rest to be the zero padding before the key filter.
+ */
+static void
+parse_sst(const uint8_t *buf, size_t size, sst_layout *l)
+{
+	const uint8_t *f,
+			   *ib,
+			   *p,
+			   *end;
+	uint64_t	ioff,
+				foff,
+				voff,
+				poff;
+	uint32_t	isize,
+				fsize,
+				vsize,
+				psize,
+				nr;
+	size_t		i;
+
+	memset(l, 0, offsetof(sst_layout, covered));
+	l->size = size;
+	l->covered = calloc(size, sizeof(bool));
+	CHECK(l->covered != NULL);
+	CHECK(size >= 64);
+	f = buf + size - 64;
+	CHECK_EQ_U(get_u64(f + 56), UINT64_C(0x4c534d5353544231));
+	CHECK_EQ(get_u32(f + 48), 1);
+	ioff = get_u64(f);
+	isize = get_u32(f + 8);
+	foff = get_u64(f + 12);
+	fsize = get_u32(f + 20);
+	voff = get_u64(f + 24);
+	vsize = get_u32(f + 32);
+	poff = get_u64(f + 36);
+	psize = get_u32(f + 44);
+	cover(l, size - 64, 64);
+	cover(l, ioff, (uint64_t) isize + 4);
+	cover(l, poff, (uint64_t) psize + 4);
+	if (fsize > 0)
+		cover(l, foff, (uint64_t) fsize + 4);
+	if (vsize > 0)
+		cover(l, voff, (uint64_t) vsize + 4);
+	l->index_off = ioff;
+	l->props_off = poff;
+
+	/* the index: restart interval 1, values are [offset][size] varints */
+	ib = buf + ioff;
+	CHECK(isize >= 8);
+	nr = get_u32(ib + isize - 4);
+	CHECK(nr >= 1 && (uint64_t) nr * 4 + 4 <= isize);
+	end = ib + isize - 4 - (size_t) nr * 4;
+	p = ib;
+	while (p < end)
+	{
+		uint64_t	shared = get_varint(&p, end),
+					unshared = get_varint(&p, end),
+					vlen = get_varint(&p, end);
+		const uint8_t *vend;
+		uint64_t	boff,
+					bsize;
+
+		CHECK_EQ(shared, 0);
+		CHECK(unshared + vlen <= (uint64_t) (end - p));
+		p += unshared;
+		vend = p + vlen;
+		boff = get_varint(&p, vend);
+		bsize = get_varint(&p, vend);
+		CHECK(p == vend);
+		CHECK_MSG(boff == l->data_end, "data block at %llu, expected %zu",
+				  (unsigned long long) boff, l->data_end);
+		CHECK((size_t) l->nblocks < sizeof(l->block_off) / sizeof(size_t));
+		l->block_off[l->nblocks++] = boff;
+		cover(l, boff, bsize + 4);
+		l->data_end = boff + bsize + 4;
+	}
+	CHECK_EQ(l->nblocks, nr);
+
+	/* what no checksum covers: the padding that aligns the key filter */
+	l->pad_end = fsize > 0 ? foff : l->data_end;
+	CHECK(l->pad_end >= l->data_end && l->pad_end - l->data_end < 64);
+	CHECK(fsize == 0 || foff % 64 == 0);
+	for (i = 0; i < size; i++)
+	{
+		if (l->covered[i])
+			continue;
+		CHECK_MSG(i >= l->data_end && i < l->pad_end,
+				  "byte %zu of the table is not covered by a checksum", i);
+		CHECK_MSG(buf[i] == 0, "padding byte %zu is not zero", i);
+	}
+}
+
+/* ---------------------------------------------------------------------- */
+/* Tests. */
+
+/*
+ * Flips every byte past the data blocks of every table and a sample of the
+ * data bytes (all bytes near block edges).
+ */
+TEST(sstable_flips)
+{
+	char	   *dir = harness_tmpdir("corrupt-sst");
+	uint64_t	rng = harness_seed() ^ 0x55;
+	store_files sf;
+	tally		covered_t,
+				padding_t;
+	int			s;
+
+	memset(&covered_t, 0, sizeof(covered_t));
+	memset(&padding_t, 0, sizeof(padding_t));
+	build_store(dir);
+	list_files(dir, &sf);
+	probe_intact(dir, "intact store");
+	for (s = 0; s < sf.nsst; s++)
+	{
+		sst_layout	l;
+		size_t		size,
+					p;
+		uint8_t    *orig = read_file(sf.sst[s], &size);
+		size_t		phase = harness_rand64(&rng) % DATA_STRIDE;
+		const char *name = strrchr(sf.sst[s], '/') + 1;
+		int			b = 0;
+
+		parse_sst(orig, size, &l);
+		for (p = 0; p < size; p++)
+		{
+			rules		r;
+			char		what[160];
+			uint8_t		mask;
+			bool		edge = false;
+
+			/* every byte past the data; data bytes sampled, block edges all */
+			while (b + 1 < l.nblocks && l.block_off[b + 1] <= p)
+				b++;
+			if (p < l.data_end)
+			{
+				size_t		bend = b + 1 < l.nblocks ? l.block_off[b + 1] :
+					l.data_end;
+
+				edge = p < l.block_off[b] + 3 || p + 8 >= bend;
+				if (!edge && p % DATA_STRIDE != phase)
+					continue;
+			}
+			mask = random_mask(&rng);
+			snprintf(what, sizeof(what), "%s byte %zu of %s (%s) ^ 0x%02x",
+					 l.covered[p] ? "covered" : "padding", p, name,
+					 p < l.data_end ? "data block" :
+					 p < l.pad_end ? "padding" :
+					 p >= size - 64 ? "footer" :
+					 p >= l.props_off ? "properties" :
+					 p >= l.index_off ? "index" : "key filter", mask);
+			memset(&r, 0, sizeof(r));
+			r.lo = r.hi = NWAL;
+			r.reads_may_fail = l.covered[p];
+			r.detect = l.covered[p];
+			poke(sf.sst[s], p, orig[p] ^ mask);
+			count(l.covered[p] ? &covered_t : &padding_t, probe(dir, &r, what));
+			poke(sf.sst[s], p, orig[p]);
+		}
+		free(l.covered);
+		free(orig);
+	}
+	probe_intact(dir, "store after restoring every table");
+	report("sstable flips in checksummed bytes", &covered_t);
+	report("sstable flips in padding", &padding_t);
+	CHECK_GT(padding_t.probes + covered_t.probes, 0);
+	free_files(&sf);
+}
+
+/*
+ * Truncates every table at lengths around its block boundaries, and removes
+ * each table in turn.
+ */
+TEST(sstable_truncation)
+{
+	char	   *dir = harness_tmpdir("corrupt-ssttrunc");
+	store_files sf;
+	tally		t;
+	int			s;
+
+	memset(&t, 0, sizeof(t));
+	build_store(dir);
+	list_files(dir, &sf);
+	for (s = 0; s < sf.nsst; s++)
+	{
+		sst_layout	l;
+		size_t		size;
+		uint8_t    *orig = read_file(sf.sst[s], &size);
+		const char *name = strrchr(sf.sst[s], '/') + 1;
+		size_t		lens[20];
+		int			n = 0,
+					i;
+
+		parse_sst(orig, size, &l);
+		lens[n++] = 0;
+		lens[n++] = 1;
+		lens[n++] = 63;
+		lens[n++] = 64;
+		lens[n++] = l.block_off[l.nblocks > 1 ? 1 : 0];
+		lens[n++] = l.data_end / 2;
+		lens[n++] = l.data_end;
+		lens[n++] = l.pad_end;
+		lens[n++] = l.index_off;
+		lens[n++] = l.props_off;
+		lens[n++] = size - 65;
+		lens[n++] = size - 64;
+		lens[n++] = size - 63;
+		lens[n++] = size - 8;
+		lens[n++] = size - 1;
+		for (i = 0; i < n; i++)
+		{
+			rules		r;
+			char		what[160];
+
+			if (lens[i] >= size)
+				continue;
+			snprintf(what, sizeof(what), "%s truncated to %zu of %zu bytes",
+					 name, lens[i], size);
+			memset(&r, 0, sizeof(r));
+			r.lo = r.hi = NWAL;
+			r.reads_may_fail = true;
+			r.detect = true;
+			write_file(sf.sst[s], orig, lens[i]);
+			count(&t, probe(dir, &r, what));
+			write_file(sf.sst[s], orig, size);
+		}
+
+		/* a table the manifest names is gone */
+		{
+			rules		r;
+			char		what[160];
+
+			snprintf(what, sizeof(what), "%s removed", name);
+			memset(&r, 0, sizeof(r));
+			r.lo = r.hi = NWAL;
+			r.open_fails = true;
+			CHECK(unlink(sf.sst[s]) == 0);
+			count(&t, probe(dir, &r, what));
+			write_file(sf.sst[s], orig, size);
+		}
+		free(l.covered);
+		free(orig);
+	}
+	probe_intact(dir, "store after restoring every table");
+	report("sstable truncations and removals", &t);
+	free_files(&sf);
+}
+
+/*
+ * Reads the record boundaries of the WAL at path: starts[i] .. starts[i + 1]
+ * is record i; returns the number of records.
+ */
+static int
+wal_records(const uint8_t *buf, size_t size, size_t *starts)
+{
+	size_t		off = 0;
+	int			n = 0;
+
+	while (off < size)
+	{
+		CHECK(off + 9 <= size);
+		CHECK(n < NWAL);
+		starts[n++] = off;
+		off += 9 + get_u32(buf + off + 4);
+	}
+	CHECK_EQ_U(off, size);
+	starts[n] = size;
+	return n;
+}
+
+/* Flips every byte of the WAL. */
+TEST(wal_flips)
+{
+	char	   *dir = harness_tmpdir("corrupt-wal");
+	uint64_t	rng = harness_seed() ^ 0x3a1;
+	store_files sf;
+	size_t		starts[NWAL + 1],
+				size,
+				p;
+	uint8_t    *orig;
+	tally		last_t,
+				earlier_t;
+	int			rec = 0;
+
+	memset(&last_t, 0, sizeof(last_t));
+	memset(&earlier_t, 0, sizeof(earlier_t));
+	build_store(dir);
+	list_files(dir, &sf);
+	orig = read_file(sf.wal, &size);
+	CHECK_EQ(wal_records(orig, size, starts), NWAL);
+	for (p = 0; p < size; p++)
+	{
+		rules		r;
+		char		what[160];
+		uint8_t		mask = random_mask(&rng);
+
+		while (starts[rec + 1] <= p)
+			rec++;
+		snprintf(what, sizeof(what),
+				 "WAL byte %zu (record %d of %d, offset %zu in it) ^ 0x%02x",
+				 p, rec + 1, NWAL, p - starts[rec], mask);
+		memset(&r, 0, sizeof(r));
+		if (rec == NWAL - 1)
+		{
+			/* may read as a torn tail: that record alone is lost */
+			r.lo = NWAL - 1;
+			r.hi = NWAL;
+		}
+		else
+		{
+			r.lo = 0;
+			r.hi = NWAL;
+			r.open_may_fail = true;
+			r.detect = true;
+		}
+		poke(sf.wal, p, orig[p] ^ mask);
+		count(rec == NWAL - 1 ? &last_t : &earlier_t, probe(dir, &r, what));
+		poke(sf.wal, p, orig[p]);
+	}
+	probe_intact(dir, "store after restoring the WAL");
+	report("WAL flips in the last record", &last_t);
+	report("WAL flips in earlier records", &earlier_t);
+	free(orig);
+	free_files(&sf);
+}
+
+/*
+ * Truncates the WAL at every length and appends stale bytes after its last
+ * record.
+ */
+TEST(wal_torn_tails)
+{
+	char	   *dir = harness_tmpdir("corrupt-waltail");
+	uint64_t	rng = harness_seed() ^ 0x7a11;
+	store_files sf;
+	size_t		starts[NWAL + 1],
+				size,
+				len;
+	uint8_t    *orig,
+			   *longer;
+	tally		t;
+	int			complete = 0,
+				i;
+
+	memset(&t, 0, sizeof(t));
+	build_store(dir);
+	list_files(dir, &sf);
+	orig = read_file(sf.wal, &size);
+	CHECK_EQ(wal_records(orig, size, starts), NWAL);
+
+	/* every truncation: the complete records survive, nothing else */
+	for (len = 0; len < size; len++)
+	{
+		rules		r;
+		char		what[160];
+
+		while (complete < NWAL && starts[complete + 1] <= len)
+			complete++;
+		snprintf(what, sizeof(what), "WAL truncated to %zu of %zu bytes",
+				 len, size);
+		memset(&r, 0, sizeof(r));
+		r.lo = r.hi = complete;
+		r.verify_ok = true;
+		write_file(sf.wal, orig, len);
+		count(&t, probe(dir, &r, what));
+	}
+	write_file(sf.wal, orig, size);
+
+	/* stale bytes after the last record: zeros, garbage, an old record */
+	longer = malloc(size + 4096);
+	CHECK(longer != NULL);
+	memcpy(longer, orig, size);
+	for (i = 0; i < 40; i++)
+	{
+		rules		r;
+		char		what[160];
+		size_t		extra,
+					j;
+
+		if (i < 10)
+		{
+			extra = 1 + (size_t) i * 7;
+			memset(longer + size, 0, extra);
+			snprintf(what, sizeof(what), "WAL with %zu zero bytes appended",
+					 extra);
+		}
+		else if (i < 35)
+		{
+			extra = 1 + harness_rand64(&rng) % 600;
+			for (j = 0; j < extra; j++)
+				longer[size + j] = (uint8_t) harness_rand64(&rng);
+			snprintf(what, sizeof(what), "WAL with %zu random bytes appended",
+					 extra);
+		}
+		else
+		{
+			/* a whole earlier record again: its sequence does not follow */
+			int			rr = i - 35;
+
+			extra = starts[rr + 1] - starts[rr];
+			memcpy(longer + size, orig + starts[rr], extra);
+			snprintf(what, sizeof(what), "WAL with record %d appended again",
+					 rr + 1);
+		}
+		memset(&r, 0, sizeof(r));
+		r.lo = r.hi = NWAL;
+		r.verify_ok = true;
+		write_file(sf.wal, longer, size + extra);
+		count(&t, probe(dir, &r, what));
+	}
+	write_file(sf.wal, orig, size);
+	probe_intact(dir, "store after restoring the WAL");
+	report("WAL torn tails and stale bytes", &t);
+	free(longer);
+	free(orig);
+	free_files(&sf);
+}
+
+/* Flips every byte of the MANIFEST and truncates it at every length. */
+TEST(manifest_damage)
+{
+	char	   *dir = harness_tmpdir("corrupt-manifest");
+	uint64_t	rng = harness_seed() ^ 0x3a4;
+	store_files sf;
+	size_t		size,
+				p;
+	uint8_t    *orig,
+			   *longer;
+	tally		t;
+	rules		r;
+	char		what[160];
+
+	memset(&t, 0, sizeof(t));
+	build_store(dir);
+	list_files(dir, &sf);
+	orig = read_file(sf.manifest, &size);
+	memset(&r, 0, sizeof(r));
+	r.lo = r.hi = NWAL;
+	r.open_fails = true;
+	for (p = 0; p < size; p++)
+	{
+		uint8_t		mask = random_mask(&rng);
+
+		snprintf(what, sizeof(what), "MANIFEST byte %zu of %zu ^ 0x%02x",
+				 p, size, mask);
+		poke(sf.manifest, p, orig[p] ^ mask);
+		count(&t, probe(dir, &r, what));
+		poke(sf.manifest, p, orig[p]);
+	}
+	for (p = 0; p < size; p++)
+	{
+		snprintf(what, sizeof(what), "MANIFEST truncated to %zu of %zu bytes",
+				 p, size);
+		write_file(sf.manifest, orig, p);
+		count(&t, probe(dir, &r, what));
+	}
+	longer = malloc(size + 1);
+	CHECK(longer != NULL);
+	memcpy(longer, orig, size);
+	longer[size] = 0;
+	write_file(sf.manifest, longer, size + 1);
+	count(&t, probe(dir, &r, "MANIFEST with a byte appended"));
+	write_file(sf.manifest, orig, size);
+	probe_intact(dir, "store after restoring the MANIFEST");
+	report("MANIFEST flips and truncations", &t);
+	CHECK_EQ(t.n[OPEN_FAILED], t.probes);
+	free(longer);
+	free(orig);
+	free_files(&sf);
+}
+
+int
+main(int argc, char **argv)
+{
+	harness_init(argc, argv);
+	RUN(sstable_flips);
+	RUN(sstable_truncation);
+	RUN(wal_flips);
+	RUN(wal_torn_tails);
+	RUN(manifest_damage);
+	return harness_done();
+}
