@@ -1,0 +1,1520 @@
+/*
+ * test_multiproc.c
+ *		Many processes on one store: writers, readers and a compactor running
+ *		at once, and the bounded, interruptible waits for the store's locks.
+ *
+ * writers_readers_compactor forks writer processes, reader processes (one
+ * of them read-only) and a process that calls lsm_compact in a loop, each
+ * with its own handle, on a store with an 8 KiB memtable, so flushes and
+ * compactions happen all the time.  Writer w commits batches n = 1, 2, ...
+ * that each put "w<w>-<n>" (a row whose field 0 is "w<w>"), set
+ * "latest-<w>" to n, put "t<w>-<n>" and delete "t<w>-<n-1>"; after
+ * lsm_write returns it publishes n in shared memory (writer 0 spends some
+ * stretches in exclusive mode, holding the lock from open to close).
+ * Readers loop on lsm_refresh and check, for every writer, that
+ *	- they see at least every batch published before the refresh, and a
+ *	  writer's latest counter never goes backwards;
+ *	- a batch is all or nothing: with latest = L, "w-L" and "t-L" exist while
+ *	  "w-(L+1)" and "t-(L-1)" do not;
+ *	- every key up to L is there with its value (gets, multi-gets);
+ *	- an iterator, and a value search on field 0, show exactly w-1..w-M, one
+ *	  t key (t-M) and latest = M for some M >= L;
+ *	- "shared", a key all writers overwrite (in an order fixed by a lock
+ *	  outside the engine), holds the newest of the visible writes to it:
+ *	  sequence numbers order commits across processes.
+ * At the end the parent reopens the store, checks every committed key and
+ * runs lsm_verify.
+ *
+ * concurrent_create has several processes create one missing store at
+ * once; iterator_across_refresh checks that a reading handle's iterators
+ * keep their snapshot across lsm_refresh.
+ *
+ * The lock tests hold LOCK (or LOCK.compact) while a handle wants it: a
+ * raw flock from a child process or from this process, a handle opened
+ * with `exclusive`, or a real handle compacting in this process.  The
+ * waiting call must return LSM_BUSY after about lock_timeout_ms,
+ * LSM_INTERRUPTED as soon as the interrupt callback says so, and succeed
+ * once the holder lets go.  Commits must not wait for a compaction.
+ */
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "harness.h"
+
+#define MAX_WRITERS 8
+#define MAX_PROCS 16
+#define MAX_BATCHES 4000
+
+/* State shared by the parent and its children (an anonymous shared map). */
+typedef struct shared
+{
+	uint64_t	committed[MAX_WRITERS]; /* last batch whose lsm_write returned */
+	int			writers_done;	/* set by the parent when writers ended */
+	uint64_t	reader_loops[MAX_PROCS];
+	uint64_t	reader_refreshes[MAX_PROCS];
+	uint64_t	compactions;
+	uint64_t	busy_retries;
+
+	/*
+	 * The key "shared" is written by every writer: in every fourth batch,
+	 * under an external lock (order_path), with the next value of
+	 * order_count.  smax[w][n] is the largest such value in batches 1..n of
+	 * writer w, recorded before batch n is written; so with batches 1..L[w]
+	 * visible, "shared" must be max over w of smax[w][L[w]].
+	 */
+	uint64_t	order_count;
+	uint64_t	smax[MAX_WRITERS][MAX_BATCHES + 1];
+} shared;
+
+/* The external lock file that orders writes of "shared" (not in the store). */
+static char *order_path;
+
+/* Milliseconds on the monotonic clock. */
+static long
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* An anonymous shared mapping of a zeroed struct shared. */
+static shared *
+shared_new(void)
+{
+	void	   *p = mmap(NULL, sizeof(shared), PROT_READ | PROT_WRITE,
+						 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	CHECK(p != MAP_FAILED);
+	memset(p, 0, sizeof(shared));
+	return p;
+}
+
+/* The options every process of the concurrent test uses. */
+static lsm_options
+busy_options(void)
+{
+	lsm_options o;
+
+	lsm_options_init(&o);
+	o.memtable_bytes = 8 << 10;
+	o.file_bytes = 4 << 10;
+	o.level_ratio = 2;
+	o.l0_compaction_trigger = 2;
+	o.block_bytes = 1024;
+	o.value_filter_bits = 1 << 14;
+	o.hierarchy_order = 2;
+	o.auto_compact = 1;
+	o.lock_timeout_ms = 30000;
+	return o;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Keys and values of the concurrent test. */
+
+/* Key names: "w<w>-<n>", "t<w>-<n>", "latest-<w>"; each returns the length. */
+static size_t
+wkey(char *buf, int w, uint64_t n)
+{
+	return (size_t) sprintf(buf, "w%d-%06" PRIu64, w, n);
+}
+
+static size_t
+tkey(char *buf, int w, uint64_t n)
+{
+	return (size_t) sprintf(buf, "t%d-%06" PRIu64, w, n);
+}
+
+static size_t
+latest_key(char *buf, int w)
+{
+	return (size_t) sprintf(buf, "latest-%d", w);
+}
+
+/*
+ * The value of "w<w>-<n>": the row ("w<w>", n mod 7, filler of a length and
+ * content that depend on w and n).  Returns an lsm_malloc'ed row.
+ */
+static void *
+wvalue(int w, uint64_t n, size_t *len)
+{
+	char		f0[16],
+				f1[16];
+	uint8_t		fill[200];
+	lsm_field	f[3];
+	void	   *row;
+	size_t		flen = (size_t) ((n * 37 + (uint64_t) w * 11) % 180),
+				i;
+
+	for (i = 0; i < flen; i++)
+		fill[i] = (uint8_t) (n * 131 + i * 7 + (uint64_t) w);
+	memset(f, 0, sizeof(f));
+	f[0].data = f0;
+	f[0].len = (size_t) sprintf(f0, "w%d", w);
+	f[1].data = f1;
+	f[1].len = (size_t) sprintf(f1, "%d", (int) (n % 7));
+	f[2].data = fill;
+	f[2].len = flen;
+	CHECK_OK(lsm_row_encode(f, 3, &row, len));
+	return row;
+}
+
+/* Checks that v is the value of "w<w>-<n>". */
+static void
+check_wvalue(int w, uint64_t n, const void *v, size_t vlen)
+{
+	size_t		elen;
+	void	   *e = wvalue(w, n, &elen);
+
+	if (vlen != elen || memcmp(v, e, elen) != 0)
+		harness_fail(__FILE__, __LINE__, "w%d-%06" PRIu64 ": wrong value "
+					 "(%zu bytes, expected %zu)", w, n, vlen, elen);
+	lsm_free(e);
+}
+
+/*
+ * Parses a decimal counter value of vlen bytes.  Iterator values are not
+ * NUL-terminated, so the digits are copied out first.  Fails the test on
+ * anything but 1..20 digits.
+ */
+static uint64_t
+parse_count(const void *v, size_t vlen)
+{
+	char		buf[24];
+	char	   *end;
+	uint64_t	n;
+
+	if (vlen == 0 || vlen >= sizeof(buf))
+		harness_fail(__FILE__, __LINE__, "counter value of %zu bytes", vlen);
+	memcpy(buf, v, vlen);
+	buf[vlen] = '\0';
+	n = strtoull(buf, &end, 10);
+	if (*end != '\0')
+		harness_fail(__FILE__, __LINE__, "counter value \"%s\"", buf);
+	return n;
+}
+
+/* Reads "latest-<w>" through db: 0 if absent. */
+static uint64_t
+get_latest(lsm_db *db, int w)
+{
+	char		k[32];
+	size_t		klen = latest_key(k, w);
+	void	   *v;
+	size_t		vlen;
+	int			rc = lsm_get(db, k, klen, &v, &vlen);
+	uint64_t	n;
+
+	if (rc == LSM_NOTFOUND)
+		return 0;
+	CHECK_DB_OK(db, rc);
+	n = parse_count(v, vlen);
+	lsm_free(v);
+	return n;
+}
+
+/* Reads "shared" through db: 0 if absent. */
+static uint64_t
+get_shared(lsm_db *db)
+{
+	void	   *v;
+	size_t		vlen;
+	int			rc = lsm_get(db, "shared", 6, &v, &vlen);
+	uint64_t	n;
+
+	if (rc == LSM_NOTFOUND)
+		return 0;
+	CHECK_DB_OK(db, rc);
+	n = parse_count(v, vlen);
+	lsm_free(v);
+	return n;
+}
+
+/* What "shared" must hold when writer w's batches 1..L[w] are visible. */
+static uint64_t
+expected_shared(shared *sh, int nw, const uint64_t *L)
+{
+	uint64_t	max = 0;
+	int			w;
+
+	for (w = 0; w < nw; w++)
+	{
+		uint64_t	c = __atomic_load_n(&sh->smax[w][L[w]], __ATOMIC_SEQ_CST);
+
+		if (c > max)
+			max = c;
+	}
+	return max;
+}
+
+/* key must be present with the value of w-n (expect = 1) or absent (0). */
+static void
+check_key(lsm_db *db, const char *k, size_t klen, int expect, int w,
+		  uint64_t n)
+{
+	void	   *v;
+	size_t		vlen;
+	int			rc = lsm_get(db, k, klen, &v, &vlen);
+
+	if (expect)
+	{
+		if (rc != LSM_OK)
+			harness_fail(__FILE__, __LINE__, "%.*s: expected present, got %d (%s) %s",
+						 (int) klen, k, rc, lsm_strerror(rc), lsm_errmsg(db));
+		if (k[0] == 'w')
+			check_wvalue(w, n, v, vlen);
+		lsm_free(v);
+	}
+	else if (rc != LSM_NOTFOUND)
+	{
+		if (rc == LSM_OK)
+			lsm_free(v);
+		harness_fail(__FILE__, __LINE__, "%.*s: expected absent, got %d (%s) %s",
+					 (int) klen, k, rc, lsm_strerror(rc), lsm_errmsg(db));
+	}
+}
+
+/*
+ * Checks the batch invariants of writer w at latest = L through point reads
+ * of one snapshot (no refresh in between).
+ */
+static void
+check_batches(lsm_db *db, int w, uint64_t L, uint64_t *rng, int sample)
+{
+	char		k[32];
+	size_t		klen;
+	int			i;
+
+	klen = wkey(k, w, L + 1);
+	check_key(db, k, klen, 0, w, L + 1);
+	if (L == 0)
+		return;
+	klen = wkey(k, w, L);
+	check_key(db, k, klen, 1, w, L);
+	klen = tkey(k, w, L);
+	check_key(db, k, klen, 1, w, L);
+	if (L > 1)
+	{
+		klen = tkey(k, w, L - 1);
+		check_key(db, k, klen, 0, w, L - 1);
+	}
+	for (i = 0; i < sample; i++)
+	{
+		uint64_t	n = 1 + harness_rand64(rng) % L;
+
+		klen = wkey(k, w, n);
+		check_key(db, k, klen, 1, w, n);
+	}
+}
+
+/* A multi-get of up to 16 keys of writer w at or below L, plus one above. */
+static void
+check_multi(lsm_db *db, int w, uint64_t L, uint64_t *rng)
+{
+	char		keys[17][32];
+	const void *kp[17];
+	size_t		kl[17],
+				vl[17];
+	void	   *vals[17];
+	int			rcs[17];
+	uint64_t	ns[17];
+	int			n = 0,
+				i;
+
+	for (i = 0; i < 16 && L > 0; i++, n++)
+	{
+		ns[n] = 1 + harness_rand64(rng) % L;
+		kl[n] = wkey(keys[n], w, ns[n]);
+		kp[n] = keys[n];
+	}
+	ns[n] = L + 1;
+	kl[n] = wkey(keys[n], w, L + 1);
+	kp[n] = keys[n];
+	n++;
+	CHECK_DB_OK(db, lsm_multi_get(db, n, kp, kl, vals, vl, rcs));
+	for (i = 0; i < n; i++)
+	{
+		if (ns[i] <= L)
+		{
+			if (rcs[i] != LSM_OK)
+				harness_fail(__FILE__, __LINE__, "multi-get %s: %d (%s)",
+							 keys[i], rcs[i], lsm_strerror(rcs[i]));
+			check_wvalue(w, ns[i], vals[i], vl[i]);
+			lsm_free(vals[i]);
+		}
+		else if (rcs[i] != LSM_NOTFOUND)
+			harness_fail(__FILE__, __LINE__, "multi-get %s: expected absent, "
+						 "got %d (%s)", keys[i], rcs[i], lsm_strerror(rcs[i]));
+	}
+}
+
+/*
+ * Full scan of one snapshot: for each writer the w keys are exactly
+ * 1..M[w], there is one t key, t-M[w], and latest = M[w]; "shared" holds
+ * the newest of the writes to it in those batches.  Returns M in m.
+ * Values of w keys are checked.
+ */
+static void
+check_scan_consistent(lsm_db *db, shared *sh, int nw, uint64_t *m)
+{
+	lsm_iter   *it;
+	uint64_t	latest[MAX_WRITERS],
+				tcount[MAX_WRITERS],
+				tlast[MAX_WRITERS],
+				shared_val = 0;
+	int			w;
+
+	memset(latest, 0, sizeof(latest));
+	memset(tcount, 0, sizeof(tcount));
+	memset(tlast, 0, sizeof(tlast));
+	for (w = 0; w < nw; w++)
+		m[w] = 0;
+	CHECK_DB_OK(db, lsm_iter_open(db, &it));
+	for (lsm_iter_seek(it, NULL, 0); lsm_iter_valid(it); lsm_iter_next(it))
+	{
+		size_t		klen,
+					vlen;
+		const char *k = lsm_iter_key(it, &klen);
+		const char *v = lsm_iter_value(it, &vlen);
+		char		buf[64];
+		int			id;
+		unsigned long long n;
+
+		CHECK(klen < sizeof(buf));
+		memcpy(buf, k, klen);
+		buf[klen] = '\0';
+		if (sscanf(buf, "latest-%d", &id) == 1)
+		{
+			CHECK(id >= 0 && id < nw);
+			latest[id] = parse_count(v, vlen);
+		}
+		else if (strcmp(buf, "shared") == 0)
+			shared_val = parse_count(v, vlen);
+		else if (sscanf(buf, "t%d-%llu", &id, &n) == 2)
+		{
+			CHECK(id >= 0 && id < nw);
+			tcount[id]++;
+			tlast[id] = n;
+		}
+		else if (sscanf(buf, "w%d-%llu", &id, &n) == 2)
+		{
+			CHECK(id >= 0 && id < nw);
+			if (n != m[id] + 1)
+				harness_fail(__FILE__, __LINE__, "scan: %s follows w%d-%06" PRIu64
+							 " (a batch missing or out of order)", buf, id, m[id]);
+			m[id] = n;
+			check_wvalue(id, n, v, vlen);
+		}
+		else
+			harness_fail(__FILE__, __LINE__, "scan: unexpected key %s", buf);
+	}
+	CHECK_DB_OK(db, lsm_iter_status(it));
+	lsm_iter_close(it);
+	for (w = 0; w < nw; w++)
+	{
+		if (latest[w] != m[w])
+			harness_fail(__FILE__, __LINE__, "scan: writer %d: latest %" PRIu64
+						 " but w keys up to %" PRIu64, w, latest[w], m[w]);
+		if (m[w] > 0 && (tcount[w] != 1 || tlast[w] != m[w]))
+			harness_fail(__FILE__, __LINE__, "scan: writer %d at %" PRIu64
+						 ": %" PRIu64 " t keys, last t-%" PRIu64,
+						 w, m[w], tcount[w], tlast[w]);
+	}
+	if (shared_val != expected_shared(sh, nw, m))
+		harness_fail(__FILE__, __LINE__, "scan: shared = %" PRIu64 ", expected "
+					 "%" PRIu64 " (an older write shadows a newer one?)",
+					 shared_val, expected_shared(sh, nw, m));
+}
+
+/*
+ * Value search on field 0 = "w<w>": exactly the keys w-1..w-M for some
+ * M >= at_least, each once, with their values.
+ */
+static void
+check_value_search(lsm_db *db, int w, uint64_t at_least)
+{
+	lsm_iter   *it;
+	char		f0[16];
+	uint8_t    *seen;
+	uint64_t	cap = 1 << 16,
+				max = 0,
+				count = 0,
+				i;
+
+	seen = calloc(cap, 1);
+	CHECK(seen != NULL);
+	sprintf(f0, "w%d", w);
+	CHECK_DB_OK(db, lsm_value_search(db, 0, f0, strlen(f0), &it));
+	for (; lsm_iter_valid(it); lsm_iter_next(it))
+	{
+		size_t		klen,
+					vlen;
+		const char *k = lsm_iter_key(it, &klen);
+		const void *v = lsm_iter_value(it, &vlen);
+		char		buf[64];
+		int			id;
+		unsigned long long n;
+
+		CHECK(klen < sizeof(buf));
+		memcpy(buf, k, klen);
+		buf[klen] = '\0';
+		if (sscanf(buf, "w%d-%llu", &id, &n) != 2 || id != w || n == 0 ||
+			n >= cap)
+			harness_fail(__FILE__, __LINE__, "value search w%d: unexpected key %s",
+						 w, buf);
+		if (seen[n])
+			harness_fail(__FILE__, __LINE__, "value search w%d: %s twice", w, buf);
+		seen[n] = 1;
+		check_wvalue(w, n, v, vlen);
+		count++;
+		if (n > max)
+			max = n;
+	}
+	CHECK_DB_OK(db, lsm_iter_status(it));
+	lsm_iter_close(it);
+	if (count != max || max < at_least)
+	{
+		for (i = 1; i <= max && seen[i]; i++)
+			;
+		harness_fail(__FILE__, __LINE__, "value search w%d: %" PRIu64
+					 " hits, up to %" PRIu64 " (at least %" PRIu64
+					 " expected), first missing %" PRIu64,
+					 w, count, max, at_least, i);
+	}
+	free(seen);
+}
+
+/* ---------------------------------------------------------------------- */
+/* The processes of the concurrent test. */
+
+/* Writer w: batches 1..nbatches; ends the process. */
+static void
+writer_main(const char *dir, shared *sh, int w, int nw, uint64_t nbatches)
+{
+	lsm_options o = busy_options();
+	lsm_db	   *db;
+	lsm_batch  *b;
+	uint64_t	n,
+				seen[MAX_WRITERS];
+	int			rc,
+				order_fd;
+
+	memset(seen, 0, sizeof(seen));
+	/* opened here: each process needs its own open file description */
+	order_fd = open(order_path, O_RDWR | O_CREAT, 0644);
+	CHECK(order_fd >= 0);
+	CHECK(nbatches <= MAX_BATCHES);
+	CHECK_OK(lsm_open(dir, &o, &db));
+	b = lsm_batch_new();
+	CHECK(b != NULL);
+	for (n = 1; n <= nbatches; n++)
+	{
+		char		k[32],
+					num[32];
+		size_t		klen,
+					vlen;
+		void	   *v = wvalue(w, n, &vlen);
+		int			x;
+
+		if (w == 0 && n % 600 == 300)
+		{
+			/* for a while, writer 0 holds the lock from open to close */
+			CHECK_DB_OK(db, lsm_close(db));
+			o.exclusive = 1;
+			CHECK_OK(lsm_open(dir, &o, &db));
+		}
+		else if (w == 0 && n % 600 == 400)
+		{
+			CHECK_DB_OK(db, lsm_close(db));
+			o.exclusive = 0;
+			CHECK_OK(lsm_open(dir, &o, &db));
+		}
+		lsm_batch_clear(b);
+		klen = wkey(k, w, n);
+		CHECK_OK(lsm_batch_put(b, k, klen, v, vlen));
+		lsm_free(v);
+		klen = latest_key(k, w);
+		CHECK_OK(lsm_batch_put(b, k, klen, num,
+							   (size_t) sprintf(num, "%" PRIu64, n)));
+		klen = tkey(k, w, n);
+		CHECK_OK(lsm_batch_put(b, k, klen, "t", 1));
+		if (n > 1)
+		{
+			klen = tkey(k, w, n - 1);
+			CHECK_OK(lsm_batch_delete(b, k, klen));
+		}
+		if (n % 4 == (uint64_t) w % 4 && !o.exclusive)
+		{
+			/*
+			 * A write of "shared", in an order fixed outside the engine.  Not
+			 * while holding LOCK exclusively: others wait for LOCK holding
+			 * the order lock.
+			 */
+			uint64_t	c;
+
+			CHECK(flock(order_fd, LOCK_EX) == 0);
+			c = __atomic_add_fetch(&sh->order_count, 1, __ATOMIC_SEQ_CST);
+			__atomic_store_n(&sh->smax[w][n], c, __ATOMIC_SEQ_CST);
+			CHECK_OK(lsm_batch_put(b, "shared", 6, num,
+								   (size_t) sprintf(num, "%" PRIu64, c)));
+			while ((rc = lsm_write(db, b)) == LSM_BUSY)
+				__atomic_add_fetch(&sh->busy_retries, 1, __ATOMIC_SEQ_CST);
+			CHECK(flock(order_fd, LOCK_UN) == 0);
+		}
+		else
+		{
+			__atomic_store_n(&sh->smax[w][n], sh->smax[w][n - 1],
+							 __ATOMIC_SEQ_CST);
+			while ((rc = lsm_write(db, b)) == LSM_BUSY)
+				__atomic_add_fetch(&sh->busy_retries, 1, __ATOMIC_SEQ_CST);
+		}
+		CHECK_DB_OK(db, rc);
+		__atomic_store_n(&sh->committed[w], n, __ATOMIC_SEQ_CST);
+
+		/* read your own writes; others' counters only grow */
+		if (n % 16 == 0)
+		{
+			CHECK_EQ_U(get_latest(db, w), n);
+			for (x = 0; x < nw; x++)
+			{
+				uint64_t	l = get_latest(db, x);
+
+				CHECK_GE(l, seen[x]);
+				seen[x] = l;
+			}
+		}
+	}
+	lsm_batch_free(b);
+	CHECK_DB_OK(db, lsm_close(db));
+	close(order_fd);
+	_exit(0);
+}
+
+/* Reader r: checks until the writers are done; ends the process. */
+static void
+reader_main(const char *dir, shared *sh, int r, int nw, int read_only,
+			uint64_t nbatches, uint64_t seed)
+{
+	lsm_options o = busy_options();
+	lsm_db	   *db;
+	uint64_t	prev[MAX_WRITERS],
+				rng = seed;
+	int			last_round = 0;
+
+	memset(prev, 0, sizeof(prev));
+	o.read_only = read_only;
+	CHECK_OK(lsm_open(dir, &o, &db));
+	for (;;)
+	{
+		uint64_t	before[MAX_WRITERS],
+					L[MAX_WRITERS],
+					M[MAX_WRITERS];
+		int			w,
+					done = __atomic_load_n(&sh->writers_done, __ATOMIC_SEQ_CST);
+
+		for (w = 0; w < nw; w++)
+			before[w] = __atomic_load_n(&sh->committed[w], __ATOMIC_SEQ_CST);
+		CHECK_DB_OK(db, lsm_refresh(db));
+		sh->reader_refreshes[r]++;
+		for (w = 0; w < nw; w++)
+		{
+			uint64_t	after;
+
+			L[w] = get_latest(db, w);
+			after = __atomic_load_n(&sh->committed[w], __ATOMIC_SEQ_CST);
+			if (L[w] < before[w])
+				harness_fail(__FILE__, __LINE__, "reader %d: writer %d published "
+							 "%" PRIu64 " before the refresh, reader sees %" PRIu64,
+							 r, w, before[w], L[w]);
+			if (L[w] < prev[w])
+				harness_fail(__FILE__, __LINE__, "reader %d: writer %d's counter "
+							 "went back from %" PRIu64 " to %" PRIu64,
+							 r, w, prev[w], L[w]);
+			/* at most one batch past the published count (in flight) */
+			if (L[w] > after + 1)
+				harness_fail(__FILE__, __LINE__, "reader %d: writer %d at %" PRIu64
+							 " but published only %" PRIu64, r, w, L[w], after);
+			prev[w] = L[w];
+			check_batches(db, w, L[w], &rng, 4);
+			if (sh->reader_loops[r] % 4 == 0)
+				check_multi(db, w, L[w], &rng);
+		}
+		{
+			uint64_t	got = get_shared(db),
+						want = expected_shared(sh, nw, L);
+
+			if (got != want)
+				harness_fail(__FILE__, __LINE__, "reader %d: shared = %" PRIu64
+							 ", expected %" PRIu64 " (an older write shadows "
+							 "a newer one?)", r, got, want);
+		}
+		if (sh->reader_loops[r] % 10 == 0 || last_round)
+		{
+			check_scan_consistent(db, sh, nw, M);
+			for (w = 0; w < nw; w++)
+				if (M[w] < L[w])
+					harness_fail(__FILE__, __LINE__, "reader %d: scan shows writer "
+								 "%d at %" PRIu64 ", gets at %" PRIu64,
+								 r, w, M[w], L[w]);
+		}
+		if (sh->reader_loops[r] % 25 == 0 || last_round)
+			for (w = 0; w < nw; w++)
+				check_value_search(db, w, L[w]);
+		if (sh->reader_loops[r] % 50 == 0)
+			CHECK_DB_OK(db, lsm_verify(db));
+		sh->reader_loops[r]++;
+		if (last_round)
+		{
+			for (w = 0; w < nw; w++)
+				CHECK_EQ_U(L[w], nbatches);
+			break;
+		}
+		if (done)
+			last_round = 1;		/* one more pass over the final state */
+	}
+	CHECK_DB_OK(db, lsm_close(db));
+	_exit(0);
+}
+
+/* Compactor: lsm_compact in a loop until the writers are done. */
+static void
+compactor_main(const char *dir, shared *sh)
+{
+	lsm_options o = busy_options();
+	lsm_db	   *db;
+	long		loops = 0;
+
+	CHECK_OK(lsm_open(dir, &o, &db));
+	while (!__atomic_load_n(&sh->writers_done, __ATOMIC_SEQ_CST))
+	{
+		lsm_stats	st;
+
+		CHECK_DB_OK(db, lsm_compact(db));
+		CHECK_DB_OK(db, lsm_get_stats(db, &st));
+		sh->compactions = st.compactions;
+		if (++loops % 20 == 0)
+			CHECK_DB_OK(db, lsm_verify(db));
+		usleep(2000);
+	}
+	CHECK_DB_OK(db, lsm_close(db));
+	_exit(0);
+}
+
+/*
+ * Forks a child that runs the statements given (then exits 0) and appends
+ * its pid to pids[np++].
+ */
+#define SPAWN(pids, np, ...) \
+	do { \
+		pid_t		pid_ = fork(); \
+		\
+		CHECK(pid_ >= 0); \
+		if (pid_ == 0) \
+		{ \
+			__VA_ARGS__; \
+			_exit(0); \
+		} \
+		(pids)[(np)++] = pid_; \
+	} while (0)
+
+/*
+ * Waits for the processes pids[0..n) to end, at most until deadline (ms on
+ * the monotonic clock); then kills what is left.  Returns the number of
+ * processes that did not exit with status 0, printing each.
+ */
+static int
+wait_all(pid_t *pids, int n, long deadline)
+{
+	int			left = n,
+				bad = 0,
+				i;
+
+	while (left > 0)
+	{
+		for (i = 0; i < n; i++)
+		{
+			int			status;
+
+			if (pids[i] <= 0 || waitpid(pids[i], &status, WNOHANG) != pids[i])
+				continue;
+			if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+			{
+				printf("# process %d (#%d) ended with %s %d\n", (int) pids[i], i,
+					   WIFEXITED(status) ? "status" : "signal",
+					   WIFEXITED(status) ? WEXITSTATUS(status) :
+					   WTERMSIG(status));
+				bad++;
+			}
+			pids[i] = 0;
+			left--;
+		}
+		if (left > 0 && now_ms() > deadline)
+		{
+			for (i = 0; i < n; i++)
+				if (pids[i] > 0)
+				{
+					printf("# process %d (#%d) still running at the deadline: "
+						   "killed\n", (int) pids[i], i);
+					kill(pids[i], SIGKILL);
+					waitpid(pids[i], NULL, 0);
+					pids[i] = 0;
+					bad++;
+					left--;
+				}
+		}
+		if (left > 0)
+			usleep(5000);
+	}
+	return bad;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Tests. */
+
+/*
+ * Writers, readers (one read-only) and a compactor on one store, then a
+ * reopen that finds every committed batch.
+ */
+TEST(writers_readers_compactor)
+{
+	enum
+	{
+		NW = 4,
+		NR = 3
+	};
+	const uint64_t nbatches = 3000;
+	char	   *dir = harness_tmpdir("multiproc");
+	shared	   *sh = shared_new();
+	lsm_options o = busy_options();
+	lsm_db	   *db;
+	pid_t		writers[NW],
+				others[NR + 1];
+	int			nwriters = 0,
+				nothers = 0,
+				bad,
+				w,
+				r;
+	uint64_t	seed = harness_seed(),
+				M[MAX_WRITERS];
+	long		start = now_ms();
+	lsm_stats	st;
+
+	order_path = harness_path(harness_tmpdir("order"), "order.lock");
+	CHECK(nbatches <= MAX_BATCHES);
+
+	/* the store exists before anyone forks */
+	CHECK_OK(lsm_open(dir, &o, &db));
+	CHECK_DB_OK(db, lsm_close(db));
+
+	for (r = 0; r < NR; r++)
+		SPAWN(others, nothers,
+			  reader_main(dir, sh, r, NW, r == 1, nbatches, seed + (uint64_t) r));
+	SPAWN(others, nothers, compactor_main(dir, sh));
+	for (w = 0; w < NW; w++)
+		SPAWN(writers, nwriters, writer_main(dir, sh, w, NW, nbatches));
+
+	bad = wait_all(writers, nwriters, start + 120000);
+	__atomic_store_n(&sh->writers_done, 1, __ATOMIC_SEQ_CST);
+	bad += wait_all(others, nothers, now_ms() + 60000);
+	printf("# %d writers x %" PRIu64 " batches in %ld ms; reader loops %" PRIu64
+		   ", %" PRIu64 ", %" PRIu64 " (read-only); compactions by the "
+		   "compactor %" PRIu64 "; busy retries %" PRIu64 "\n",
+		   NW, nbatches, now_ms() - start, sh->reader_loops[0],
+		   sh->reader_loops[1], sh->reader_loops[2], sh->compactions,
+		   sh->busy_retries);
+	CHECK_EQ(bad, 0);
+	for (w = 0; w < NW; w++)
+		CHECK_EQ_U(sh->committed[w], nbatches);
+	for (r = 0; r < NR; r++)
+		CHECK_GT(sh->reader_loops[r], 1);
+
+	/* every committed batch, after a reopen */
+	CHECK_OK(lsm_open(dir, &o, &db));
+	CHECK_DB_OK(db, lsm_verify(db));
+	CHECK_GT(sh->order_count, 0);
+	CHECK_EQ_U(get_shared(db), sh->order_count);
+	for (w = 0; w < NW; w++)
+	{
+		uint64_t	n;
+
+		CHECK_EQ_U(get_latest(db, w), nbatches);
+		for (n = 1; n <= nbatches; n++)
+		{
+			char		k[32];
+			size_t		klen = wkey(k, w, n);
+
+			check_key(db, k, klen, 1, w, n);
+			klen = tkey(k, w, n);
+			check_key(db, k, klen, n == nbatches, w, n);
+		}
+		check_value_search(db, w, nbatches);
+	}
+	check_scan_consistent(db, sh, NW, M);
+	for (w = 0; w < NW; w++)
+		CHECK_EQ_U(M[w], nbatches);
+	CHECK_DB_OK(db, lsm_get_stats(db, &st));
+	printf("# final shape: L0 %d, L1 %d, L2 %d, L3 %d files\n",
+		   st.level[0].files, st.level[1].files, st.level[2].files,
+		   st.level[3].files);
+	CHECK_DB_OK(db, lsm_compact(db));
+	CHECK_DB_OK(db, lsm_verify(db));
+	check_scan_consistent(db, sh, NW, M);
+	CHECK_DB_OK(db, lsm_close(db));
+	munmap(sh, sizeof(*sh));
+	free(order_path);
+	order_path = NULL;
+}
+
+/* Several processes open (and so create) a missing store at once. */
+TEST(concurrent_create)
+{
+	enum
+	{
+		NP = 5
+	};
+	char	   *base = harness_tmpdir("create");
+	char	   *dir = harness_path(base, "store");
+	int			go[2];
+	pid_t		pids[NP];
+	int			np = 0,
+				i;
+	lsm_db	   *db;
+
+	CHECK(pipe(go) == 0);
+	for (i = 0; i < NP; i++)
+		SPAWN(pids, np,
+		  {
+			  lsm_options o = busy_options();
+			  char		c,
+						  k[16];
+			  lsm_db	 *cdb;
+
+			  close(go[1]);
+			  /* all start when the parent closes the pipe */
+			  CHECK(read(go[0], &c, 1) == 0);
+			  CHECK_OK(lsm_open(dir, &o, &cdb));
+			  sprintf(k, "c%d", i);
+			  CHECK_DB_OK(cdb, lsm_put(cdb, k, strlen(k), k, strlen(k)));
+			  CHECK_DB_OK(cdb, lsm_close(cdb));
+		  });
+	close(go[0]);
+	close(go[1]);
+	CHECK_EQ(wait_all(pids, np, now_ms() + 60000), 0);
+	CHECK_OK(lsm_open(dir, NULL, &db));
+	for (i = 0; i < NP; i++)
+	{
+		char		k[16];
+		void	   *v;
+		size_t		vlen;
+
+		sprintf(k, "c%d", i);
+		CHECK_DB_OK(db, lsm_get(db, k, strlen(k), &v, &vlen));
+		CHECK_MEMEQ(v, vlen, k, strlen(k));
+		lsm_free(v);
+	}
+	CHECK_DB_OK(db, lsm_verify(db));
+	CHECK_DB_OK(db, lsm_close(db));
+	free(dir);
+}
+
+/* State of a counting interrupt callback. */
+typedef struct intr
+{
+	int			calls;
+	int			stop_at;		/* return nonzero from this call on (0: never) */
+	int			release_at;		/* on this call, write to release_fd */
+	int			release_fd;
+} intr;
+
+/*
+ * Interrupt callback: counts its calls, writes to release_fd on call
+ * release_at, and asks to stop from call stop_at on.
+ */
+static int
+count_interrupt(void *arg)
+{
+	intr	   *s = arg;
+
+	s->calls++;
+	if (s->release_at > 0 && s->calls == s->release_at)
+	{
+		char		c = 'r';
+
+		if (write(s->release_fd, &c, 1) != 1)
+			return 1;
+	}
+	return s->stop_at > 0 && s->calls >= s->stop_at;
+}
+
+/*
+ * Forks a process that takes flock(LOCK_EX) on dir/name, reports on *ready,
+ * and holds it until a byte arrives on (or EOF of) the release pipe.
+ */
+static pid_t
+spawn_holder(const char *dir, const char *name, int *release_w)
+{
+	int			ready[2],
+				release[2];
+	pid_t		pid;
+	char		c;
+
+	CHECK(pipe(ready) == 0);
+	CHECK(pipe(release) == 0);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0)
+	{
+		char	   *path = harness_path(dir, name);
+		int			fd = open(path, O_RDWR | O_CREAT, 0644);
+
+		close(ready[0]);
+		close(release[1]);
+		if (fd < 0 || flock(fd, LOCK_EX) != 0)
+			_exit(2);
+		if (write(ready[1], "l", 1) != 1)
+			_exit(3);
+		if (read(release[0], &c, 1) < 0)
+			_exit(4);
+		flock(fd, LOCK_UN);
+		close(fd);
+		free(path);
+		_exit(0);
+	}
+	close(ready[1]);
+	close(release[0]);
+	CHECK_EQ(read(ready[0], &c, 1), 1);
+	close(ready[0]);
+	*release_w = release[1];
+	return pid;
+}
+
+/*
+ * With LOCK held by another process: writes and flushes fail with
+ * LSM_BUSY after about lock_timeout_ms, or LSM_INTERRUPTED as soon as the
+ * interrupt callback asks; reads go on; nothing is half-written; and a
+ * waiting write gets the lock once the holder lets go.
+ */
+TEST(write_lock_busy_and_interrupted)
+{
+	char	   *dir = harness_tmpdir("lock");
+	lsm_options o;
+	lsm_db	   *db,
+			   *idb;
+	lsm_batch  *b;
+	lsm_iter   *it;
+	intr		is;
+	pid_t		holder;
+	int			release,
+				status,
+				rc;
+	long		t0,
+				dt;
+	void	   *v;
+	size_t		vlen;
+
+	lsm_options_init(&o);
+	o.lock_timeout_ms = 300;
+	CHECK_OK(lsm_open(dir, &o, &db));
+	CHECK_DB_OK(db, lsm_put(db, "before", 6, "1", 1));
+
+	holder = spawn_holder(dir, "LOCK", &release);
+
+	/* bounded wait */
+	t0 = now_ms();
+	rc = lsm_put(db, "k1", 2, "v", 1);
+	dt = now_ms() - t0;
+	CHECK_RC(LSM_BUSY, rc);
+	CHECK_GE(dt, 250);
+	CHECK_LT(dt, 5000);
+	CHECK(lsm_errmsg(db)[0] != '\0');
+	printf("# put with the lock held elsewhere: %s after %ld ms (%s)\n",
+		   lsm_strerror(rc), dt, lsm_errmsg(db));
+	CHECK_RC(LSM_BUSY, lsm_delete(db, "before", 6));
+	CHECK_RC(LSM_BUSY, lsm_flush(db));
+	b = lsm_batch_new();
+	CHECK(b != NULL);
+	CHECK_OK(lsm_batch_put(b, "k2", 2, "v", 1));
+	CHECK_OK(lsm_batch_put(b, "k3", 2, "v", 1));
+	CHECK_RC(LSM_BUSY, lsm_write(db, b));
+
+	/* readers take no lock */
+	CHECK_DB_OK(db, lsm_refresh(db));
+	CHECK_DB_OK(db, lsm_get(db, "before", 6, &v, &vlen));
+	lsm_free(v);
+	CHECK_RC(LSM_NOTFOUND, lsm_get(db, "k1", 2, &v, &vlen));
+	CHECK_RC(LSM_NOTFOUND, lsm_get(db, "k2", 2, &v, &vlen));
+	CHECK_DB_OK(db, lsm_iter_open(db, &it));
+	lsm_iter_seek(it, NULL, 0);
+	CHECK(lsm_iter_valid(it));
+	lsm_iter_next(it);
+	CHECK(!lsm_iter_valid(it));
+	lsm_iter_close(it);
+
+	/* an interrupt ends the wait at once, whatever the timeout */
+	memset(&is, 0, sizeof(is));
+	is.stop_at = 1;
+	o.lock_timeout_ms = 60000;
+	o.interrupt = count_interrupt;
+	o.interrupt_arg = &is;
+	CHECK_OK(lsm_open(dir, &o, &idb));
+	t0 = now_ms();
+	rc = lsm_put(idb, "k4", 2, "v", 1);
+	dt = now_ms() - t0;
+	CHECK_RC(LSM_INTERRUPTED, rc);
+	CHECK_GE(is.calls, 1);
+	CHECK_LT(dt, 2000);
+	printf("# put with an interrupt: %s after %ld ms, %d callback calls\n",
+		   lsm_strerror(rc), dt, is.calls);
+
+	/* ... or after some waiting */
+	is.calls = 0;
+	is.stop_at = 6;
+	rc = lsm_write(idb, b);
+	CHECK_RC(LSM_INTERRUPTED, rc);
+	CHECK_EQ(is.calls, 6);
+	CHECK_RC(LSM_INTERRUPTED, lsm_flush(idb));
+
+	/* a waiting writer gets the lock when the holder releases it */
+	is.calls = 0;
+	is.stop_at = 0;
+	is.release_at = 3;
+	is.release_fd = release;
+	t0 = now_ms();
+	CHECK_DB_OK(idb, lsm_put(idb, "k5", 2, "after", 5));
+	printf("# put that waited for the holder: ok after %ld ms, %d callback calls\n",
+		   now_ms() - t0, is.calls);
+	CHECK_GE(is.calls, 3);
+	CHECK_EQ(waitpid(holder, &status, 0), holder);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	close(release);
+
+	/* nothing of the failed writes, and the store works again */
+	CHECK_DB_OK(db, lsm_refresh(db));
+	CHECK_RC(LSM_NOTFOUND, lsm_get(db, "k1", 2, &v, &vlen));
+	CHECK_RC(LSM_NOTFOUND, lsm_get(db, "k2", 2, &v, &vlen));
+	CHECK_RC(LSM_NOTFOUND, lsm_get(db, "k4", 2, &v, &vlen));
+	CHECK_DB_OK(db, lsm_get(db, "k5", 2, &v, &vlen));
+	CHECK_MEMEQ(v, vlen, "after", 5);
+	lsm_free(v);
+	CHECK_DB_OK(db, lsm_write(db, b));
+	CHECK_DB_OK(db, lsm_flush(db));
+	CHECK_DB_OK(idb, lsm_refresh(idb));
+	CHECK_DB_OK(idb, lsm_get(idb, "k3", 2, &v, &vlen));
+	lsm_free(v);
+	CHECK_DB_OK(db, lsm_verify(db));
+	lsm_batch_free(b);
+	CHECK_DB_OK(idb, lsm_close(idb));
+	CHECK_DB_OK(db, lsm_close(db));
+}
+
+/*
+ * The same with the holder in this process: a flock on LOCK through
+ * another open file description conflicts with the handle's own.
+ */
+TEST(write_lock_held_in_process)
+{
+	char	   *dir = harness_tmpdir("lockself");
+	char	   *path;
+	lsm_options o;
+	lsm_db	   *db;
+	int			fd;
+	long		t0,
+				dt;
+	void	   *v;
+	size_t		vlen;
+
+	lsm_options_init(&o);
+	o.lock_timeout_ms = 200;
+	CHECK_OK(lsm_open(dir, &o, &db));
+	path = harness_path(dir, "LOCK");
+	fd = open(path, O_RDWR);
+	CHECK(fd >= 0);
+	CHECK(flock(fd, LOCK_EX) == 0);
+	t0 = now_ms();
+	CHECK_RC(LSM_BUSY, lsm_put(db, "k", 1, "v", 1));
+	dt = now_ms() - t0;
+	CHECK_GE(dt, 150);
+	CHECK_LT(dt, 5000);
+	CHECK(flock(fd, LOCK_UN) == 0);
+	CHECK_DB_OK(db, lsm_put(db, "k", 1, "v", 1));
+	CHECK_DB_OK(db, lsm_get(db, "k", 1, &v, &vlen));
+	lsm_free(v);
+	/* a holder that stays: the handle keeps failing, then works again */
+	CHECK(flock(fd, LOCK_EX) == 0);
+	CHECK_RC(LSM_BUSY, lsm_flush(db));
+	close(fd);					/* closing the last descriptor unlocks */
+	CHECK_DB_OK(db, lsm_flush(db));
+	CHECK_DB_OK(db, lsm_close(db));
+	free(path);
+}
+
+/*
+ * A handle opened with `exclusive` holds LOCK from open to close: another
+ * handle of this process cannot write (LSM_BUSY after its timeout,
+ * LSM_INTERRUPTED when its callback asks) nor open exclusively, but reads
+ * and sees the holder's commits; after the holder closes, it writes.
+ */
+TEST(exclusive_handle_holds_lock)
+{
+	char	   *dir = harness_tmpdir("exclusive");
+	lsm_options xo,
+				o;
+	lsm_db	   *x,
+			   *b,
+			   *c;
+	intr		is;
+	long		t0,
+				dt;
+	void	   *v;
+	size_t		vlen;
+	int			i,
+				rc;
+
+	lsm_options_init(&xo);
+	xo.exclusive = 1;
+	xo.memtable_bytes = 8 << 10;
+	CHECK_OK(lsm_open(dir, &xo, &x));
+	for (i = 0; i < 300; i++)
+	{
+		char		k[16];
+
+		sprintf(k, "x%04d", i);
+		CHECK_DB_OK(x, lsm_put(x, k, strlen(k), k, strlen(k)));
+	}
+
+	lsm_options_init(&o);
+	o.lock_timeout_ms = 250;
+	memset(&is, 0, sizeof(is));
+	o.interrupt = count_interrupt;
+	o.interrupt_arg = &is;
+	CHECK_OK(lsm_open(dir, &o, &b));
+	CHECK_DB_OK(b, lsm_get(b, "x0299", 5, &v, &vlen));
+	lsm_free(v);
+	t0 = now_ms();
+	rc = lsm_put(b, "b", 1, "1", 1);
+	dt = now_ms() - t0;
+	CHECK_RC(LSM_BUSY, rc);
+	CHECK_GE(dt, 200);
+	CHECK_LT(dt, 5000);
+	is.calls = 0;
+	is.stop_at = 2;
+	CHECK_RC(LSM_INTERRUPTED, lsm_delete(b, "x0001", 5));
+	CHECK_EQ(is.calls, 2);
+	is.stop_at = 0;
+	CHECK_RC(LSM_BUSY, lsm_flush(b));
+
+	/* a second exclusive open waits for the lock as well */
+	xo.lock_timeout_ms = 100;
+	rc = lsm_open(dir, &xo, &c);
+	CHECK_RC(LSM_BUSY, rc);
+	CHECK(c == NULL);
+
+	/* the holder goes on writing; the other handle sees it */
+	CHECK_DB_OK(x, lsm_put(x, "x-more", 6, "m", 1));
+	CHECK_DB_OK(x, lsm_flush(x));
+	CHECK_DB_OK(x, lsm_compact(x));
+	CHECK_DB_OK(b, lsm_refresh(b));
+	CHECK_DB_OK(b, lsm_get(b, "x-more", 6, &v, &vlen));
+	lsm_free(v);
+	CHECK_RC(LSM_NOTFOUND, lsm_get(b, "b", 1, &v, &vlen));
+	CHECK_DB_OK(b, lsm_get(b, "x0001", 5, &v, &vlen));
+	lsm_free(v);
+
+	/* closing the holder frees the lock */
+	CHECK_DB_OK(x, lsm_close(x));
+	CHECK_DB_OK(b, lsm_put(b, "b", 1, "1", 1));
+	CHECK_DB_OK(b, lsm_delete(b, "x0001", 5));
+	CHECK_OK(lsm_open(dir, &xo, &c));
+	CHECK_DB_OK(c, lsm_get(c, "b", 1, &v, &vlen));
+	lsm_free(v);
+	CHECK_RC(LSM_NOTFOUND, lsm_get(c, "x0001", 5, &v, &vlen));
+	CHECK_RC(LSM_BUSY, lsm_put(b, "b2", 2, "2", 1));
+	CHECK_DB_OK(c, lsm_verify(c));
+	CHECK_DB_OK(c, lsm_close(c));
+	CHECK_DB_OK(b, lsm_close(b));
+}
+
+/* What the compacting handle's callback saw of the other handle. */
+typedef struct compact_probe
+{
+	lsm_db	   *other;			/* the second handle */
+	intr	   *other_intr;		/* its interrupt state */
+	int			calls;
+	int			compact_busy_rc;	/* other's lsm_compact, timing out */
+	long		compact_busy_ms;
+	int			compact_intr_rc;	/* other's lsm_compact, interrupted */
+	int			put_rc;			/* other's lsm_put during the compaction */
+	long		put_ms;
+} compact_probe;
+
+/*
+ * Interrupt callback of the compacting handle: on its first call (inside
+ * the merge, LOCK.compact held) it exercises the other handle.
+ */
+static int
+probe_interrupt(void *arg)
+{
+	compact_probe *p = arg;
+	long		t0;
+
+	if (p->calls++ > 0)
+		return 0;
+	t0 = now_ms();
+	p->compact_busy_rc = lsm_compact(p->other);
+	p->compact_busy_ms = now_ms() - t0;
+	p->other_intr->stop_at = 1;
+	p->compact_intr_rc = lsm_compact(p->other);
+	p->other_intr->stop_at = 0;
+	t0 = now_ms();
+	p->put_rc = lsm_put(p->other, "during", 6, "compaction", 10);
+	p->put_ms = now_ms() - t0;
+	return 0;
+}
+
+/*
+ * Two handles in one process: while one compacts (holding LOCK.compact),
+ * the other's lsm_compact waits for it -- LSM_BUSY after its timeout,
+ * LSM_INTERRUPTED when its callback asks -- but its commits go through.
+ */
+TEST(compaction_lock_between_handles)
+{
+	char	   *dir = harness_tmpdir("compactlock");
+	lsm_options o;
+	lsm_db	   *a,
+			   *b;
+	compact_probe probe;
+	intr		bint;
+	int			i;
+	char		k[32];
+	void	   *v;
+	size_t		vlen;
+	lsm_stats	st;
+
+	lsm_options_init(&o);
+	o.memtable_bytes = 16 << 10;
+	o.file_bytes = 64 << 10;
+	o.auto_compact = 0;
+	o.l0_compaction_trigger = 2;
+	CHECK_OK(lsm_open(dir, &o, &a));
+	for (i = 0; i < 6000; i++)
+	{
+		sprintf(k, "key%06d", (i * 7919) % 6000);
+		CHECK_DB_OK(a, lsm_put(a, k, strlen(k), k, strlen(k)));
+	}
+	CHECK_DB_OK(a, lsm_get_stats(a, &st));
+	CHECK_GE(st.level[0].files, 4);
+
+	memset(&bint, 0, sizeof(bint));
+	o.lock_timeout_ms = 200;
+	o.interrupt = count_interrupt;
+	o.interrupt_arg = &bint;
+	CHECK_OK(lsm_open(dir, &o, &b));
+
+	memset(&probe, 0, sizeof(probe));
+	probe.other = b;
+	probe.other_intr = &bint;
+	probe.compact_busy_rc = probe.compact_intr_rc = probe.put_rc = 1;
+	/* a's interrupt callback is the probe (a handle's options are fixed) */
+	CHECK_DB_OK(a, lsm_close(a));
+	o.lock_timeout_ms = 10000;
+	o.interrupt = probe_interrupt;
+	o.interrupt_arg = &probe;
+	CHECK_OK(lsm_open(dir, &o, &a));
+	CHECK_DB_OK(a, lsm_compact(a));
+	printf("# during a's compaction: b's compact %s after %ld ms, then %s; "
+		   "b's put %s in %ld ms\n", lsm_strerror(probe.compact_busy_rc),
+		   probe.compact_busy_ms, lsm_strerror(probe.compact_intr_rc),
+		   lsm_strerror(probe.put_rc), probe.put_ms);
+	CHECK_GE(probe.calls, 1);
+	CHECK_RC(LSM_BUSY, probe.compact_busy_rc);
+	CHECK_GE(probe.compact_busy_ms, 150);
+	CHECK_RC(LSM_INTERRUPTED, probe.compact_intr_rc);
+	CHECK_RC(LSM_OK, probe.put_rc);
+
+	/* a installed its compaction after b's commit: both are there */
+	CHECK_DB_OK(a, lsm_get(a, "during", 6, &v, &vlen));
+	CHECK_MEMEQ(v, vlen, "compaction", 10);
+	lsm_free(v);
+	CHECK_DB_OK(b, lsm_refresh(b));
+	for (i = 0; i < 6000; i += 97)
+	{
+		sprintf(k, "key%06d", i);
+		CHECK_DB_OK(b, lsm_get(b, k, strlen(k), &v, &vlen));
+		CHECK_MEMEQ(v, vlen, k, strlen(k));
+		lsm_free(v);
+	}
+	CHECK_DB_OK(b, lsm_get(b, "during", 6, &v, &vlen));
+	lsm_free(v);
+	CHECK_DB_OK(b, lsm_compact(b));
+	CHECK_DB_OK(b, lsm_verify(b));
+	CHECK_DB_OK(b, lsm_close(b));
+	CHECK_DB_OK(a, lsm_close(a));
+}
+
+/* Expected state of iterator_across_refresh: generation of key i, or -1. */
+#define REFRESH_KEYS 600
+
+/* An iterator over r must show exactly the keys i with gen[i] >= 0. */
+static void
+check_gen_iter(lsm_iter *it, const int *gen, const char *what)
+{
+	int			i;
+
+	lsm_iter_seek(it, NULL, 0);
+	for (i = 0; i < REFRESH_KEYS; i++)
+	{
+		char		k[16],
+					v[32];
+		const void *ik,
+				   *iv;
+		size_t		ikl,
+					ivl;
+
+		if (gen[i] < 0)
+			continue;
+		sprintf(k, "k%04d", i);
+		sprintf(v, "v%d-%d", gen[i], i);
+		if (!lsm_iter_valid(it))
+			harness_fail(__FILE__, __LINE__, "%s: iterator ended before %s", what, k);
+		ik = lsm_iter_key(it, &ikl);
+		iv = lsm_iter_value(it, &ivl);
+		if (ikl != strlen(k) || memcmp(ik, k, ikl) != 0)
+			harness_fail(__FILE__, __LINE__, "%s: iterator at %.*s, expected %s",
+						 what, (int) ikl, (const char *) ik, k);
+		if (ivl != strlen(v) || memcmp(iv, v, ivl) != 0)
+			harness_fail(__FILE__, __LINE__, "%s: %s = %.*s, expected %s",
+						 what, k, (int) ivl, (const char *) iv, v);
+		lsm_iter_next(it);
+	}
+	CHECK(!lsm_iter_valid(it));
+	CHECK_OK(lsm_iter_status(it));
+}
+
+/* Writes generation g of every key i with i % step == phase (or deletes). */
+static void
+write_gen(lsm_db *db, int *gen, int g, int step, int phase, int del)
+{
+	int			i;
+
+	for (i = phase; i < REFRESH_KEYS; i += step)
+	{
+		char		k[16],
+					v[32];
+
+		sprintf(k, "k%04d", i);
+		if (del)
+		{
+			CHECK_DB_OK(db, lsm_delete(db, k, strlen(k)));
+			gen[i] = -1;
+		}
+		else
+		{
+			sprintf(v, "v%d-%d", g, i);
+			CHECK_DB_OK(db, lsm_put(db, k, strlen(k), v, strlen(v)));
+			gen[i] = g;
+		}
+	}
+}
+
+/*
+ * Iterators of a reading handle keep their snapshot across lsm_refresh,
+ * whether the refresh loads a new manifest (another handle flushed and
+ * compacted) or only replays new log records into the memtable the
+ * iterator reads; an iterator opened after the refresh sees the new state.
+ */
+TEST(iterator_across_refresh)
+{
+	char	   *dir = harness_tmpdir("refresh");
+	lsm_options o = busy_options();
+	lsm_options ro = busy_options();
+	lsm_db	   *w,
+			   *r;
+	lsm_iter   *it1,
+			   *it2,
+			   *it3;
+	int			g1[REFRESH_KEYS],
+				g2[REFRESH_KEYS],
+				g3[REFRESH_KEYS],
+				cur[REFRESH_KEYS],
+				i;
+	lsm_stats	st;
+	uint64_t	refreshes;
+
+	for (i = 0; i < REFRESH_KEYS; i++)
+		cur[i] = -1;
+	o.auto_compact = 0;
+	o.memtable_bytes = 256 << 10;	/* flushes only when told to */
+	CHECK_OK(lsm_open(dir, &o, &w));
+	ro.read_only = 1;
+	CHECK_OK(lsm_open(dir, &ro, &r));
+
+	write_gen(w, cur, 1, 1, 0, 0);
+	CHECK_DB_OK(w, lsm_flush(w));
+	write_gen(w, cur, 2, 3, 1, 0);	/* partly in the memtable */
+	CHECK_DB_OK(r, lsm_refresh(r));
+	memcpy(g1, cur, sizeof(cur));
+	CHECK_DB_OK(r, lsm_iter_open(r, &it1));
+	check_gen_iter(it1, g1, "it1 at once");
+
+	/* new manifest: overwrite, delete, flush, compact, then some more */
+	write_gen(w, cur, 3, 2, 0, 0);
+	write_gen(w, cur, 0, 5, 2, 1);
+	CHECK_DB_OK(w, lsm_flush(w));
+	CHECK_DB_OK(w, lsm_compact(w));
+	write_gen(w, cur, 4, 7, 3, 0);
+	CHECK_DB_OK(r, lsm_refresh(r));
+	check_gen_iter(it1, g1, "it1 after a refresh that loaded a new manifest");
+	memcpy(g2, cur, sizeof(cur));
+	CHECK_DB_OK(r, lsm_iter_open(r, &it2));
+	check_gen_iter(it2, g2, "it2 at once");
+
+	/* the same log: the refresh replays into the memtable it2 reads */
+	write_gen(w, cur, 5, 4, 1, 0);
+	write_gen(w, cur, 0, 9, 4, 1);
+	CHECK_DB_OK(r, lsm_get_stats(r, &st));
+	refreshes = st.refreshes;
+	CHECK_DB_OK(r, lsm_refresh(r));
+	CHECK_DB_OK(r, lsm_get_stats(r, &st));
+	CHECK_EQ_U(st.refreshes, refreshes);	/* no new manifest */
+	check_gen_iter(it1, g1, "it1 after a replaying refresh");
+	check_gen_iter(it2, g2, "it2 after a replaying refresh");
+	memcpy(g3, cur, sizeof(cur));
+	CHECK_DB_OK(r, lsm_iter_open(r, &it3));
+	check_gen_iter(it3, g3, "it3 at once");
+
+	/* and everything moved once more */
+	CHECK_DB_OK(w, lsm_flush(w));
+	CHECK_DB_OK(w, lsm_compact(w));
+	CHECK_DB_OK(r, lsm_refresh(r));
+	check_gen_iter(it1, g1, "it1 at the end");
+	check_gen_iter(it2, g2, "it2 at the end");
+	check_gen_iter(it3, g3, "it3 at the end");
+	lsm_iter_close(it1);
+	lsm_iter_close(it2);
+	lsm_iter_close(it3);
+	CHECK_DB_OK(r, lsm_iter_open(r, &it1));
+	check_gen_iter(it1, cur, "a new iterator at the end");
+	lsm_iter_close(it1);
+	CHECK_DB_OK(r, lsm_verify(r));
+	CHECK_DB_OK(r, lsm_close(r));
+	CHECK_DB_OK(w, lsm_close(w));
+}
+
+int
+main(int argc, char **argv)
+{
+	harness_init(argc, argv);
+	RUN(writers_readers_compactor);
+	RUN(concurrent_create);
+	RUN(iterator_across_refresh);
+	RUN(write_lock_busy_and_interrupted);
+	RUN(write_lock_held_in_process);
+	RUN(exclusive_handle_holds_lock);
+	RUN(compaction_lock_between_handles);
+	return harness_done();
+}
