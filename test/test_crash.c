@@ -672,6 +672,9 @@ crash_rounds(const char *tag, int sync, int helpers, int rounds, uint64_t seed)
 		   sh->compactor_loops, sh->reader_loops, files,
 		   count_files(dir, ".sst"), count_files(dir, ".log"));
 	CHECK_GT(L, (uint64_t) rounds);
+	/* lsm_compact sweeps what killed flushes and compactions left behind */
+	CHECK_EQ(count_files(dir, ".sst"), files);
+	CHECK_EQ(count_files(dir, ".log"), 1);
 	munmap(sh, sizeof(*sh));
 }
 

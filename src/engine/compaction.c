@@ -222,15 +222,21 @@ is_bottom_for(const lsm_version *v, int level, const uint8_t *key, size_t klen)
 	return true;
 }
 
-/* Removes table files of dir that v does not name (orphans, inputs). */
-static void
-remove_obsolete(lsm_db *db, const lsm_version *v)
+/*
+ * Removes table and log files of dir that v does not name (compaction
+ * inputs, and leftovers of a flush or compaction that died), or with
+ * dry_run only counts them.  REQUIRES for removal: both locks held, so no
+ * flush or compaction is writing a file the manifest does not name yet.
+ */
+static int
+remove_obsolete(lsm_db *db, const lsm_version *v, bool dry_run)
 {
 	DIR		   *d = opendir(db->dir);
 	struct dirent *de;
+	int			n = 0;
 
 	if (d == NULL)
-		return;
+		return 0;
 	while ((de = readdir(d)) != NULL)
 	{
 		unsigned long long num;
@@ -250,16 +256,20 @@ remove_obsolete(lsm_db *db, const lsm_version *v)
 						live = true;
 		}
 		else if (strcmp(ext, "log") == 0)
-			live = num >= v->log_number;
+			live = num == v->log_number;
 		else
 			continue;
 		if (!live)
 		{
+			n++;
+			if (dry_run)
+				continue;
 			snprintf(path, sizeof(path), "%s/%s", db->dir, de->d_name);
 			(void) lsm_env_unlink(path, NULL);
 		}
 	}
 	closedir(d);
+	return n;
 }
 
 /* Merges the inputs into new tables at level + 1. */
@@ -471,7 +481,7 @@ install(lsm_db *db, compaction *c, lsm_file **outs, int nouts,
 	if (rc == LSM_OK)
 	{
 		/* invariant (5): the manifest without the inputs is durable */
-		remove_obsolete(db, db->current);
+		(void) remove_obsolete(db, db->current, false);
 		db->ctr.compactions++;
 	}
 	lsm_db_write_unlock(db);
@@ -495,6 +505,13 @@ lsm_db_compact(lsm_db *db, bool wait, lsm_err *e)
 		rc = step(db, -1, &did, e);
 		if (rc != LSM_OK || !did)
 			break;
+	}
+	/* leftovers of a process that died mid-flush or mid-compaction */
+	if (rc == LSM_OK && remove_obsolete(db, db->current, true) > 0 &&
+		lsm_db_write_lock(db, e) == LSM_OK)
+	{
+		(void) remove_obsolete(db, db->current, false);
+		lsm_db_write_unlock(db);
 	}
 	lsm_env_unlock(db->compact_fd);
 	return rc;

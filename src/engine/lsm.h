@@ -91,7 +91,11 @@ typedef struct lsm_options
 
 	/* extensions */
 	int			l0_compaction_trigger;	/* L0 file count that starts compaction */
-	int			auto_compact;	/* compact after a write that flushed */
+	int			auto_compact;	/* after a write that flushed, compact in
+								 * the caller's thread once the commit is
+								 * done and the write lock released; 0
+								 * leaves it to lsm_compact (for example
+								 * from a background process) */
 	int			block_bytes;	/* target data block size */
 	int			lock_timeout_ms;	/* bound on waits for the write lock */
 	int			create_if_missing;	/* default 1 */
