@@ -291,16 +291,27 @@ run(lsm_db *db, compaction *c, lsm_file ***outs, int *nouts, lsm_err *e)
 
 	*outs = NULL;
 	*nouts = 0;
-	if (c->n[0] + c->n[1] > (int) (sizeof(kids) / sizeof(kids[0])))
+	if (c->n[0] + 1 > (int) (sizeof(kids) / sizeof(kids[0])))
 	{
-		children = malloc(sizeof(lsm_iiter *) * (c->n[0] + c->n[1]));
+		children = malloc(sizeof(lsm_iiter *) * (c->n[0] + 1));
 		if (children == NULL)
 			return LSM_NOMEM_ERR(e);
 	}
+
+	/*
+	 * Level-0 inputs overlap: one child each.  Inputs from a deeper level
+	 * are disjoint and sorted: one concatenating child per level, so the
+	 * merge compares a handful of keys per step, not one per file.
+	 */
 	for (w = 0; w < 2; w++)
-		for (i = 0; i < c->n[w]; i++)
+	{
+		bool		concat = c->level + w > 0;
+
+		for (i = 0; i < (concat ? 1 : c->n[w]) && c->n[w] > 0; i++)
 		{
-			children[n] = lsm_table_iter(c->in[w][i]->table, e);
+			children[n] = concat ?
+				lsm_level_iter_new(v, c->in[w], c->n[w], e) :
+				lsm_table_iter(c->in[w][i]->table, e);
 			if (children[n] == NULL)
 			{
 				while (n > 0)
@@ -311,6 +322,7 @@ run(lsm_db *db, compaction *c, lsm_file ***outs, int *nouts, lsm_err *e)
 			}
 			n++;
 		}
+	}
 	m = lsm_merge_iter_new(children, n, e);
 	if (children != kids)
 		free(children);

@@ -100,7 +100,11 @@ int			lsm_db_compact(lsm_db *db, bool wait, lsm_err *e);
 lsm_iiter  *lsm_db_merge_iter(lsm_version *v, lsm_memtable *mem, uint64_t snap,
 							  lsm_err *err);
 
-/* An iterator over the files of one level >= 1 (iter.c). */
-lsm_iiter  *lsm_level_iter_new(lsm_version *v, int level, lsm_err *err);
+/*
+ * An iterator over n disjoint files sorted by key (a level >= 1, or part of
+ * one), which must belong to v; v is pinned while it lives (iter.c).
+ */
+lsm_iiter  *lsm_level_iter_new(lsm_version *v, lsm_file **files, int n,
+							   lsm_err *err);
 
 #endif							/* LSM_DB_H */

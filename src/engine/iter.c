@@ -137,13 +137,14 @@ lsm_merge_iter_new(lsm_iiter **children, int n, lsm_err *err)
 	return &m->base;
 }
 
-/* ---------- level iterator (levels >= 1: sorted, disjoint files) ---------- */
+/* ---------- level iterator (sorted, disjoint files) ---------- */
 
 typedef struct level_iter
 {
 	lsm_iiter	base;
-	lsm_version *v;
-	int			level;
+	lsm_version *v;				/* pins the files */
+	lsm_file  **files;
+	int			nfiles;
 	int			idx;			/* current file */
 	lsm_iiter  *file;
 } level_iter;
@@ -171,13 +172,12 @@ level_open_from(level_iter *it, int idx, const uint8_t *key, size_t klen)
 		lsm_iiter_destroy(it->file);
 		it->file = NULL;
 		it->idx = idx;
-		if (idx >= it->v->nfiles[it->level])
+		if (idx >= it->nfiles)
 		{
 			it->base.valid = false;
 			return;
 		}
-		it->file = lsm_table_iter(it->v->files[it->level][idx]->table,
-								  it->base.err);
+		it->file = lsm_table_iter(it->files[idx]->table, it->base.err);
 		if (it->file == NULL)
 		{
 			it->base.valid = false;
@@ -202,7 +202,7 @@ level_seek(lsm_iiter *base, const uint8_t *key, size_t klen)
 	level_iter *it = (level_iter *) base;
 
 	it->base.rc = LSM_OK;
-	level_open_from(it, key ? lsm_version_find_file(it->v, it->level, key, klen) : 0,
+	level_open_from(it, key ? lsm_files_find(it->files, it->nfiles, key, klen) : 0,
 					key, klen);
 }
 
@@ -234,7 +234,7 @@ level_destroy(lsm_iiter *base)
 static const lsm_iiter_ops level_ops = {level_seek, level_next, level_destroy};
 
 lsm_iiter *
-lsm_level_iter_new(lsm_version *v, int level, lsm_err *err)
+lsm_level_iter_new(lsm_version *v, lsm_file **files, int n, lsm_err *err)
 {
 	level_iter *it = calloc(1, sizeof(*it));
 
@@ -243,7 +243,8 @@ lsm_level_iter_new(lsm_version *v, int level, lsm_err *err)
 	it->base.ops = &level_ops;
 	it->base.err = err;
 	it->v = v;
-	it->level = level;
+	it->files = files;
+	it->nfiles = n;
 	lsm_version_ref(v);
 	return &it->base;
 }
@@ -278,7 +279,8 @@ lsm_db_merge_iter(lsm_version *v, lsm_memtable *mem, uint64_t snap,
 	for (i = 1; i < LSM_MAX_LEVELS; i++)
 		if (v->nfiles[i] > 0)
 		{
-			if ((kids[n++] = lsm_level_iter_new(v, i, err)) == NULL)
+			if ((kids[n++] = lsm_level_iter_new(v, v->files[i], v->nfiles[i],
+												err)) == NULL)
 			{
 				n--;
 				goto fail;

@@ -176,13 +176,19 @@ int
 lsm_version_find_file(const lsm_version *v, int level, const void *key,
 					  size_t klen)
 {
+	return lsm_files_find(v->files[level], v->nfiles[level], key, klen);
+}
+
+int
+lsm_files_find(lsm_file *const *files, int n, const void *key, size_t klen)
+{
 	int			lo = 0,
-				hi = v->nfiles[level];
+				hi = n;
 
 	while (lo < hi)
 	{
 		int			mid = (lo + hi) / 2;
-		const lsm_file *f = v->files[level][mid];
+		const lsm_file *f = files[mid];
 
 		if (lsm_key_cmp(f->meta.largest, f->meta.largest_len, key, klen) < 0)
 			lo = mid + 1;

@@ -84,6 +84,10 @@ uint64_t	lsm_version_level_bytes(const lsm_version *v, int level);
 int			lsm_version_find_file(const lsm_version *v, int level,
 								  const void *key, size_t klen);
 
+/* The same over any array of disjoint files sorted by key. */
+int			lsm_files_find(lsm_file *const *files, int n, const void *key,
+						   size_t klen);
+
 /* Does file f's key range overlap [lo, hi]?  (NULL = unbounded) */
 bool		lsm_file_overlaps(const lsm_file *f, const uint8_t *lo, size_t lolen,
 							  const uint8_t *hi, size_t hilen);
