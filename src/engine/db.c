@@ -374,6 +374,20 @@ replay_log(lsm_db *db, lsm_err *e)
 
 /* ---------- versions ---------- */
 
+/*
+ * A file the manifest names is gone for good (not a race with a compaction,
+ * which a retry resolves): the store is damaged.  e holds the open error.
+ */
+static int
+missing_file(lsm_err *e, const char *what)
+{
+	char		detail[LSM_ERRMSG_SIZE];
+
+	memcpy(detail, e->msg, sizeof(detail));
+	return LSM_CORRUPT(e, "%s named by the manifest is missing: %s", what,
+					   detail);
+}
+
 static int
 cmp_file_number(const void *a, const void *b)
 {
@@ -491,13 +505,7 @@ load_manifest(lsm_db *db, lsm_err *e)
 		{
 			lsm_env_close(fd);
 			if (rc == LSM_NOTFOUND)
-			{
-				char		what[LSM_ERRMSG_SIZE];
-
-				memcpy(what, e->msg, sizeof(what));
-				rc = LSM_CORRUPT(e, "%s: a table named by the manifest is missing",
-								 what);
-			}
+				rc = missing_file(e, "a table");
 			return rc;
 		}
 		if (fstat(fd, &st) == 0)
@@ -565,13 +573,7 @@ catch_up_full(lsm_db *db, lsm_err *e)
 			{
 				db->log_number = 0; /* retry the whole switch next time */
 				if (rc == LSM_NOTFOUND)
-				{
-					char		what[LSM_ERRMSG_SIZE];
-
-					memcpy(what, e->msg, sizeof(what));
-					rc = LSM_CORRUPT(e, "%s: the write-ahead log named by the manifest is missing",
-									 what);
-				}
+					rc = missing_file(e, "the write-ahead log");
 				return rc;
 			}
 		}
