@@ -516,6 +516,88 @@ TEST(find_file_and_overlaps)
 }
 
 /* Every single flipped bit and every truncation is LSM_CORRUPTION. */
+/*
+ * The fenced search of lsm_version_find_file equals a plain binary search
+ * over the files' largest keys, for levels whose keys share long prefixes,
+ * are short, are prefixes of each other or tie in the 8 fenced bytes.
+ */
+TEST(find_file_fences)
+{
+	static const char alphabet[] = {'\0', 'a', 'b', '\xff'};
+	uint64_t	rng = harness_seed();
+	int			round;
+
+	for (round = 0; round < 200; round++)
+	{
+		lsm_version *v = lsm_version_new();
+		char		prefix[24];
+		size_t		plen = (size_t) (harness_rand64(&rng) % 20);
+		char		keys[64][40];
+		size_t		lens[64];
+		int			n = 1 + (int) (harness_rand64(&rng) % 40),
+					i,
+					j;
+
+		CHECK(v != NULL);
+		for (i = 0; i < (int) plen; i++)
+			prefix[i] = alphabet[harness_rand64(&rng) % 4];
+		/* distinct random keys sharing the prefix, sorted into files */
+		for (i = 0; i < n; i++)
+		{
+			memcpy(keys[i], prefix, plen);
+			lens[i] = plen + (size_t) (harness_rand64(&rng) % 12);
+			for (j = (int) plen; j < (int) lens[i]; j++)
+				keys[i][j] = alphabet[harness_rand64(&rng) % 4];
+		}
+		for (i = 0; i < n; i++)
+			for (j = i + 1; j < n; j++)
+				if (lsm_key_cmp(keys[j], lens[j], keys[i], lens[i]) < 0)
+				{
+					char		t[40];
+					size_t		tl = lens[i];
+
+					memcpy(t, keys[i], sizeof(t));
+					memcpy(keys[i], keys[j], sizeof(t));
+					memcpy(keys[j], t, sizeof(t));
+					lens[i] = lens[j];
+					lens[j] = tl;
+				}
+		for (i = 0; i < n; i++)
+			if (i == 0 || lsm_key_cmp(keys[i], lens[i], keys[i - 1], lens[i - 1]) > 0)
+				put_file(v, 1, make_file((uint64_t) i + 1, 1, keys[i], lens[i],
+										 keys[i], lens[i]));
+		v->next_file = 100;
+		lsm_version_sort(v);
+		CHECK(v->fence[1] != NULL);
+		for (i = 0; i < 300; i++)
+		{
+			char		k[40];
+			size_t		klen = (size_t) (harness_rand64(&rng) % (plen + 12));
+
+			for (j = 0; j < (int) klen; j++)
+				k[j] = j < (int) plen && harness_rand64(&rng) % 8 ? prefix[j] :
+					alphabet[harness_rand64(&rng) % 4];
+			CHECK_EQ(lsm_version_find_file(v, 1, k, klen),
+					 lsm_files_find(v->files[1], v->nfiles[1], k, klen));
+			{
+				int			want = lsm_files_find(v->files[1], v->nfiles[1], k, klen);
+
+				if (want < v->nfiles[1] &&
+					lsm_key_cmp(v->files[1][want]->meta.smallest,
+								v->files[1][want]->meta.smallest_len, k, klen) > 0)
+					want = -1;
+				if (want == v->nfiles[1])
+					want = -1;
+				CHECK_EQ(lsm_version_locate(v, 1, k, klen), want);
+			}
+		}
+		for (i = 0; i < v->nfiles[1]; i++)
+			CHECK_EQ(lsm_version_find_file(v, 1, v->files[1][i]->meta.largest,
+										   v->files[1][i]->meta.largest_len), i);
+		lsm_version_unref(v);
+	}
+}
+
 TEST(manifest_damage)
 {
 	char	   *dir = harness_tmpdir("mand");
@@ -731,6 +813,7 @@ main(int argc, char **argv)
 	RUN(manifest_replace);
 	RUN(version_edit);
 	RUN(find_file_and_overlaps);
+	RUN(find_file_fences);
 	RUN(manifest_damage);
 	RUN(manifest_forged);
 	return harness_done();

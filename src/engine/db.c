@@ -445,6 +445,8 @@ open_tables(lsm_db *db, lsm_version *v, lsm_err *e)
 			rc = lsm_table_open(db->dir, f->meta.number, &f->table, e);
 		}
 	free(old);
+	if (rc == LSM_OK && lsm_version_bind_filters(v) != LSM_OK)
+		rc = LSM_NOMEM_ERR(e);
 	return rc;
 }
 
@@ -1080,23 +1082,25 @@ found(lsm_db *db, int del, const uint8_t *v, size_t n, void **val, size_t *vlen)
 }
 
 /*
- * Probes one table for a key with hash h: filter, then the table.  Returns
- * LSM_OK with *hit, LSM_NOTFOUND, or an error.
+ * Probes file i of level l for a key with hash h: its filter (from the
+ * version's compact array), then the table.  Returns LSM_OK with *hit,
+ * LSM_NOTFOUND, or an error.
  */
 static inline int
-probe_table(lsm_db *db, lsm_table *t, const void *key, size_t klen,
-			uint64_t h, lsm_table_hit *hit, lsm_err *e)
+probe_table(lsm_db *db, const lsm_version *v, int l, int i, const void *key,
+			size_t klen, uint64_t h, lsm_table_hit *hit, lsm_err *e)
 {
+	const lsm_bloom *f = &v->filters[l][i];
 	int			rc;
 
 	db->ctr.filter_probes++;
-	if (!lsm_table_may_contain(t, h))
+	if (f->num_lines > 0 && !lsm_bloom_may_match(f, h))
 	{
 		db->ctr.filter_negatives++;
 		return LSM_NOTFOUND;
 	}
 	db->ctr.sstable_reads++;
-	rc = lsm_table_get(t, key, klen, hit, e);
+	rc = lsm_table_get(v->files[l][i]->table, key, klen, hit, e);
 	if (rc == LSM_NOTFOUND)
 		db->ctr.false_positives++;
 	return rc;
@@ -1116,27 +1120,17 @@ version_get(lsm_db *db, lsm_version *v, const void *key, size_t klen,
 
 	for (i = 0; i < v->nfiles[0]; i++)
 	{
-		lsm_file   *f = v->files[0][i];
-
-		if (!lsm_file_overlaps(f, key, klen, key, klen))
+		if (!lsm_file_overlaps(v->files[0][i], key, klen, key, klen))
 			continue;
-		rc = probe_table(db, f->table, key, klen, h, hit, e);
+		rc = probe_table(db, v, 0, i, key, klen, h, hit, e);
 		if (rc != LSM_NOTFOUND)
 			return rc;
 	}
 	for (l = 1; l < LSM_MAX_LEVELS; l++)
 	{
-		lsm_file   *f;
-
-		if (v->nfiles[l] == 0)
+		if (v->nfiles[l] == 0 || (i = lsm_version_locate(v, l, key, klen)) < 0)
 			continue;
-		i = lsm_version_find_file(v, l, key, klen);
-		if (i >= v->nfiles[l])
-			continue;
-		f = v->files[l][i];
-		if (lsm_key_cmp(f->meta.smallest, f->meta.smallest_len, key, klen) > 0)
-			continue;
-		rc = probe_table(db, f->table, key, klen, h, hit, e);
+		rc = probe_table(db, v, l, i, key, klen, h, hit, e);
 		if (rc != LSM_NOTFOUND)
 			return rc;
 	}
@@ -1232,20 +1226,20 @@ lsm_multi_get(lsm_db *db, size_t n, const void *const *keys,
 		{
 			for (i = 0; i < n; i++)
 			{
-				lsm_file   *f;
+				const lsm_bloom *f;
 
 				if (st[i].done)
 					continue;
-				st[i].file = l == 0 ? j :
-					lsm_version_find_file(v, l, keys[i], klens[i]);
-				if (st[i].file >= v->nfiles[l] ||
-					!lsm_file_overlaps((f = v->files[l][st[i].file]),
-									   keys[i], klens[i], keys[i], klens[i]))
-				{
-					st[i].file = -1;
+				if (l == 0)
+					st[i].file = lsm_file_overlaps(v->files[0][j], keys[i], klens[i],
+												   keys[i], klens[i]) ? j : -1;
+				else
+					st[i].file = lsm_version_locate(v, l, keys[i], klens[i]);
+				if (st[i].file < 0)
 					continue;
-				}
-				lsm_table_prefetch(f->table, st[i].h);
+				f = &v->filters[l][st[i].file];
+				if (f->num_lines > 0)
+					lsm_bloom_prefetch(f, st[i].h);
 			}
 			for (i = 0; i < n; i++)
 			{
@@ -1254,8 +1248,8 @@ lsm_multi_get(lsm_db *db, size_t n, const void *const *keys,
 
 				if (st[i].done || st[i].file < 0)
 					continue;
-				rc = probe_table(db, v->files[l][st[i].file]->table, keys[i],
-								 klens[i], st[i].h, &hit, &db->err);
+				rc = probe_table(db, v, l, st[i].file, keys[i], klens[i],
+								 st[i].h, &hit, &db->err);
 				if (rc == LSM_NOTFOUND)
 					continue;
 				st[i].done = true;

@@ -82,6 +82,15 @@ lsm_table_has_filter(const lsm_table *t)
 	return t->has_filter;
 }
 
+void
+lsm_table_filter(const lsm_table *t, lsm_bloom *f)
+{
+	if (t->has_filter)
+		*f = t->filter;
+	else
+		memset(f, 0, sizeof(*f));
+}
+
 size_t
 lsm_table_filter_bytes(const lsm_table *t)
 {

@@ -109,6 +109,9 @@ int			lsm_table_status(const lsm_table *t, lsm_err *e);
 bool		lsm_table_may_contain(const lsm_table *t, uint64_t h);
 void		lsm_table_prefetch(const lsm_table *t, uint64_t h);
 bool		lsm_table_has_filter(const lsm_table *t);
+
+/* Copies the key filter out (num_lines = 0 if none, or the table is broken). */
+void		lsm_table_filter(const lsm_table *t, lsm_bloom *f);
 size_t		lsm_table_filter_bytes(const lsm_table *t);
 
 typedef struct lsm_table_hit

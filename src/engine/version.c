@@ -69,6 +69,9 @@ lsm_version_unref(lsm_version *v)
 		for (i = 0; i < v->nfiles[l]; i++)
 			lsm_file_unref(v->files[l][i]);
 		free(v->files[l]);
+		free(v->fence[l]);
+		free(v->sfence[l]);
+		free(v->filters[l]);
 	}
 	free(v);
 }
@@ -94,6 +97,61 @@ cmp_smallest(const void *a, const void *b)
 					   y->meta.smallest, y->meta.smallest_len);
 }
 
+/* The 8 bytes of key after skip, big-endian, zero-padded. */
+static inline uint64_t
+fence_of(const uint8_t *key, size_t klen, size_t skip)
+{
+	uint64_t	f = 0;
+	size_t		i;
+
+	for (i = 0; i < 8; i++)
+		f = f << 8 | (skip + i < klen ? key[skip + i] : 0);
+	return f;
+}
+
+/* Rebuilds the fences of level l (>= 1) after its files changed. */
+static void
+build_fences(lsm_version *v, int l)
+{
+	lsm_file  **files = v->files[l];
+	int			n = v->nfiles[l],
+				i;
+	size_t		skip;
+
+	free(v->fence[l]);
+	free(v->sfence[l]);
+	v->fence[l] = v->sfence[l] = NULL;
+	v->fence_skip[l] = 0;
+	if (n == 0)
+		return;
+	v->fence[l] = malloc(sizeof(uint64_t) * n);
+	v->sfence[l] = malloc(sizeof(uint64_t) * n);
+	if (v->fence[l] == NULL || v->sfence[l] == NULL)
+	{
+		free(v->fence[l]);
+		free(v->sfence[l]);
+		v->fence[l] = v->sfence[l] = NULL;
+		return;
+	}
+	/* sorted keys: the prefix common to all is the first's and last's */
+	skip = 0;
+	while (skip < files[0]->meta.largest_len &&
+		   skip < files[n - 1]->meta.largest_len &&
+		   files[0]->meta.largest[skip] == files[n - 1]->meta.largest[skip])
+		skip++;
+	for (i = 0; i < n; i++)
+	{
+		const lsm_table_meta *m = &files[i]->meta;
+
+		v->fence[l][i] = fence_of(m->largest, m->largest_len, skip);
+		/* a smallest key outside the prefix is below every key inside it */
+		v->sfence[l][i] = (m->smallest_len >= skip &&
+						   memcmp(m->smallest, files[0]->meta.largest, skip) == 0) ?
+			fence_of(m->smallest, m->smallest_len, skip) : 0;
+	}
+	v->fence_skip[l] = skip;
+}
+
 void
 lsm_version_sort(lsm_version *v)
 {
@@ -102,8 +160,11 @@ lsm_version_sort(lsm_version *v)
 	if (v->nfiles[0] > 1)
 		qsort(v->files[0], v->nfiles[0], sizeof(lsm_file *), cmp_l0);
 	for (l = 1; l < LSM_MAX_LEVELS; l++)
+	{
 		if (v->nfiles[l] > 1)
 			qsort(v->files[l], v->nfiles[l], sizeof(lsm_file *), cmp_smallest);
+		build_fences(v, l);
+	}
 }
 
 lsm_version *
@@ -176,7 +237,83 @@ int
 lsm_version_find_file(const lsm_version *v, int level, const void *key,
 					  size_t klen)
 {
-	return lsm_files_find(v->files[level], v->nfiles[level], key, klen);
+	lsm_file  **files = v->files[level];
+	const uint64_t *fence = v->fence[level];
+	size_t		skip = v->fence_skip[level];
+	int			n = v->nfiles[level],
+				lo = 0,
+				hi = n,
+				c;
+	uint64_t	kf;
+
+	if (fence == NULL || n == 0)
+		return lsm_files_find(files, n, key, klen);
+	/* outside the common prefix, the key is below or above every file */
+	c = lsm_key_cmp(key, klen < skip ? klen : skip, files[0]->meta.largest,
+					skip);
+	if (c != 0 || klen < skip)
+		return c <= 0 ? 0 : n;
+	kf = fence_of(key, klen, skip);
+	while (lo < hi)
+	{
+		int			mid = (lo + hi) / 2;
+
+		if (fence[mid] < kf)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* equal fences: the keys may still differ further on */
+	while (lo < n && fence[lo] == kf &&
+		   lsm_key_cmp(files[lo]->meta.largest, files[lo]->meta.largest_len,
+					   key, klen) < 0)
+		lo++;
+	return lo;
+}
+
+int
+lsm_version_locate(const lsm_version *v, int level, const void *key,
+				   size_t klen)
+{
+	const lsm_table_meta *m;
+	int			i = lsm_version_find_file(v, level, key, klen);
+	size_t		skip;
+	uint64_t	kf;
+
+	if (i >= v->nfiles[level])
+		return -1;
+	m = &v->files[level][i]->meta;
+	skip = v->fence_skip[level];
+	if (v->sfence[level] == NULL || klen < skip ||
+		memcmp(key, v->files[level][0]->meta.largest, skip) != 0)
+		return lsm_key_cmp(m->smallest, m->smallest_len, key, klen) <= 0 ? i : -1;
+	/* the key shares the level's common prefix: fences compare like keys */
+	kf = fence_of(key, klen, skip);
+	if (kf != v->sfence[level][i])
+		return kf > v->sfence[level][i] ? i : -1;
+	return lsm_key_cmp(m->smallest, m->smallest_len, key, klen) <= 0 ? i : -1;
+}
+
+int
+lsm_version_bind_filters(lsm_version *v)
+{
+	int			l,
+				i;
+
+	for (l = 0; l < LSM_MAX_LEVELS; l++)
+	{
+		free(v->filters[l]);
+		v->filters[l] = NULL;
+		if (v->nfiles[l] == 0)
+			continue;
+		v->filters[l] = calloc(v->nfiles[l], sizeof(lsm_bloom));
+		if (v->filters[l] == NULL)
+			return LSM_NOMEM;
+		for (i = 0; i < v->nfiles[l]; i++)
+			if (v->files[l][i]->table)
+				lsm_table_filter(v->files[l][i]->table, &v->filters[l][i]);
+	}
+	return LSM_OK;
 }
 
 int

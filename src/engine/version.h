@@ -51,6 +51,27 @@ typedef struct lsm_version
 	int			hierarchy_order;
 	int			nfiles[LSM_MAX_LEVELS];
 	lsm_file  **files[LSM_MAX_LEVELS];
+
+	/*
+	 * Search aids for levels >= 1, derived by lsm_version_sort: the length
+	 * of the prefix common to all the level's largest keys, and for each
+	 * file the 8 bytes of its largest key after that prefix as a big-endian
+	 * integer (zero-padded), so a lookup binary-searches one small array of
+	 * integers instead of chasing every file's key.  NULL if there was no
+	 * memory (the search then compares keys).
+	 */
+	size_t		fence_skip[LSM_MAX_LEVELS];
+	uint64_t   *fence[LSM_MAX_LEVELS];
+	uint64_t   *sfence[LSM_MAX_LEVELS];	/* the same of smallest keys (0 if
+										 * outside the common prefix) */
+
+	/*
+	 * Each file's key filter, copied out of its table by
+	 * lsm_version_bind_filters once the tables are open, so that an absent
+	 * key touches these arrays and one filter line, nothing else.
+	 * num_lines = 0: no filter (or a broken table): read the table.
+	 */
+	lsm_bloom  *filters[LSM_MAX_LEVELS];
 } lsm_version;
 
 lsm_file   *lsm_file_new(void);
@@ -71,7 +92,10 @@ lsm_version *lsm_version_edit(const lsm_version *v, const uint64_t *drop,
 							  int ndrop, lsm_file **add, int nadd,
 							  int add_level);
 
-/* Sorts level 0 newest first and the other levels by smallest key. */
+/*
+ * Sorts level 0 newest first and the other levels by smallest key, and
+ * rebuilds the fences.
+ */
 void		lsm_version_sort(lsm_version *v);
 
 /* Total file bytes of a level. */
@@ -83,6 +107,19 @@ uint64_t	lsm_version_level_bytes(const lsm_version *v, int level);
  */
 int			lsm_version_find_file(const lsm_version *v, int level,
 								  const void *key, size_t klen);
+
+/*
+ * The file of level (>= 1) whose range holds key, or -1: the fenced search,
+ * then the smallest-key check.
+ */
+int			lsm_version_locate(const lsm_version *v, int level, const void *key,
+							   size_t klen);
+
+/*
+ * Copies every file's key filter into v->filters (after its tables were
+ * opened).  LSM_NOMEM leaves v without them (lookups then ask the tables).
+ */
+int			lsm_version_bind_filters(lsm_version *v);
 
 /* The same over any array of disjoint files sorted by key. */
 int			lsm_files_find(lsm_file *const *files, int n, const void *key,
