@@ -7,6 +7,9 @@
  *
  * with entries as wal.h describes.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE				/* flock, fdatasync, strdup, timespec */
+#endif
 #include <stdlib.h>
 
 #include "db.h"

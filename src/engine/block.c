@@ -2,6 +2,9 @@
  * block.c
  *		Block builder and cursor.  See block.h for the format.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE				/* flock, fdatasync, strdup, timespec */
+#endif
 #include <stddef.h>
 #include <stdlib.h>
 

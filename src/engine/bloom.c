@@ -2,6 +2,9 @@
  * bloom.c
  *		Building and parsing cache-line-blocked key filters.  See bloom.h.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE				/* flock, fdatasync, strdup, timespec */
+#endif
 #include "bloom.h"
 
 /*

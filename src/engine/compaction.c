@@ -19,6 +19,9 @@
  * the manifest that dropped them is durable (invariant 5); processes that
  * still map them keep reading them.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE				/* flock, fdatasync, strdup, timespec */
+#endif
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

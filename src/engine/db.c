@@ -43,6 +43,9 @@
  *		records never follow a partial one (the next writer also cuts any
  *		torn tail it finds before appending).
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE				/* flock, fdatasync, strdup, timespec */
+#endif
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

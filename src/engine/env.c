@@ -2,6 +2,9 @@
  * env.c
  *		POSIX file I/O with fault-injection hooks.  See env.h.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE				/* flock, fdatasync, strdup, timespec */
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>

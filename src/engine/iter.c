@@ -9,6 +9,9 @@
  * memtable, the level-0 files, one iterator per deeper level), so a linear
  * scan for the minimum beats a heap.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE				/* flock, fdatasync, strdup, timespec */
+#endif
 #include <stdlib.h>
 
 #include "db.h"

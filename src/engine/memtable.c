@@ -7,6 +7,9 @@
  * The arena hands out memory from 64 KiB chunks (larger entries get a chunk
  * of their own) and frees everything at once when the last reference goes.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE				/* flock, fdatasync, strdup, timespec */
+#endif
 #include <stdlib.h>
 
 #include "memtable.h"

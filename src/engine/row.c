@@ -11,6 +11,9 @@
  * bytes are exactly what the caller gave, so equal values have equal bytes
  * (canonical encoding is the caller's business).
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE				/* flock, fdatasync, strdup, timespec */
+#endif
 #include <stdlib.h>
 
 #include "util.h"

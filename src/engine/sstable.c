@@ -10,6 +10,9 @@
  * file readable, so a compaction in another process never pulls data from
  * under a reader.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE				/* flock, fdatasync, strdup, timespec */
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>

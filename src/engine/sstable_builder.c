@@ -9,6 +9,9 @@
  * needed.  Properties: [entries][deletions][min_seq][max_seq][data_bytes]
  * [bits_per_key][smallest len + bytes][largest len + bytes], all varints.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE				/* flock, fdatasync, strdup, timespec */
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>

@@ -2,6 +2,9 @@
  * util.c
  *		Error records, growable buffers and lsm_strerror.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE				/* flock, fdatasync, strdup, timespec */
+#endif
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>

@@ -2,6 +2,9 @@
  * version.c
  *		Version bookkeeping and manifest encoding.  See version.h.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE				/* flock, fdatasync, strdup, timespec */
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>

@@ -2,6 +2,9 @@
  * wal.c
  *		Write-ahead log records.  See wal.h for the format.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE				/* flock, fdatasync, strdup, timespec */
+#endif
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
