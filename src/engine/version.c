@@ -244,8 +244,7 @@ lsm_version_find_file(const lsm_version *v, int level, const void *key,
 	const uint64_t *fence = v->fence[level];
 	size_t		skip = v->fence_skip[level];
 	int			n = v->nfiles[level],
-				lo = 0,
-				hi = n,
+				lo,
 				c;
 	uint64_t	kf;
 
@@ -257,14 +256,19 @@ lsm_version_find_file(const lsm_version *v, int level, const void *key,
 	if (c != 0 || klen < skip)
 		return c <= 0 ? 0 : n;
 	kf = fence_of(key, klen, skip);
-	while (lo < hi)
 	{
-		int			mid = (lo + hi) / 2;
+		/* branch-free lower bound: random keys mispredict every branch */
+		const uint64_t *base = fence;
+		int			len = n;
 
-		if (fence[mid] < kf)
-			lo = mid + 1;
-		else
-			hi = mid;
+		while (len > 1)
+		{
+			int			half = len / 2;
+
+			base = base[half - 1] < kf ? base + half : base;
+			len -= half;
+		}
+		lo = (int) (base - fence) + (*base < kf);
 	}
 	/* equal fences: the keys may still differ further on */
 	while (lo < n && fence[lo] == kf &&
