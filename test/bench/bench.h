@@ -46,6 +46,9 @@ typedef struct bench_config
 	size_t		cache_bytes;	/* block cache of RocksDB and LevelDB */
 	long		lsm_value_filter_bits;	/* -1: engine default */
 	int			seek_iter_per_op;	/* seekrandom: new iterator per seek */
+	int			lsm_compactor_process;	/* lsm-shared: compact in a forked
+										 * process instead of inline */
+	int			variants_all;	/* variant drivers run every workload */
 } bench_config;
 
 /*
@@ -58,11 +61,18 @@ typedef struct bench_config
  * entry.  sstables fills per_level[0..BENCH_MAX_LEVELS-1] and returns the
  * total, or -1 if the engine does not say.  memory writes the engine's own
  * account of its memory use into buf.
+ *
+ * fill_begin and fill_end (optional, NULL if unused) bracket every fill,
+ * inside its timed region: lsm-shared starts and stops its compactor
+ * process there.  A variant driver (variant = 1: another mode of an engine
+ * already in the table) runs only the fill workloads unless
+ * --variants=all.
  */
 typedef struct bench_driver
 {
 	const char *name;
 	const char *multi_get_note; /* NULL if the engine has a native multi-get */
+	int			variant;		/* fills only unless --variants=all */
 	void		(*describe) (const bench_config *cfg, FILE *out);
 	void	   *(*open) (const char *dir, const bench_config *cfg);
 	void		(*close) (void *db);
@@ -84,10 +94,14 @@ typedef struct bench_driver
 	void		(*compact) (void *db);
 	int			(*sstables) (void *db, int *per_level);
 	void		(*memory) (void *db, char *buf, size_t buf_size);
+	void		(*fill_begin) (void *db, const char *dir,
+							   const bench_config *cfg);
+	void		(*fill_end) (void *db);
 } bench_driver;
 
 #ifndef BENCH_NO_LSM
-extern const bench_driver bench_lsm_driver;
+extern const bench_driver bench_lsm_driver;		/* exclusive = 1 */
+extern const bench_driver bench_lsm_shared_driver;	/* exclusive = 0 */
 
 /* Workloads that only our engine can run (they read lsm_get_stats). */
 void		bench_lsm_filterfpr(void *db, const bench_config *cfg);

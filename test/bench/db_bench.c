@@ -45,7 +45,7 @@
 
 #include "bench.h"
 
-#define MAX_ENGINES		3
+#define MAX_ENGINES		4
 #define MAX_BENCHMARKS	32
 #define MAX_NOTES		16
 #define MAX_REPEAT		64
@@ -81,6 +81,7 @@ typedef struct engine_state
 	void	   *db;				/* NULL while closed */
 	char		dir[4096 + 32];
 	int			loaded;			/* holds the num keys of a fill */
+	int			fills_only;		/* a variant: skips all but the fills */
 } engine_state;
 
 typedef void (*workload_fn) (engine_state *e, uint64_t seed, run_result *rr);
@@ -139,6 +140,7 @@ static const workload workloads[] = {
 static const bench_driver *const all_drivers[] = {
 #ifndef BENCH_NO_LSM
 	&bench_lsm_driver,
+	&bench_lsm_shared_driver,
 #endif
 #ifndef BENCH_NO_ROCKSDB
 	&bench_rocksdb_driver,
@@ -392,7 +394,9 @@ bench_add_note(const char *fmt,...)
 }
 
 /*
- * Loads keys 2*perm(i)+1 (or 2*i+1 in key order) for i < num.
+ * Loads keys 2*perm(i)+1 (or 2*i+1 in key order) for i < num.  The driver's
+ * fill_begin and fill_end hooks (lsm-shared's compactor process) are inside
+ * the timed region.
  */
 static void
 fill(engine_state *e, int random_order, run_result *rr)
@@ -402,6 +406,8 @@ fill(engine_state *e, int random_order, run_result *rr)
 	uint64_t	i;
 	double		start = bench_now_micros();
 
+	if (e->drv->fill_begin != NULL)
+		e->drv->fill_begin(e->db, e->dir, &config);
 	for (i = 0; i < config.num; i++)
 	{
 		uint64_t	k = 2 * (random_order ? bench_permute(i, config.num) : i) + 1;
@@ -410,6 +416,8 @@ fill(engine_state *e, int random_order, run_result *rr)
 		bench_make_value(val, k);
 		e->drv->put(e->db, key, sizeof(key), val, sizeof(val));
 	}
+	if (e->drv->fill_end != NULL)
+		e->drv->fill_end(e->db);
 	rr->micros = bench_now_micros() - start;
 	rr->ops = rr->found = rr->expected = config.num;
 }
@@ -714,13 +722,14 @@ static void
 print_ratios(const summary_row *row)
 {
 	int			i;
+	int			printed = 0;
 
 	if (nengines < 2 || row->micros[0] <= 0)
 		return;
 	printf("%-12s :", row->name);
 	for (i = 1; i < nengines; i++)
 		if (row->micros[i] > 0)
-			printf("%s%s/%s %.2fx ops/s", i > 1 ? "  " : " ",
+			printf("%s%s/%s %.2fx ops/s", printed++ ? "  " : " ",
 				   engines[0].drv->name, engines[i].drv->name,
 				   row->micros[i] / row->micros[0]);
 	printf("\n");
@@ -853,8 +862,9 @@ workload_seed(const char *name, int rep)
 }
 
 /*
- * Runs a read workload config.repeat times on every engine and prints the
- * median.  A wrong found count is fatal, after the line is printed.
+ * Runs a read workload config.repeat times on every engine (but the
+ * fill-only variants) and prints the median.  A wrong found count is fatal,
+ * after the line is printed.
  */
 static void
 run_read(const workload *w)
@@ -863,7 +873,8 @@ run_read(const workload *w)
 	int			i;
 
 	for (i = 0; i < nengines; i++)
-		ensure_loaded(&engines[i]);
+		if (!engines[i].fills_only)
+			ensure_loaded(&engines[i]);
 	for (i = 0; i < nengines; i++)
 	{
 		engine_state *e = &engines[i];
@@ -872,6 +883,8 @@ run_read(const workload *w)
 		char		note[160];
 		int			r;
 
+		if (e->fills_only)
+			continue;
 		for (r = 0; r < config.repeat; r++)
 		{
 			w->run(e, workload_seed(w->name, r), &rr);
@@ -983,7 +996,7 @@ report_memory(void)
 			engines[i].db = NULL;
 		}
 	for (i = 0; i < nengines; i++)
-		if (engines[i].loaded)
+		if (engines[i].loaded && !engines[i].fills_only)
 			break;
 	if (i == nengines)
 		return;
@@ -998,7 +1011,7 @@ report_memory(void)
 		uint64_t	rng = 4242;
 		uint64_t	n;
 
-		if (!e->loaded)
+		if (!e->loaded || e->fills_only)
 			continue;
 		malloc_trim(0);
 		read_rss(&r0, &f0);
@@ -1058,7 +1071,7 @@ print_summary(void)
 
 		snprintf(label, sizeof(label), "%s/%s", engines[0].drv->name,
 				 engines[j].drv->name);
-		printf(" %12s", label);
+		printf(" %15s", label);
 	}
 	printf("\n");
 	for (i = 0; i < nsummary; i++)
@@ -1071,11 +1084,15 @@ print_summary(void)
 				printf(" %11s", "-");
 		for (j = 1; j < nengines; j++)
 			if (summary[i].micros[0] > 0 && summary[i].micros[j] > 0)
-				printf(" %11.2fx", summary[i].micros[j] / summary[i].micros[0]);
+				printf(" %14.2fx", summary[i].micros[j] / summary[i].micros[0]);
 			else
-				printf(" %12s", "-");
+				printf(" %15s", "-");
 		printf("\n");
 	}
+	for (i = 0; i < nengines; i++)
+		if (engines[i].fills_only)
+			printf("%s: a variant, fill workloads only (--variants=all "
+				   "runs it on every workload)\n", engines[i].drv->name);
 	for (i = 0; i < nengines; i++)
 		if (engines[i].drv->multi_get_note != NULL)
 			printf("multiget on %s: %s\n", engines[i].drv->name,
@@ -1144,9 +1161,12 @@ print_header(int argc, char **argv)
 		engines[i].drv->describe(&config, stdout);
 	printf("notes:    RocksDB and LevelDB get a %zu MiB block cache so that "
 		   "they are not handicapped against\n"
-		   "          our mmap reads; fills are followed by a full "
-		   "compaction (rocksdb_compact_range, leveldb_compact_range,\n"
-		   "          lsm_flush + lsm_compact) before any read\n",
+		   "          our mmap reads; every fill is followed by a full "
+		   "compaction to steady state:\n"
+		   "          rocksdb_compact_range / leveldb_compact_range over all "
+		   "keys, lsm_compact_all for ours\n"
+		   "          (everything merged into the deepest non-empty "
+		   "level)\n",
 		   config.cache_bytes >> 20);
 	printf("------------------------------------------------\n");
 }
@@ -1186,6 +1206,13 @@ usage(FILE *out)
 			"engine default)\n"
 			"  --seek_iter_per_op=0|1 seekrandom opens an iterator per seek "
 			"(default 0)\n"
+			"  --lsm_compactor=inline|process  lsm-shared compacts in the "
+			"writing thread\n"
+			"                         (default) or in a forked compactor "
+			"process\n"
+			"  --variants=fill|all    variant engines (lsm-shared) run the "
+			"fill workloads only\n"
+			"                         (default) or every workload\n"
 			"workloads:\n");
 	for (i = 0; i < NWORKLOADS; i++)
 		fprintf(out, "  %-20s %s\n", workloads[i].name, workloads[i].help);
@@ -1256,8 +1283,8 @@ setup_engines(const char *list)
 					"HINT: valid engines:", tok);
 			for (i = 0; all_drivers[i] != NULL; i++)
 				fprintf(stderr, " %s", all_drivers[i]->name);
-			fprintf(stderr, " (lsm, rocksdb, leveldb unless built with "
-					"-DBENCH_NO_<ENGINE>)\n");
+			fprintf(stderr, " (lsm, lsm-shared, rocksdb, leveldb unless "
+					"built with -DBENCH_NO_<ENGINE>)\n");
 			exit(2);
 		}
 		if (find_engine(tok) != NULL)
@@ -1268,6 +1295,7 @@ setup_engines(const char *list)
 			exit(2);
 		}
 		engines[nengines].drv = drv;
+		engines[nengines].fills_only = drv->variant && !config.variants_all;
 		snprintf(engines[nengines].dir, sizeof(engines[nengines].dir),
 				 "%s/%s", db_dir, drv->name);
 		nengines++;
@@ -1286,7 +1314,8 @@ static void
 remove_stores(void)
 {
 	static const char *const subdirs[] = {
-		"lsm", "rocksdb", "leveldb", "lsm_one", "lsm_many", "lsm_leveled"
+		"lsm", "lsm-shared", "rocksdb", "leveldb", "lsm_one", "lsm_many",
+		"lsm_leveled"
 	};
 	char		path[4096 + 32];
 	size_t		i;
@@ -1385,6 +1414,33 @@ main(int argc, char **argv)
 			config.lsm_value_filter_bits = (long) parse_number(arg, val);
 		else if (strcmp(arg, "seek_iter_per_op") == 0)
 			config.seek_iter_per_op = parse_number(arg, val) != 0;
+		else if (strcmp(arg, "lsm_compactor") == 0)
+		{
+			if (strcmp(val, "inline") == 0)
+				config.lsm_compactor_process = 0;
+			else if (strcmp(val, "process") == 0)
+				config.lsm_compactor_process = 1;
+			else
+			{
+				fprintf(stderr, "db_bench: invalid value \"%s\" for "
+						"--lsm_compactor\nHINT: valid values: inline, "
+						"process\n", val);
+				return 2;
+			}
+		}
+		else if (strcmp(arg, "variants") == 0)
+		{
+			if (strcmp(val, "fill") == 0)
+				config.variants_all = 0;
+			else if (strcmp(val, "all") == 0)
+				config.variants_all = 1;
+			else
+			{
+				fprintf(stderr, "db_bench: invalid value \"%s\" for "
+						"--variants\nHINT: valid values: fill, all\n", val);
+				return 2;
+			}
+		}
 		else
 		{
 			fprintf(stderr, "db_bench: unknown option \"--%s\"\n"
@@ -1392,7 +1448,7 @@ main(int argc, char **argv)
 					"--benchmarks --db --repeat --filter_fpr --many_sstables "
 					"--write_buffer_size --target_file_size --bloom_bits "
 					"--cache_size --lsm_value_filter_bits --seek_iter_per_op "
-					"(see --help)\n", arg);
+					"--lsm_compactor --variants (see --help)\n", arg);
 			return 2;
 		}
 	}

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 #
 # test/bench/run.sh
-#	Builds db_bench and runs the standard comparison (our engine, RocksDB,
-#	LevelDB) at 1M keys, and at 10M keys on request, with --repeat=3.
+#	Builds db_bench and runs the standard comparison (our engine in its
+#	exclusive and shared lock modes, RocksDB, LevelDB) at 1M keys, and at 10M
+#	keys on request, with --repeat=3.  Results: docs/benchmarks.md.
 #
 # usage: test/bench/run.sh [1m|10m|all] [extra db_bench options...]
 #
 #	1m   (default) 1,000,000 keys
-#	10m  10,000,000 keys (about 1.2 GB per store, three stores at once)
+#	10m  10,000,000 keys (about 1.2 GB per store, four stores at once)
 #	all  both
 #
 # Output goes to the terminal and to
