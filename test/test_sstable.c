@@ -564,7 +564,6 @@ check_table(const char *dir, uint64_t number, const entry *es, size_t n,
 		uint64_t	h = lsm_key_hash(es[i].key, es[i].klen);
 
 		CHECK_MSG(lsm_table_may_contain(t, h), "filter misses key %zu", i);
-		lsm_table_prefetch(t, h);
 		CHECK_OK(lsm_table_get(t, es[i].key, es[i].klen, &hit, &e));
 		check_hit(&hit, &es[i]);
 	}

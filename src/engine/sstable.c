@@ -106,13 +106,6 @@ lsm_table_may_contain(const lsm_table *t, uint64_t h)
 	return !t->has_filter || lsm_bloom_may_match(&t->filter, h);
 }
 
-void
-lsm_table_prefetch(const lsm_table *t, uint64_t h)
-{
-	if (t->has_filter)
-		lsm_bloom_prefetch(&t->filter, h);
-}
-
 /*
  * Resolves a block handle: checks it lies inside the file (before limit)
  * and, if check is set, its checksum.

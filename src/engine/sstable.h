@@ -107,7 +107,6 @@ int			lsm_table_status(const lsm_table *t, lsm_err *e);
 
 /* Does the key filter possibly hold a key with hash h?  True if none. */
 bool		lsm_table_may_contain(const lsm_table *t, uint64_t h);
-void		lsm_table_prefetch(const lsm_table *t, uint64_t h);
 bool		lsm_table_has_filter(const lsm_table *t);
 
 /* Copies the key filter out (num_lines = 0 if none, or the table is broken). */
