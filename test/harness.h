@@ -438,6 +438,45 @@ harness_rand64(uint64_t *state)
 	return z ^ (z >> 31);
 }
 
+/*
+ * Parses a decimal counter value of vlen bytes (values are not
+ * NUL-terminated, so the digits are copied out first).  Fails the test on
+ * anything but 1..20 digits.
+ */
+static inline uint64_t
+harness_parse_count(const void *v, size_t vlen)
+{
+	char		buf[24];
+	char	   *end;
+	uint64_t	n;
+
+	if (vlen == 0 || vlen >= sizeof(buf))
+		harness_fail(__FILE__, __LINE__, "counter value of %zu bytes", vlen);
+	memcpy(buf, v, vlen);
+	buf[vlen] = '\0';
+	n = strtoull(buf, &end, 10);
+	if (*end != '\0')
+		harness_fail(__FILE__, __LINE__, "counter value \"%s\"", buf);
+	return n;
+}
+
+/* Reads the decimal counter stored under key through db: 0 if absent. */
+static inline uint64_t
+harness_get_count(lsm_db *db, const void *key, size_t klen)
+{
+	void	   *v;
+	size_t		vlen;
+	int			rc = lsm_get(db, key, klen, &v, &vlen);
+	uint64_t	n;
+
+	if (rc == LSM_NOTFOUND)
+		return 0;
+	CHECK_DB_OK(db, rc);
+	n = harness_parse_count(v, vlen);
+	lsm_free(v);
+	return n;
+}
+
 /* ---------------------------------------------------------------------- */
 /* Running. */
 

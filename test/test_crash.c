@@ -181,45 +181,6 @@ writer_main(const char *dir, const lsm_options *o, shared *sh, uint64_t n,
 	}
 }
 
-/*
- * Parses a decimal counter value of vlen bytes.  Iterator values are not
- * NUL-terminated, so the digits are copied out first.  Fails the test on
- * anything but 1..20 digits.
- */
-static uint64_t
-parse_count(const void *v, size_t vlen)
-{
-	char		buf[24];
-	char	   *end;
-	uint64_t	n;
-
-	if (vlen == 0 || vlen >= sizeof(buf))
-		harness_fail(__FILE__, __LINE__, "counter value of %zu bytes", vlen);
-	memcpy(buf, v, vlen);
-	buf[vlen] = '\0';
-	n = strtoull(buf, &end, 10);
-	if (*end != '\0')
-		harness_fail(__FILE__, __LINE__, "counter value \"%s\"", buf);
-	return n;
-}
-
-/* Reads "last" (0 if absent). */
-static uint64_t
-read_last(lsm_db *db)
-{
-	void	   *v;
-	size_t		vlen;
-	int			rc = lsm_get(db, "last", 4, &v, &vlen);
-	uint64_t	n;
-
-	if (rc == LSM_NOTFOUND)
-		return 0;
-	CHECK_DB_OK(db, rc);
-	n = parse_count(v, vlen);
-	lsm_free(v);
-	return n;
-}
-
 /* The expected value of hot<i> at last = L: 0 if none. */
 static uint64_t
 hot_expected(uint64_t L, int i)
@@ -267,10 +228,10 @@ check_store(lsm_db *db, uint64_t L, int round)
 		memcpy(buf, k, klen);
 		buf[klen] = '\0';
 		if (strcmp(buf, "last") == 0)
-			CHECK_EQ_U(parse_count(v, vlen), L);
+			CHECK_EQ_U(harness_parse_count(v, vlen), L);
 		else if (sscanf(buf, "hot%d", &i) == 1 && i >= 0 && i < HOT)
 		{
-			if (parse_count(v, vlen) != hot_expected(L, i))
+			if (harness_parse_count(v, vlen) != hot_expected(L, i))
 				harness_fail(__FILE__, __LINE__, "round %d: %s = %.*s, expected "
 							 "%" PRIu64 " (last %" PRIu64 ")", round, buf,
 							 (int) vlen, v, hot_expected(L, i), L);
@@ -453,7 +414,7 @@ reader_main(const char *dir, shared *sh, int round, int read_only)
 		int			j;
 
 		CHECK_DB_OK(db, lsm_refresh(db));
-		L = read_last(db);
+		L = harness_get_count(db, "last", 4);
 		after = __atomic_load_n(&sh->acked, __ATOMIC_SEQ_CST);
 		if (L < before || L < prev || L > after + 1)
 			harness_fail(__FILE__, __LINE__, "round %d reader: last %" PRIu64
@@ -473,7 +434,7 @@ reader_main(const char *dir, shared *sh, int round, int read_only)
 		{
 			sprintf(hk, "hot%d", (int) (L % HOT));
 			CHECK_DB_OK(db, lsm_get(db, hk, strlen(hk), &v, &vlen));
-			CHECK_EQ_U(parse_count(v, vlen), L);
+			CHECK_EQ_U(harness_parse_count(v, vlen), L);
 			lsm_free(v);
 		}
 		if (++loops % 8 == 0)
@@ -628,7 +589,7 @@ crash_rounds(const char *tag, int sync, int helpers, int rounds, uint64_t seed)
 		else
 		{
 			CHECK_OK(rc);
-			L = read_last(db);
+			L = harness_get_count(db, "last", 4);
 			if (L < A || L > A + 1)
 				harness_fail(__FILE__, __LINE__, "round %d (killed after %" PRIu64
 							 " us): last is %" PRIu64 ", acknowledged %" PRIu64,
@@ -639,10 +600,10 @@ crash_rounds(const char *tag, int sync, int helpers, int rounds, uint64_t seed)
 
 		/* a writer's open (which cuts any torn log tail) sees the same */
 		CHECK_OK(lsm_open(dir, &o, &db));
-		if (read_last(db) != L)
+		if (harness_get_count(db, "last", 4) != L)
 			harness_fail(__FILE__, __LINE__, "round %d: last is %" PRIu64
 						 " read-only, %" PRIu64 " read-write", round, L,
-						 read_last(db));
+						 harness_get_count(db, "last", 4));
 		if (L == A + 1)
 			torn_rounds++;
 		check_store(db, L, round);

@@ -177,62 +177,14 @@ check_wvalue(int w, uint64_t n, const void *v, size_t vlen)
 	lsm_free(e);
 }
 
-/*
- * Parses a decimal counter value of vlen bytes.  Iterator values are not
- * NUL-terminated, so the digits are copied out first.  Fails the test on
- * anything but 1..20 digits.
- */
-static uint64_t
-parse_count(const void *v, size_t vlen)
-{
-	char		buf[24];
-	char	   *end;
-	uint64_t	n;
-
-	if (vlen == 0 || vlen >= sizeof(buf))
-		harness_fail(__FILE__, __LINE__, "counter value of %zu bytes", vlen);
-	memcpy(buf, v, vlen);
-	buf[vlen] = '\0';
-	n = strtoull(buf, &end, 10);
-	if (*end != '\0')
-		harness_fail(__FILE__, __LINE__, "counter value \"%s\"", buf);
-	return n;
-}
-
 /* Reads "latest-<w>" through db: 0 if absent. */
 static uint64_t
 get_latest(lsm_db *db, int w)
 {
 	char		k[32];
 	size_t		klen = latest_key(k, w);
-	void	   *v;
-	size_t		vlen;
-	int			rc = lsm_get(db, k, klen, &v, &vlen);
-	uint64_t	n;
 
-	if (rc == LSM_NOTFOUND)
-		return 0;
-	CHECK_DB_OK(db, rc);
-	n = parse_count(v, vlen);
-	lsm_free(v);
-	return n;
-}
-
-/* Reads "shared" through db: 0 if absent. */
-static uint64_t
-get_shared(lsm_db *db)
-{
-	void	   *v;
-	size_t		vlen;
-	int			rc = lsm_get(db, "shared", 6, &v, &vlen);
-	uint64_t	n;
-
-	if (rc == LSM_NOTFOUND)
-		return 0;
-	CHECK_DB_OK(db, rc);
-	n = parse_count(v, vlen);
-	lsm_free(v);
-	return n;
+	return harness_get_count(db, k, klen);
 }
 
 /* What "shared" must hold when writer w's batches 1..L[w] are visible. */
@@ -391,10 +343,10 @@ check_scan_consistent(lsm_db *db, shared *sh, int nw, uint64_t *m)
 		if (sscanf(buf, "latest-%d", &id) == 1)
 		{
 			CHECK(id >= 0 && id < nw);
-			latest[id] = parse_count(v, vlen);
+			latest[id] = harness_parse_count(v, vlen);
 		}
 		else if (strcmp(buf, "shared") == 0)
-			shared_val = parse_count(v, vlen);
+			shared_val = harness_parse_count(v, vlen);
 		else if (sscanf(buf, "t%d-%llu", &id, &n) == 2)
 		{
 			CHECK(id >= 0 && id < nw);
@@ -645,7 +597,7 @@ reader_main(const char *dir, shared *sh, int r, int nw, int read_only,
 				check_multi(db, w, L[w], &rng);
 		}
 		{
-			uint64_t	got = get_shared(db),
+			uint64_t	got = harness_get_count(db, "shared", 6),
 						want = expected_shared(sh, nw, L);
 
 			if (got != want)
@@ -837,7 +789,7 @@ TEST(writers_readers_compactor)
 	CHECK_OK(lsm_open(dir, &o, &db));
 	CHECK_DB_OK(db, lsm_verify(db));
 	CHECK_GT(sh->order_count, 0);
-	CHECK_EQ_U(get_shared(db), sh->order_count);
+	CHECK_EQ_U(harness_get_count(db, "shared", 6), sh->order_count);
 	for (w = 0; w < NW; w++)
 	{
 		uint64_t	n;
