@@ -728,7 +728,7 @@ parse_sst(const uint8_t *buf, size_t size, sst_layout *l)
 	CHECK(size >= 64);
 	f = buf + size - 64;
 	CHECK_EQ_U(get_u64(f + 56), UINT64_C(0x4c534d5353544231));
-	CHECK_EQ(get_u32(f + 48), 1);
+	CHECK(get_u32(f + 48) == 1 || get_u32(f + 48) == 2);
 	ioff = get_u64(f);
 	isize = get_u32(f + 8);
 	foff = get_u64(f + 12);
@@ -746,6 +746,28 @@ parse_sst(const uint8_t *buf, size_t size, sst_layout *l)
 		cover(l, voff, (uint64_t) vsize + 4);
 	l->index_off = ioff;
 	l->props_off = poff;
+	if (get_u32(f + 48) >= 2)
+	{
+		/* properties: six integers, two keys, then the value fields */
+		const uint8_t *q = buf + poff,
+				   *qend = q + psize;
+		uint64_t	loff,
+					lsize;
+		int			j;
+
+		for (j = 0; j < 8; j++)
+		{
+			uint64_t	x = get_varint(&q, qend);
+
+			if (j >= 6)
+				q += x;
+		}
+		(void) get_varint(&q, qend);	/* indexed values */
+		loff = get_varint(&q, qend);
+		lsize = get_varint(&q, qend);
+		if (lsize > 0)
+			cover(l, loff, lsize + 4);
+	}
 
 	/* the index: restart interval 1, values are [offset][size] varints */
 	ib = buf + ioff;
@@ -779,17 +801,29 @@ parse_sst(const uint8_t *buf, size_t size, sst_layout *l)
 	}
 	CHECK_EQ(l->nblocks, nr);
 
-	/* what no checksum covers: the padding that aligns the key filter */
-	l->pad_end = fsize > 0 ? foff : l->data_end;
+	/*
+	 * What no checksum covers: the padding (under 64 zero bytes) that
+	 * aligns the key filter, the value filter and the block locator.
+	 */
+	l->pad_end = fsize > 0 ? foff : vsize > 0 ? voff : l->data_end;
 	CHECK(l->pad_end >= l->data_end && l->pad_end - l->data_end < 64);
 	CHECK(fsize == 0 || foff % 64 == 0);
+	CHECK(vsize == 0 || voff % 64 == 0);
 	for (i = 0; i < size; i++)
 	{
+		size_t		run = 0;
+
 		if (l->covered[i])
 			continue;
-		CHECK_MSG(i >= l->data_end && i < l->pad_end,
-				  "byte %zu of the table is not covered by a checksum", i);
-		CHECK_MSG(buf[i] == 0, "padding byte %zu is not zero", i);
+		while (i + run < size && !l->covered[i + run])
+		{
+			CHECK_MSG(buf[i + run] == 0, "padding byte %zu is not zero", i + run);
+			run++;
+		}
+		CHECK_MSG(i >= l->data_end && run < 64,
+				  "bytes %zu..%zu of the table are not covered by a checksum",
+				  i, i + run - 1);
+		i += run - 1;
 	}
 }
 

@@ -60,22 +60,14 @@ lsm_bloom_build(uint8_t *dst, size_t dst_size, int bits_per_key,
 	LSM_ASSERT(dst_size == lsm_bloom_size(n, bits_per_key));
 	memset(dst, 0, dst_size);
 	for (i = 0; i < n; i++)
-	{
-		uint64_t	h = hashes[i];
-		uint8_t    *line = dst + (((uint64_t) (uint32_t) h * num_lines) >> 32) *
-			LSM_BLOOM_LINE;
-		uint32_t	h2 = (uint32_t) (h >> 32);
-		int			j;
+		lsm_bloom_set(dst, num_lines, k, hashes[i]);
+	lsm_bloom_trailer(t, 'K', k, num_lines);
+}
 
-		for (j = 0; j < k; j++)
-		{
-			uint32_t	bit = h2 >> 23;
-
-			line[bit >> 3] |= (uint8_t) (1u << (bit & 7));
-			h2 *= 0x9e3779b9u;
-		}
-	}
-	t[0] = 'K';
+void
+lsm_bloom_trailer(uint8_t *t, uint8_t magic, int k, uint32_t num_lines)
+{
+	t[0] = magic;
 	t[1] = 1;
 	t[2] = (uint8_t) k;
 	t[3] = 0;
@@ -86,18 +78,25 @@ int
 lsm_bloom_parse(const uint8_t *p, size_t n, lsm_bloom *f, const char *name,
 				lsm_err *e)
 {
+	return lsm_bloom_parse_as(p, n, 'K', "key filter", f, name, e);
+}
+
+int
+lsm_bloom_parse_as(const uint8_t *p, size_t n, uint8_t magic, const char *what,
+				   lsm_bloom *f, const char *name, lsm_err *e)
+{
 	const uint8_t *t;
 	uint32_t	num_lines;
 
 	if (n < LSM_BLOOM_TRAILER)
-		return LSM_CORRUPT(e, "key filter of %zu bytes in \"%s\" is too short",
-						   n, name);
+		return LSM_CORRUPT(e, "%s of %zu bytes in \"%s\" is too short",
+						   what, n, name);
 	t = p + n - LSM_BLOOM_TRAILER;
 	num_lines = lsm_get_u32(t + 4);
-	if (t[0] != 'K' || t[1] != 1 || t[2] < 1 || t[2] > 30 || t[3] != 0 ||
+	if (t[0] != magic || t[1] != 1 || t[2] < 1 || t[2] > 30 || t[3] != 0 ||
 		num_lines == 0 ||
 		(uint64_t) num_lines * LSM_BLOOM_LINE != n - LSM_BLOOM_TRAILER)
-		return LSM_CORRUPT(e, "malformed key filter trailer in \"%s\"", name);
+		return LSM_CORRUPT(e, "malformed %s trailer in \"%s\"", what, name);
 	f->lines = p;
 	f->num_lines = num_lines;
 	f->k = t[2];

@@ -47,11 +47,23 @@ void		lsm_bloom_build(uint8_t *dst, size_t dst_size, int bits_per_key,
 							const uint64_t *hashes, size_t n);
 
 /*
- * Parses a filter block.  Returns LSM_CORRUPTION (message in e, name used
+ * Parses a key filter block.  Returns LSM_CORRUPTION (message in e, name used
  * for context) if the trailer is malformed.
  */
 int			lsm_bloom_parse(const uint8_t *p, size_t n, lsm_bloom *f,
 							const char *name, lsm_err *e);
+
+/*
+ * The same for any filter in this layout whose trailer starts with magic
+ * ('K' key filters, 'V' value filters); what names it in messages.
+ */
+int			lsm_bloom_parse_as(const uint8_t *p, size_t n, uint8_t magic,
+							   const char *what, lsm_bloom *f,
+							   const char *name, lsm_err *e);
+
+/* Writes the 8-byte trailer of a filter of num_lines lines at t. */
+void		lsm_bloom_trailer(uint8_t *t, uint8_t magic, int k,
+							  uint32_t num_lines);
 
 static inline const uint8_t *
 lsm_bloom_line(const lsm_bloom *f, uint64_t h)
@@ -59,6 +71,24 @@ lsm_bloom_line(const lsm_bloom *f, uint64_t h)
 	uint32_t	h1 = (uint32_t) h;
 
 	return f->lines + (((uint64_t) h1 * f->num_lines) >> 32) * LSM_BLOOM_LINE;
+}
+
+/* Sets the k bits of hash h in lines (num_lines lines). */
+static inline void
+lsm_bloom_set(uint8_t *lines, uint32_t num_lines, int k, uint64_t h)
+{
+	uint8_t    *line = lines + (((uint64_t) (uint32_t) h * num_lines) >> 32) *
+		LSM_BLOOM_LINE;
+	uint32_t	h2 = (uint32_t) (h >> 32);
+	int			i;
+
+	for (i = 0; i < k; i++)
+	{
+		uint32_t	bit = h2 >> 23;
+
+		line[bit >> 3] |= (uint8_t) (1u << (bit & 7));
+		h2 *= 0x9e3779b9u;
+	}
 }
 
 static inline void

@@ -260,6 +260,8 @@ remove_obsolete(lsm_db *db, const lsm_version *v, bool dry_run)
 		}
 		else if (strcmp(ext, "log") == 0)
 			live = num == v->log_number;
+		else if (strcmp(ext, "vfn") == 0)
+			live = lsm_hier_has_node(v->hroot, num);
 		else
 			continue;
 		if (!live)
@@ -355,6 +357,11 @@ run(lsm_db *db, compaction *c, lsm_file ***outs, int *nouts, lsm_err *e)
 				if (rc != LSM_EXISTS)
 					break;
 			}
+			if (rc == LSM_OK && (rc = lsm_db_value_params(db, b, e)) != LSM_OK)
+			{
+				lsm_table_builder_abandon(b);
+				b = NULL;
+			}
 			if (rc != LSM_OK)
 				break;
 			number++;
@@ -449,50 +456,129 @@ discard_outputs(lsm_db *db, lsm_file **outs, int nouts)
 }
 
 /*
- * Installs the result of c under the write lock.  *installed tells whether
- * the new manifest was switched in, even if a later step failed (its
- * outputs must then stay).
+ * The version c's result makes of base: its inputs dropped, its outputs (or
+ * for a move, its input) added one level down.  NULL when out of memory.
  */
-static int
-install(lsm_db *db, compaction *c, lsm_file **outs, int nouts,
-		bool *installed, lsm_err *e)
+static lsm_version *
+edit_of(const compaction *c, const lsm_version *base, lsm_file **outs,
+		int nouts)
 {
 	uint64_t   *drop;
 	lsm_version *v;
 	int			ndrop = 0,
 				w,
-				i,
-				rc;
+				i;
 
-	rc = lsm_db_write_lock(db, e);
-	if (rc != LSM_OK)
-		return rc;
 	drop = malloc(sizeof(uint64_t) * (c->n[0] + c->n[1] + 1));
 	if (drop == NULL)
-	{
-		lsm_db_write_unlock(db);
-		return LSM_NOMEM_ERR(e);
-	}
+		return NULL;
 	for (w = 0; w < 2; w++)
 		for (i = 0; i < c->n[w]; i++)
 			drop[ndrop++] = c->in[w][i]->meta.number;
 	if (c->trivial_move)
-		v = lsm_version_edit(db->current, drop, ndrop, c->in[0], c->n[0],
-							 c->level + 1);
+		v = lsm_version_edit(base, drop, ndrop, c->in[0], c->n[0], c->level + 1);
 	else
-		v = lsm_version_edit(db->current, drop, ndrop, outs, nouts, c->level + 1);
+		v = lsm_version_edit(base, drop, ndrop, outs, nouts, c->level + 1);
 	free(drop);
-	if (v == NULL)
-		rc = LSM_NOMEM_ERR(e);
-	else
-	{
+	if (v)
 		for (i = 0; i < nouts; i++)
 			if (outs[i]->meta.number >= v->next_file)
 				v->next_file = outs[i]->meta.number + 1;
+	return v;
+}
+
+/*
+ * Computes the value filter hierarchy of v from base's tree, opening the
+ * tables it needs.  Writes node files; *next_file is advanced past them.
+ */
+static int
+update_tree(lsm_db *db, lsm_version *v, const lsm_hnode *base,
+			uint64_t *next_file, lsm_err *e)
+{
+	int			l,
+				i,
+				rc;
+
+	for (l = 1; l < LSM_MAX_LEVELS; l++)
+		for (i = 0; i < v->nfiles[l]; i++)
+		{
+			lsm_file   *f = v->files[l][i];
+
+			if (f->table == NULL && lsm_hier_is_leaf(f, l))
+			{
+				rc = lsm_table_open(db->dir, f->meta.number, &f->table, e);
+				if (rc != LSM_OK)
+					return rc;
+			}
+		}
+	if (*next_file < v->next_file)
+		*next_file = v->next_file;
+	return lsm_hier_update(v, base, db->dir, next_file, e);
+}
+
+/*
+ * The hierarchy after c, computed before the write lock is taken: levels
+ * >= 1 change only under LOCK.compact, which we hold, so the tree at
+ * install time is base's (install checks).  *root gets a reference.
+ */
+static int
+prepare_tree(lsm_db *db, compaction *c, lsm_file **outs, int nouts,
+			 lsm_hnode **root, uint64_t *next_file, lsm_err *e)
+{
+	lsm_version *v = edit_of(c, c->base, outs, nouts);
+	int			rc;
+
+	*root = NULL;
+	if (v == NULL)
+		return LSM_NOMEM_ERR(e);
+	rc = update_tree(db, v, c->base->hroot, next_file, e);
+	if (rc == LSM_OK && (*root = v->hroot) != NULL)
+		lsm_hnode_ref(*root);
+	lsm_version_unref(v);
+	return rc;
+}
+
+/*
+ * Installs the result of c under the write lock, with the hierarchy root
+ * prepared for it (node files numbered below next_file).  *installed tells
+ * whether the new manifest was switched in, even if a later step failed
+ * (its outputs must then stay).
+ */
+static int
+install(lsm_db *db, compaction *c, lsm_file **outs, int nouts,
+		lsm_hnode *root, uint64_t next_file, bool *installed, lsm_err *e)
+{
+	lsm_version *v;
+	int			rc;
+
+	rc = lsm_db_write_lock(db, e);
+	if (rc != LSM_OK)
+		return rc;
+	v = edit_of(c, db->current, outs, nouts);
+	if (v == NULL)
+		rc = LSM_NOMEM_ERR(e);
+	else if (db->current->hroot == c->base->hroot)
+	{
+		lsm_hnode_unref(v->hroot);
+		v->hroot = root;
+		if (root)
+			lsm_hnode_ref(root);
+		if (v->next_file < next_file)
+			v->next_file = next_file;
+	}
+	else
+	{
+		/* not expected: someone else changed the tree; redo it here */
+		rc = update_tree(db, v, db->current->hroot, &next_file, e);
+		if (v->next_file < next_file)
+			v->next_file = next_file;
+	}
+	if (rc == LSM_OK)
+	{
 		rc = lsm_db_install(db, v, e);
 		*installed = db->current == v;
-		lsm_version_unref(v);
 	}
+	lsm_version_unref(v);
 	if (rc == LSM_OK)
 	{
 		/* invariant (5): the manifest without the inputs is durable */
@@ -542,6 +628,8 @@ step(lsm_db *db, int level, bool *did, lsm_err *e)
 {
 	compaction	c;
 	lsm_file  **outs = NULL;
+	lsm_hnode  *root = NULL;
+	uint64_t	next_file = 0;
 	int			nouts = 0;
 	bool		installed = false;
 	int			rc;
@@ -559,7 +647,10 @@ step(lsm_db *db, int level, bool *did, lsm_err *e)
 	if (!c.trivial_move)
 		rc = run(db, &c, &outs, &nouts, e);
 	if (rc == LSM_OK)
-		rc = install(db, &c, outs, nouts, &installed, e);
+		rc = prepare_tree(db, &c, outs, nouts, &root, &next_file, e);
+	if (rc == LSM_OK)
+		rc = install(db, &c, outs, nouts, root, next_file, &installed, e);
+	lsm_hnode_unref(root);
 	compaction_free(&c);
 	if (rc != LSM_OK && !installed)
 	{

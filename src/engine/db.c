@@ -133,6 +133,10 @@ check_options(const lsm_options *o, lsm_err *e)
 		return lsm_err_set(e, LSM_INVALID, "key_bits_per_key must be between 0 and 64");
 	if (o->value_filter_hashes < 0 || o->value_filter_hashes > 30)
 		return lsm_err_set(e, LSM_INVALID, "value_filter_hashes must be between 0 and 30");
+	if (o->value_filter_bits > (UINT32_C(1) << 30))
+		return lsm_err_set(e, LSM_INVALID, "value_filter_bits must be at most 2^30");
+	if (o->value_search < LSM_SEARCH_AUTO || o->value_search > LSM_SEARCH_SCAN)
+		return lsm_err_set(e, LSM_INVALID, "value_search must be one of the LSM_SEARCH_* strategies");
 	if (o->hierarchy_order < 0 || o->hierarchy_order > 1024)
 		return lsm_err_set(e, LSM_INVALID, "hierarchy_order must be between 0 and 1024");
 	if (o->l0_compaction_trigger < 1 || o->l0_compaction_trigger > 1000)
@@ -337,6 +341,27 @@ open_log(lsm_db *db, lsm_err *e)
 	return rc;
 }
 
+/*
+ * A new empty memtable that keeps a value filter with the store's
+ * parameters (once they are known); NULL when out of memory.
+ */
+static lsm_memtable *
+new_memtable(lsm_db *db)
+{
+	lsm_memtable *mt = lsm_memtable_new();
+	lsm_version *v = db->current;
+
+	if (mt && v &&
+		lsm_memtable_index_values(mt, v->value_filter_bits,
+								  v->value_filter_hashes,
+								  v->value_unindexed) != LSM_OK)
+	{
+		lsm_memtable_unref(mt);
+		mt = NULL;
+	}
+	return mt;
+}
+
 /* Replays new WAL records into the memtable; cuts a torn tail if writing. */
 static int
 replay_log(lsm_db *db, lsm_err *e)
@@ -351,7 +376,7 @@ replay_log(lsm_db *db, lsm_err *e)
 	if (rc == LSM_NOMEM)
 	{
 		/* memtable may hold part of a batch: rebuild it from the log later */
-		lsm_memtable *fresh = lsm_memtable_new();
+		lsm_memtable *fresh = new_memtable(db);
 
 		if (fresh)
 		{
@@ -450,6 +475,8 @@ open_tables(lsm_db *db, lsm_version *v, lsm_err *e)
 	free(old);
 	if (rc == LSM_OK && lsm_version_bind_filters(v) != LSM_OK)
 		rc = LSM_NOMEM_ERR(e);
+	if (rc == LSM_OK)
+		rc = lsm_hier_open(v, cur, db->dir, e);
 	return rc;
 }
 
@@ -557,7 +584,7 @@ catch_up_full(lsm_db *db, lsm_err *e)
 		/* log_number 0 (no log yet, or a failed switch) forces a switch */
 		if (db->current->log_number != db->log_number)
 		{
-			lsm_memtable *fresh = lsm_memtable_new();
+			lsm_memtable *fresh = new_memtable(db);
 
 			if (fresh == NULL)
 				return LSM_NOMEM_ERR(e);
@@ -636,9 +663,12 @@ create_store(lsm_db *db, lsm_err *e)
 		lsm_env_close(fd);
 		v->log_number = lognum;
 		v->next_file = lognum + 1;
-		v->value_filter_bits = db->opt.value_filter_bits;
-		v->value_filter_hashes = db->opt.value_filter_hashes;
-		v->hierarchy_order = db->opt.hierarchy_order;
+		/* whole 512-bit lines; no hashes means no filters */
+		v->value_filter_bits = db->opt.value_filter_hashes == 0 ? 0 :
+			(db->opt.value_filter_bits + 511) / 512 * 512;
+		v->value_filter_hashes = v->value_filter_bits ? db->opt.value_filter_hashes : 0;
+		v->hierarchy_order = db->opt.hierarchy_order < 2 ? 2 : db->opt.hierarchy_order;
+		v->value_unindexed = db->opt.value_unindexed;
 		/* invariant (4) */
 		rc = lsm_env_fsync_dir(db->dir, e);
 	}
@@ -726,7 +756,7 @@ lsm_open(const char *dir, const lsm_options *o, lsm_db **out)
 	}
 	db->opt = *o;
 	db->lock_fd = db->compact_fd = db->manifest_fd = db->log_fd = -1;
-	db->mem = lsm_memtable_new();
+	db->mem = new_memtable(db);
 	if (db->mem == NULL)
 		rc = lsm_err_set(&open_err, LSM_NOMEM, "out of memory");
 	else
@@ -761,6 +791,7 @@ lsm_close(lsm_db *db)
 	lsm_env_close(db->log_fd);
 	lsm_version_unref(db->current);
 	lsm_memtable_unref(db->mem);
+	lsm_flat_free(db->flat);
 	lsm_batch_free(db->one);
 	for (l = 0; l < LSM_MAX_LEVELS; l++)
 		lsm_buf_free(&db->compact_ptr[l]);
@@ -828,6 +859,8 @@ flush_locked(lsm_db *db, lsm_err *e)
 		if (rc != LSM_EXISTS)
 			break;
 	}
+	if (rc == LSM_OK)
+		rc = lsm_db_value_params(db, b, e);
 	for (lsm_iiter_seek(it, NULL, 0); rc == LSM_OK && it->valid; lsm_iiter_next(it))
 		if (!(it->del && bottom))
 			rc = lsm_table_builder_add(b, it->key, it->klen, it->seq, it->del,
@@ -902,7 +935,7 @@ flush_locked(lsm_db *db, lsm_err *e)
 	}
 	lsm_file_unref(f);
 	{
-		lsm_memtable *fresh = lsm_memtable_new();
+		lsm_memtable *fresh = new_memtable(db);
 
 		if (fresh)
 		{
@@ -994,7 +1027,7 @@ lsm_write(lsm_db *db, lsm_batch *b)
 	if (rc != LSM_OK)
 	{
 		/* committed, but our memtable is incomplete: rebuild it from the log */
-		lsm_memtable *fresh = lsm_memtable_new();
+		lsm_memtable *fresh = new_memtable(db);
 
 		if (fresh)
 		{
@@ -1113,9 +1146,9 @@ probe_table(lsm_db *db, const lsm_version *v, int l, int i, const void *key,
  * Looks key (hash h, computed once by the caller) up in the tables of v.
  * LSM_OK with *hit, LSM_NOTFOUND, or an error.
  */
-static int
-version_get(lsm_db *db, lsm_version *v, const void *key, size_t klen,
-			uint64_t h, lsm_table_hit *hit, lsm_err *e)
+int
+lsm_db_version_get(lsm_db *db, lsm_version *v, const void *key, size_t klen,
+				   uint64_t h, lsm_table_hit *hit, lsm_err *e)
 {
 	int			l,
 				i,
@@ -1161,7 +1194,7 @@ lsm_get(lsm_db *db, const void *key, size_t klen, void **val, size_t *vlen)
 	/* hash sharing: one hash for every table of every level */
 	h = lsm_key_hash(key, klen);
 	db->ctr.key_hashes++;
-	rc = version_get(db, db->current, key, klen, h, &hit, &db->err);
+	rc = lsm_db_version_get(db, db->current, key, klen, h, &hit, &db->err);
 	if (rc != LSM_OK)
 		return rc;
 	return found(db, hit.del, hit.val, hit.vlen, val, vlen);
@@ -1306,6 +1339,8 @@ lsm_verify(lsm_db *db)
 			}
 		}
 	if (rc == LSM_OK)
+		rc = lsm_hier_verify(v, &e);
+	if (rc == LSM_OK)
 	{
 		/* the whole log must read back: a bad record before good ones fails */
 		lsm_memtable *scratch = lsm_memtable_new();
@@ -1355,7 +1390,32 @@ lsm_get_stats(lsm_db *db, lsm_stats *st)
 	st->memtable_bytes = lsm_memtable_bytes(db->mem);
 	st->memtable_entries = lsm_memtable_entries(db->mem);
 	st->last_sequence = db->last_seq;
+	{
+		lsm_hier_shape hs;
+
+		lsm_hier_shape_of(v->hroot, &hs);
+		st->hierarchy.height = hs.height;
+		st->hierarchy.leaves = hs.leaves;
+		st->hierarchy.internal = hs.internal;
+		st->hierarchy.saturated = hs.saturated;
+		st->hierarchy.node_bytes = hs.node_bytes;
+		st->hierarchy.flat_bytes = lsm_flat_bytes(db->flat);
+		st->hierarchy.value_filter_bits = v->value_filter_bits;
+		st->hierarchy.value_filter_hashes = v->value_filter_hashes;
+		st->hierarchy.hierarchy_order = v->hierarchy_order;
+	}
 	return LSM_OK;
+}
+
+int
+lsm_db_value_params(lsm_db *db, lsm_table_builder *b, lsm_err *e)
+{
+	lsm_value_params vp;
+
+	vp.bits = db->current->value_filter_bits;
+	vp.hashes = db->current->value_filter_hashes;
+	vp.unindexed = db->current->value_unindexed;
+	return lsm_table_builder_set_values(b, &vp, e);
 }
 
 void

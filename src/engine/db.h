@@ -17,6 +17,7 @@
 
 #include <sys/types.h>
 
+#include "hierarchy.h"
 #include "memtable.h"
 #include "version.h"
 #include "wal.h"
@@ -63,6 +64,7 @@ struct lsm_db
 	int			open_iters;
 	lsm_buf		compact_ptr[LSM_MAX_LEVELS];	/* round-robin per level */
 	lsm_stats	ctr;			/* counters part of lsm_stats */
+	lsm_flat   *flat;			/* flat value filter layout, built on demand */
 };
 
 /* Copies an internal error into the handle; returns its code. */
@@ -89,6 +91,17 @@ void		lsm_db_write_unlock(lsm_db *db);
  * installed (db->current == v) and the error returned.
  */
 int			lsm_db_install(lsm_db *db, lsm_version *v, lsm_err *e);
+
+/*
+ * Looks key (hash h) up in the tables of v: LSM_OK with *hit (the newest
+ * version there), LSM_NOTFOUND, or an error.
+ */
+int			lsm_db_version_get(lsm_db *db, lsm_version *v, const void *key,
+							   size_t klen, uint64_t h, lsm_table_hit *hit,
+							   lsm_err *e);
+
+/* Gives a new table the store's value filter parameters. */
+int			lsm_db_value_params(lsm_db *db, lsm_table_builder *b, lsm_err *e);
 
 /* Is the interrupt callback asking to stop? */
 bool		lsm_db_interrupted(lsm_db *db);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 
 #include "db.h"
+#include "vsearch.h"
 
 /* ---------- merging iterator ---------- */
 
@@ -313,13 +314,10 @@ struct lsm_iter
 	lsm_err		err;
 	bool		positioned;
 	int			rc;
-	/* value search by scan: field >= 0 filters rows */
-	int			field;
-	uint8_t    *fval;
-	size_t		fvlen;
+	bool		search;			/* m is a value search (vsearch.c) */
 };
 
-/* Skips tombstones and rows that fail the value predicate. */
+/* Skips tombstones. */
 static void
 iter_skip(lsm_iter *it)
 {
@@ -328,16 +326,7 @@ iter_skip(lsm_iter *it)
 	while (it->m->valid)
 	{
 		if (!it->m->del)
-		{
-			lsm_field f;
-
-			if (it->field < 0)
-				return;
-			if (lsm_row_field(it->m->val, it->m->vlen, it->field, &f) == LSM_OK &&
-				!f.is_null && f.len == it->fvlen &&
-				(f.len == 0 || memcmp(f.data, it->fval, f.len) == 0))
-				return;
-		}
+			return;
 		if ((++steps & 4095) == 0 && lsm_db_interrupted(it->db))
 		{
 			it->rc = lsm_err_set(&it->err, LSM_INTERRUPTED,
@@ -360,7 +349,6 @@ iter_open(lsm_db *db, lsm_iter **out)
 	it->db = db;
 	it->v = db->current;
 	it->mem = db->mem;
-	it->field = -1;
 	lsm_version_ref(it->v);
 	lsm_memtable_ref(it->mem);
 	it->m = lsm_db_merge_iter(it->v, it->mem, db->last_seq, &it->err);
@@ -440,9 +428,30 @@ lsm_iter_status(const lsm_iter *it)
 {
 	if (it == NULL)
 		return LSM_INVALID;
-	if (it->rc != LSM_OK)
+	if (it->rc != LSM_OK || it->m == NULL)
 		return it->rc;
 	return it->m->rc;
+}
+
+/* Adds a finished search's counters to the handle's totals. */
+static void
+add_search_stats(lsm_stats *ctr, const lsm_search_stats *st)
+{
+	lsm_search_stats *t = &ctr->search;
+
+	t->nodes_visited += st->nodes_visited;
+	t->leaves_probed += st->leaves_probed;
+	t->leaves_positive += st->leaves_positive;
+	t->flat_words += st->flat_words;
+	t->sstables_unfiltered += st->sstables_unfiltered;
+	t->sstables_scanned += st->sstables_scanned;
+	t->sstables_false += st->sstables_false;
+	t->blocks_scanned += st->blocks_scanned;
+	t->blocks_skipped += st->blocks_skipped;
+	t->memtable_scanned += st->memtable_scanned;
+	t->rows_validated += st->rows_validated;
+	t->rows_rejected += st->rows_rejected;
+	t->rows_returned += st->rows_returned;
 }
 
 /* The error detail of an iterator, for the handle's lsm_errmsg. */
@@ -453,37 +462,93 @@ lsm_iter_close(lsm_iter *it)
 		return;
 	if (lsm_iter_status(it) != LSM_OK && it->db)
 		lsm_db_fail(it->db, lsm_iter_status(it), &it->err);
+	if (it->search && it->m && it->db)
+	{
+		lsm_search_stats st;
+
+		lsm_vsearch_stats(it->m, &st);
+		add_search_stats(&it->db->ctr, &st);
+	}
 	lsm_iiter_destroy(it->m);
 	lsm_version_unref(it->v);
 	lsm_memtable_unref(it->mem);
 	if (it->m && it->db)
 		it->db->open_iters--;
-	free(it->fval);
 	free(it);
+}
+
+int
+lsm_value_search_with(lsm_db *db, int field, const void *val, size_t vlen,
+					  int strategy, lsm_iter **out)
+{
+	lsm_iter   *it;
+	int			rc;
+
+	if (out)
+		*out = NULL;
+	if (db == NULL || out == NULL || field < 0 || (val == NULL && vlen > 0) ||
+		strategy < LSM_SEARCH_AUTO || strategy > LSM_SEARCH_SCAN)
+		return LSM_INVALID;
+	it = calloc(1, sizeof(*it));
+	if (it == NULL)
+		return lsm_err_set(&db->err, LSM_NOMEM, "out of memory");
+	it->db = db;
+	it->v = db->current;
+	it->mem = db->mem;
+	it->search = true;
+	lsm_version_ref(it->v);
+	lsm_memtable_ref(it->mem);
+	rc = lsm_vsearch_new(db, it->v, it->mem, db->last_seq, field,
+						 val ? val : "", vlen, strategy, &it->err, &it->m);
+	if (rc != LSM_OK)
+	{
+		lsm_db_fail(db, rc, &it->err);
+		lsm_iter_close(it);
+		return rc;
+	}
+	db->open_iters++;
+	db->ctr.value_searches++;
+	lsm_iter_seek(it, NULL, 0);
+	*out = it;
+	return LSM_OK;
 }
 
 int
 lsm_value_search(lsm_db *db, int field, const void *val, size_t vlen,
 				 lsm_iter **out)
 {
-	lsm_iter   *it;
+	return lsm_value_search_with(db, field, val, vlen, LSM_SEARCH_AUTO, out);
+}
+
+int
+lsm_iter_search_stats(const lsm_iter *it, lsm_search_stats *st)
+{
+	if (it == NULL || st == NULL)
+		return LSM_INVALID;
+	if (!it->search)
+		memset(st, 0, sizeof(*st));
+	else
+		lsm_vsearch_stats(it->m, st);
+	return LSM_OK;
+}
+
+int
+lsm_value_search_estimate(lsm_db *db, int field, const void *val, size_t vlen,
+						  int strategy, lsm_search_stats *st)
+{
+	lsm_iiter  *m;
+	lsm_err		e;
 	int			rc;
 
-	if (db == NULL || out == NULL || field < 0 || (val == NULL && vlen > 0))
+	if (db == NULL || st == NULL || field < 0 || (val == NULL && vlen > 0) ||
+		strategy < LSM_SEARCH_AUTO || strategy > LSM_SEARCH_SCAN)
 		return LSM_INVALID;
-	*out = NULL;
-	rc = iter_open(db, &it);
+	lsm_err_clear(&e);
+	rc = lsm_vsearch_new(db, db->current, db->mem, db->last_seq, field,
+						 val ? val : "", vlen, strategy, &e, &m);
 	if (rc != LSM_OK)
-		return rc;
-	it->field = field;
-	it->fval = lsm_memdup(val, vlen);
-	it->fvlen = vlen;
-	if (it->fval == NULL)
-	{
-		lsm_iter_close(it);
-		return lsm_err_set(&db->err, LSM_NOMEM, "out of memory");
-	}
-	lsm_iter_seek(it, NULL, 0);
-	*out = it;
+		return lsm_db_fail(db, rc, &e);
+	lsm_vsearch_estimate(m, st);
+	lsm_iiter_destroy(m);
 	return LSM_OK;
 }

@@ -106,13 +106,23 @@ typedef struct lsm_options
 								 * two flock calls; other writers wait */
 	lsm_interrupt_fn interrupt; /* optional; see above */
 	void	   *interrupt_arg;
+	uint64_t	value_unindexed;	/* bit f set: field f (< 64) is left out
+									 * of value filters (searching it scans) */
+	int			value_search;	/* strategy of lsm_value_search: one of
+								 * LSM_SEARCH_* (AUTO by default) */
 } lsm_options;
 
 /*
  * Fills *o with the defaults: 4 MiB memtable, 2 MiB files, level ratio 10,
  * 10 bits per key, value filters of 2^21 bits with 3 hashes, hierarchy order
  * 3, no sync, L0 trigger 4, auto compaction on, 4 KiB blocks, 10 s lock
- * timeout, create if missing.
+ * timeout, create if missing, every field indexed, automatic search
+ * strategy.
+ *
+ * value_filter_bits (rounded up to a multiple of 512; 0 disables value
+ * filters), value_filter_hashes, hierarchy_order and value_unindexed are
+ * properties of the store: fixed when it is created, later opens use the
+ * stored ones.
  */
 void		lsm_options_init(lsm_options *o);
 
@@ -223,6 +233,71 @@ int			lsm_row_nfields(const void *row, size_t rowlen);
 int			lsm_value_search(lsm_db *db, int field, const void *val,
 							 size_t vlen, lsm_iter **out);
 
+/*
+ * How a value search finds the SSTables to read.  Every strategy returns
+ * the same rows; they differ in what they probe.
+ */
+#define LSM_SEARCH_AUTO		0	/* the store's default (lsm_options) */
+#define LSM_SEARCH_TREE		1	/* the Bloom filter hierarchy (Bloofi tree) */
+#define LSM_SEARCH_FLAT		2	/* bit-sliced leaf filters, 64 per group */
+#define LSM_SEARCH_LEAVES	3	/* every SSTable's value filter in turn */
+#define LSM_SEARCH_SCAN		4	/* no filter: every row of every table */
+
+/* What one value search did (or, for an estimate, would do). */
+typedef struct lsm_search_stats
+{
+	int			strategy;		/* the LSM_SEARCH_* used (never AUTO) */
+	uint64_t	nodes_visited;	/* internal hierarchy nodes probed */
+	uint64_t	leaves_probed;	/* SSTable value filters probed */
+	uint64_t	leaves_positive;	/* ... that said "maybe" */
+	uint64_t	flat_words;		/* words ANDed by the flat layout */
+	uint64_t	sstables_unfiltered;	/* tables without a value filter */
+	uint64_t	sstables_scanned;	/* tables whose blocks were read */
+	uint64_t	sstables_false; /* ... that held no row with the value */
+	uint64_t	blocks_scanned; /* data blocks searched */
+	uint64_t	blocks_skipped; /* ... rejected without decoding rows */
+	uint64_t	memtable_scanned;	/* 1 if the memtable was scanned */
+	uint64_t	rows_validated; /* table rows checked against newer versions */
+	uint64_t	rows_rejected;	/* ... dropped as overwritten or deleted */
+	uint64_t	rows_returned;
+} lsm_search_stats;
+
+/*
+ * lsm_value_search with an explicit strategy.  Results are identical for
+ * every strategy.
+ */
+int			lsm_value_search_with(lsm_db *db, int field, const void *val,
+								  size_t vlen, int strategy, lsm_iter **out);
+
+/*
+ * The counters of the value search that opened it (zero for other
+ * iterators); complete once the iterator is exhausted.
+ */
+int			lsm_iter_search_stats(const lsm_iter *it, lsm_search_stats *st);
+
+/*
+ * A cheap estimate for a planner: runs only the filter probes of a search
+ * (no data is read) and fills *st; st->sstables_scanned is the number of
+ * tables the search would read, st->blocks_scanned the number of blocks.
+ */
+int			lsm_value_search_estimate(lsm_db *db, int field, const void *val,
+									  size_t vlen, int strategy,
+									  lsm_search_stats *st);
+
+/* The shape of the value filter hierarchy (lsm_get_stats). */
+typedef struct lsm_hierarchy_stats
+{
+	int			height;			/* levels of internal nodes (0: none) */
+	uint64_t	leaves;			/* SSTables under the tree (levels >= 1) */
+	uint64_t	internal;		/* internal nodes */
+	uint64_t	saturated;		/* ... too full to be worth storing */
+	uint64_t	node_bytes;		/* bytes of the stored internal nodes */
+	uint64_t	flat_bytes;		/* memory of this handle's flat layout */
+	uint64_t	value_filter_bits;	/* m */
+	int			value_filter_hashes;	/* k */
+	int			hierarchy_order;	/* d */
+} lsm_hierarchy_stats;
+
 int			lsm_flush(lsm_db *db);	/* memtable -> SSTable now */
 int			lsm_compact(lsm_db *db);	/* compact until no level is over
 										 * target */
@@ -269,6 +344,10 @@ typedef struct lsm_stats
 	uint64_t	sst_bytes_written;	/* by flushes and compactions */
 	uint64_t	refreshes;		/* manifest reloads */
 	uint64_t	retries;		/* reads retried after racing a compaction */
+
+	lsm_hierarchy_stats hierarchy;
+	uint64_t	value_searches; /* value searches opened */
+	lsm_search_stats search;	/* their counters, summed (strategy 0) */
 } lsm_stats;
 
 /* Fills *st.  Level figures are those of the handle's current version. */

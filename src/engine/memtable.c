@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "memtable.h"
+#include "vfilter.h"
 
 #define MAX_HEIGHT 12
 #define CHUNK_SIZE (64 * 1024)
@@ -44,6 +45,12 @@ struct lsm_memtable
 	uint32_t	rnd;
 	int			height;
 	mt_node    *head;
+	/* value filter over the rows' indexed fields (NULL: none) */
+	uint8_t    *vlines;
+	uint32_t	vbits;
+	int			vk;
+	uint64_t	unindexed;
+	lsm_buf		vhashes;		/* scratch */
 };
 
 static void *
@@ -156,6 +163,8 @@ lsm_memtable_unref(lsm_memtable *mt)
 		free(c);
 		c = p;
 	}
+	free(mt->vlines);
+	lsm_buf_free(&mt->vhashes);
 	free(mt);
 }
 
@@ -206,6 +215,54 @@ find_ge(const lsm_memtable *mt, const void *key, size_t klen, uint64_t tag,
 }
 
 int
+lsm_memtable_index_values(lsm_memtable *mt, uint32_t m, int k,
+						  uint64_t unindexed)
+{
+	LSM_ASSERT(mt->entries == 0 && m % 512 == 0);
+	if (m == 0 || k <= 0)
+		return LSM_OK;
+	mt->vlines = calloc(m / 8, 1);
+	if (mt->vlines == NULL)
+		return LSM_NOMEM;
+	mt->vbits = m;
+	mt->vk = k;
+	mt->unindexed = unindexed;
+	return LSM_OK;
+}
+
+bool
+lsm_memtable_may_hold_value(const lsm_memtable *mt, uint64_t h)
+{
+	lsm_bloom	f;
+
+	if (mt->vlines == NULL)
+		return mt->entries > 0;
+	f.lines = mt->vlines;
+	f.num_lines = lsm_vfilter_lines(mt->vbits);
+	f.k = mt->vk;
+	return lsm_bloom_may_match(&f, h);
+}
+
+/* Sets the value hashes of a row in the memtable's value filter. */
+static int
+index_values(lsm_memtable *mt, const uint8_t *row, size_t rowlen)
+{
+	size_t		i;
+
+	mt->vhashes.len = 0;
+	if (lsm_value_hashes(row, rowlen, mt->unindexed, &mt->vhashes) != LSM_OK)
+		return LSM_NOMEM;
+	for (i = 0; i < mt->vhashes.len / sizeof(uint64_t); i++)
+	{
+		uint64_t	h;
+
+		memcpy(&h, mt->vhashes.data + i * sizeof(uint64_t), sizeof(h));
+		lsm_bloom_set(mt->vlines, lsm_vfilter_lines(mt->vbits), mt->vk, h);
+	}
+	return LSM_OK;
+}
+
+int
 lsm_memtable_add(lsm_memtable *mt, uint64_t seq, int kind,
 				 const void *key, size_t klen, const void *val, size_t vlen)
 {
@@ -215,6 +272,9 @@ lsm_memtable_add(lsm_memtable *mt, uint64_t seq, int kind,
 	int			h = random_height(mt);
 	int			i;
 
+	/* the filter first: a failure leaves the memtable unchanged */
+	if (mt->vlines && kind == LSM_KIND_PUT && index_values(mt, val, vlen) != LSM_OK)
+		return LSM_NOMEM;
 	n = arena_alloc(mt, sizeof(mt_node) + h * sizeof(mt_node *) + klen + vlen);
 	if (n == NULL)
 		return LSM_NOMEM;

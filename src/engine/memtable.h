@@ -25,6 +25,17 @@ lsm_memtable *lsm_memtable_new(void);
 void		lsm_memtable_ref(lsm_memtable *mt);
 void		lsm_memtable_unref(lsm_memtable *mt);
 
+/*
+ * Makes the memtable keep a value filter (vfilter.h) of m bits and k probes
+ * over the indexed fields of the rows added to it, so that a value search
+ * can skip it.  REQUIRES: empty.
+ */
+int			lsm_memtable_index_values(lsm_memtable *mt, uint32_t m, int k,
+									  uint64_t unindexed);
+
+/* May the memtable hold a row with a field of value hash h? */
+bool		lsm_memtable_may_hold_value(const lsm_memtable *mt, uint64_t h);
+
 /* Adds one version.  LSM_NOMEM leaves the memtable unchanged. */
 int			lsm_memtable_add(lsm_memtable *mt, uint64_t seq, int kind,
 							 const void *key, size_t klen,

@@ -40,6 +40,18 @@ struct lsm_table
 	uint8_t    *verified;		/* bitmap over data blocks */
 	uint64_t	entries;
 	uint64_t	data_end;		/* end of the data blocks */
+
+	/* value filter and block locator (format 2), checked on first use */
+	int			format;
+	uint64_t	voff,
+				loff;
+	uint32_t	vsize,
+				lsize;
+	uint64_t	nvalues;
+	uint64_t	unindexed;
+	int			vstate;			/* 0 unchecked, 1 good, else the error */
+	lsm_bloom	vfilter;
+	lsm_locator locator;
 };
 
 uint64_t
@@ -150,13 +162,16 @@ load(lsm_table *t, lsm_err *e)
 		return LSM_CORRUPT(e, "bad magic number in footer of %s", t->name);
 	if (lsm_checksum(f, 52) != lsm_get_u32(f + 52))
 		return LSM_CORRUPT(e, "checksum mismatch in footer of %s", t->name);
-	if (lsm_get_u32(f + 48) != LSM_SST_FORMAT)
+	t->format = (int) lsm_get_u32(f + 48);
+	if (t->format != 1 && t->format != 2)
 		return LSM_CORRUPT(e, "unsupported table format %u in %s",
 						   lsm_get_u32(f + 48), t->name);
 	ioff = lsm_get_u64(f);
 	isize = lsm_get_u32(f + 8);
 	foff = lsm_get_u64(f + 12);
 	fsize = lsm_get_u32(f + 20);
+	t->voff = lsm_get_u64(f + 24);
+	t->vsize = lsm_get_u32(f + 32);
 	poff = lsm_get_u64(f + 36);
 	psize = lsm_get_u32(f + 44);
 	limit = t->size - LSM_SST_FOOTER;
@@ -188,7 +203,33 @@ load(lsm_table *t, lsm_err *e)
 	if (lsm_get_varint(p, p + psize, &v) == NULL)
 		return LSM_CORRUPT(e, "malformed properties block in %s", t->name);
 	t->entries = v;
-	t->data_end = foff ? foff : ioff;
+	t->data_end = foff ? foff : t->vsize ? t->voff : ioff;
+	if (t->format >= 2)
+	{
+		const uint8_t *q = p,
+				   *end = p + psize;
+		uint64_t	skip;
+		int			i;
+
+		/* six integers, two keys, then the value fields */
+		for (i = 0; i < 8 && q != NULL; i++)
+		{
+			q = lsm_get_varint(q, end, &skip);
+			if (q != NULL && i >= 6)
+				q = skip <= (uint64_t) (end - q) ? q + skip : NULL;
+		}
+		if (q == NULL ||
+			(q = lsm_get_varint(q, end, &t->nvalues)) == NULL ||
+			(q = lsm_get_varint(q, end, &t->loff)) == NULL ||
+			(q = lsm_get_varint(q, end, &v)) == NULL ||
+			(q = lsm_get_varint(q, end, &t->unindexed)) == NULL ||
+			v > UINT32_MAX || (t->nvalues > 0) != (t->vsize > 0) ||
+			(t->vsize > 0) != (v > 0))
+			return LSM_CORRUPT(e, "malformed properties block in %s", t->name);
+		t->lsize = (uint32_t) v;
+	}
+	else if (t->vsize != 0)
+		return LSM_CORRUPT(e, "format 1 table %s has a value filter", t->name);
 
 	t->verified = calloc((t->nblocks + 7) / 8, 1);
 	if (t->verified == NULL)
@@ -245,6 +286,74 @@ lsm_table_open(const char *dir, uint64_t number, lsm_table **out, lsm_err *e)
 	}
 	*out = t;
 	return LSM_OK;
+}
+
+/* Resolves and checksums the value filter and locator, once. */
+static int
+load_values(lsm_table *t, lsm_err *e)
+{
+	const uint8_t *p;
+	uint64_t	limit = t->size - LSM_SST_FOOTER;
+	int			rc;
+
+	if (t->vstate == 1)
+		return LSM_OK;
+	if (t->vstate != 0)
+		return lsm_err_set(e, t->vstate, "damaged value filter in %s", t->name);
+	rc = get_block(t, t->voff, t->vsize, limit, true, "value filter", &p, e);
+	if (rc == LSM_OK)
+		rc = lsm_bloom_parse_as(p, t->vsize, 'V', "value filter", &t->vfilter,
+								t->name, e);
+	if (rc == LSM_OK)
+		rc = get_block(t, t->loff, t->lsize, limit, true, "block locator", &p, e);
+	if (rc == LSM_OK)
+		rc = lsm_locator_parse(p, t->lsize, &t->locator, t->name, e);
+	if (rc == LSM_OK && t->locator.nblocks != t->nblocks)
+		rc = LSM_CORRUPT(e, "block locator of %s covers %u blocks, not %u",
+						 t->name, t->locator.nblocks, t->nblocks);
+	if (rc != LSM_NOMEM)
+		t->vstate = rc == LSM_OK ? 1 : rc;
+	return rc;
+}
+
+int
+lsm_table_value_filter(lsm_table *t, int field, lsm_bloom *f, lsm_err *e)
+{
+	int			rc;
+
+	memset(f, 0, sizeof(*f));
+	if (t->broken_rc != LSM_OK)
+		return lsm_table_status(t, e);
+	if (t->format < 2 ||
+		(field >= 0 && field < 64 && (t->unindexed >> field) & 1))
+		return LSM_NOTFOUND;
+	if (t->nvalues == 0)
+		return LSM_OK;
+	rc = load_values(t, e);
+	if (rc == LSM_OK)
+		*f = t->vfilter;
+	return rc;
+}
+
+int
+lsm_table_locator(lsm_table *t, lsm_locator *l, lsm_err *e)
+{
+	int			rc;
+
+	if (t->broken_rc != LSM_OK)
+		return lsm_table_status(t, e);
+	if (t->format < 2 || t->nvalues == 0)
+		return LSM_NOTFOUND;
+	rc = load_values(t, e);
+	if (rc == LSM_OK)
+		*l = t->locator;
+	return rc;
+}
+
+uint32_t
+lsm_table_nblocks(const lsm_table *t)
+{
+	return t->broken_rc == LSM_OK ? t->nblocks : 0;
 }
 
 /*
@@ -331,6 +440,51 @@ lsm_table_get(lsm_table *t, const void *key, size_t klen, lsm_table_hit *hit,
 		rc = LSM_NOTFOUND;
 	else
 		rc = decode_value(t, bi.val, bi.vlen, hit, e);
+	lsm_block_iter_free(&bi);
+	return rc;
+}
+
+int
+lsm_table_block_scan(lsm_table *t, uint32_t i, const void *needle, size_t nlen,
+					 lsm_entry_fn fn, void *arg, bool *skipped, lsm_err *e)
+{
+	lsm_block_iter ii,
+				bi;
+	lsm_table_hit hit;
+	const uint8_t *bp;
+	size_t		bn;
+	int			rc;
+
+	*skipped = false;
+	if (t->broken_rc != LSM_OK)
+		return lsm_table_status(t, e);
+	if (i >= t->nblocks)
+		return LSM_CORRUPT(e, "block %u of %s does not exist", i, t->name);
+	if (!lsm_block_iter_init(&ii, t->index, t->index_len))
+		return LSM_CORRUPT(e, "malformed index block in %s", t->name);
+	lsm_block_iter_seek_restart(&ii, i);
+	rc = ii.valid ? data_block(t, i, ii.val, ii.vlen, &bp, &bn, e) :
+		LSM_CORRUPT(e, "malformed index block in %s", t->name);
+	lsm_block_iter_free(&ii);
+	if (rc != LSM_OK)
+		return rc;
+	if (needle != NULL && nlen > 0 && memmem(bp, bn, needle, nlen) == NULL)
+	{
+		*skipped = true;
+		return LSM_OK;
+	}
+	if (!lsm_block_iter_init(&bi, bp, bn))
+		return LSM_CORRUPT(e, "malformed data block %u in %s", i, t->name);
+	for (lsm_block_iter_first(&bi); bi.valid && rc == LSM_OK;
+		 lsm_block_iter_next(&bi))
+	{
+		rc = decode_value(t, bi.val, bi.vlen, &hit, e);
+		if (rc == LSM_OK)
+			rc = fn(arg, bi.key.data, bi.key.len, hit.seq, hit.del, hit.val,
+					hit.vlen);
+	}
+	if (rc == LSM_OK && bi.corrupt)
+		rc = LSM_CORRUPT(e, "malformed data block %u in %s", i, t->name);
 	lsm_block_iter_free(&bi);
 	return rc;
 }
@@ -479,6 +633,87 @@ lsm_table_iter(lsm_table *t, lsm_err *err)
 	return &it->base;
 }
 
+typedef struct verify_values_state
+{
+	lsm_table  *t;
+	uint32_t	block;
+	uint64_t	nvalues;
+	bool		missed;
+	uint64_t   *mask;
+	lsm_buf		hashes;
+} verify_values_state;
+
+/* Checks that the value filter and locator hold every value of one entry. */
+static int
+verify_entry_values(void *arg, const uint8_t *key, size_t klen, uint64_t seq,
+					int del, const uint8_t *row, size_t rowlen)
+{
+	verify_values_state *st = arg;
+	size_t		i;
+	uint32_t	w;
+
+	(void) key;
+	(void) klen;
+	(void) seq;
+	st->hashes.len = 0;
+	if (del)
+		return LSM_OK;
+	if (lsm_value_hashes(row, rowlen, st->t->unindexed, &st->hashes) != LSM_OK)
+		return LSM_NOMEM;
+	for (i = 0; i < st->hashes.len / sizeof(uint64_t); i++)
+	{
+		uint64_t	h;
+
+		memcpy(&h, st->hashes.data + i * sizeof(uint64_t), sizeof(h));
+		st->nvalues++;
+		for (w = 0; w < st->t->locator.words; w++)
+			st->mask[w] = ~UINT64_C(0);
+		lsm_locator_probe(&st->t->locator, h, st->mask);
+		if (!lsm_bloom_may_match(&st->t->vfilter, h) ||
+			!((st->mask[st->block / 64] >> (st->block % 64)) & 1))
+			st->missed = true;
+	}
+	return LSM_OK;
+}
+
+/* Checks the value filter and locator against every row of the table. */
+static int
+verify_values(lsm_table *t, lsm_err *e)
+{
+	verify_values_state st;
+	bool		skipped;
+	int			rc;
+
+	if (t->format < 2 || t->nvalues == 0)
+		return LSM_OK;
+	t->vstate = 0;				/* force the checksums */
+	rc = load_values(t, e);
+	if (rc != LSM_OK)
+		return rc;
+	memset(&st, 0, sizeof(st));
+	st.t = t;
+	st.mask = malloc(sizeof(uint64_t) * t->locator.words);
+	if (st.mask == NULL)
+		return LSM_NOMEM_ERR(e);
+	for (st.block = 0; st.block < t->nblocks && rc == LSM_OK; st.block++)
+		rc = lsm_table_block_scan(t, st.block, NULL, 0, verify_entry_values,
+								  &st, &skipped, e);
+	free(st.mask);
+	lsm_buf_free(&st.hashes);
+	if (rc == LSM_NOMEM)
+		rc = LSM_NOMEM_ERR(e);
+	if (rc != LSM_OK)
+		return rc;
+	if (st.missed)
+		return LSM_CORRUPT(e, "value filter or block locator of %s misses a value it holds",
+						   t->name);
+	if (st.nvalues != t->nvalues)
+		return LSM_CORRUPT(e, "%s holds %llu indexed values, its properties say %llu",
+						   t->name, (unsigned long long) st.nvalues,
+						   (unsigned long long) t->nvalues);
+	return LSM_OK;
+}
+
 int
 lsm_table_verify(lsm_table *t, const uint8_t *smallest, size_t smallest_len,
 				 const uint8_t *largest, size_t largest_len, uint64_t *entries,
@@ -535,5 +770,7 @@ lsm_table_verify(lsm_table *t, const uint8_t *smallest, size_t smallest_len,
 	lsm_buf_free(&prev);
 	lsm_iiter_destroy(it);
 	*entries = n;
+	if (rc == LSM_OK)
+		rc = verify_values(t, e);
 	return rc;
 }

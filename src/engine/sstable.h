@@ -8,7 +8,10 @@
  *		[data block][checksum u32] ...
  *		[zero padding to a 64-byte boundary]
  *		[key filter][checksum u32]				(absent if bits_per_key = 0)
- *		[value filter][checksum u32]			(absent in format version 1)
+ *		[zero padding to a 64-byte boundary]
+ *		[value filter][checksum u32]			(absent in format 1, and if no
+ *		[zero padding to a 64-byte boundary]	 row had an indexed value)
+ *		[block locator][checksum u32]			(vfilter.h; with the value filter)
  *		[index block][checksum u32]
  *		[properties][checksum u32]
  *		[footer: 64 bytes]
@@ -29,9 +32,10 @@
 
 #include "bloom.h"
 #include "iter.h"
+#include "vfilter.h"
 
 #define LSM_SST_MAGIC UINT64_C(0x4c534d5353544231)	/* "LSMSSTB1" */
-#define LSM_SST_FORMAT 1
+#define LSM_SST_FORMAT 2		/* written; 1 (no value filter) is read */
 #define LSM_SST_FOOTER 64
 
 /* What a finished table is, for the manifest. */
@@ -69,6 +73,22 @@ int			lsm_table_builder_open(const char *path, uint64_t number,
 int			lsm_table_builder_add(lsm_table_builder *b, const void *key,
 								  size_t klen, uint64_t seq, int del,
 								  const void *val, size_t vlen, lsm_err *e);
+
+/* Store-wide parameters of value filters (vfilter.h). */
+typedef struct lsm_value_params
+{
+	uint32_t	bits;			/* m, a multiple of 512; 0 = no value filters */
+	int			hashes;			/* k */
+	uint64_t	unindexed;		/* bit f set: field f is not indexed */
+} lsm_value_params;
+
+/*
+ * Makes the table carry a value filter and block locator over its rows'
+ * indexed fields.  REQUIRES: no entry added yet.
+ */
+int			lsm_table_builder_set_values(lsm_table_builder *b,
+										 const lsm_value_params *vp,
+										 lsm_err *e);
 
 /* File bytes written or buffered so far. */
 uint64_t	lsm_table_builder_size(const lsm_table_builder *b);
@@ -112,6 +132,38 @@ bool		lsm_table_has_filter(const lsm_table *t);
 /* Copies the key filter out (num_lines = 0 if none, or the table is broken). */
 void		lsm_table_filter(const lsm_table *t, lsm_bloom *f);
 size_t		lsm_table_filter_bytes(const lsm_table *t);
+
+/*
+ * The table's value filter.  LSM_OK with *f, whose num_lines is 0 if the
+ * table holds no indexed value (nothing can match: skip it); LSM_NOTFOUND if
+ * the table has no value filter for field (format 1, or a field left out):
+ * it must be scanned (field < 0: for no field in particular).  The filter
+ * is checksummed on first use.
+ */
+int			lsm_table_value_filter(lsm_table *t, int field, lsm_bloom *f,
+								   lsm_err *e);
+
+/* The block locator; LSM_NOTFOUND if none.  Checksummed on first use. */
+int			lsm_table_locator(lsm_table *t, lsm_locator *l, lsm_err *e);
+
+/* Number of data blocks. */
+uint32_t	lsm_table_nblocks(const lsm_table *t);
+
+/*
+ * Calls fn for every entry of data block i, in key order, with the entry's
+ * key (valid during the call), sequence, kind and row (pointing into the
+ * mapping).  If needle is not NULL and its nlen bytes occur nowhere in the
+ * block's raw bytes, the block is skipped (*skipped = true) without being
+ * decoded: field bytes are stored whole, so such a block cannot hold a row
+ * with that field value.  A nonzero return from fn stops the scan and is
+ * returned.
+ */
+typedef int (*lsm_entry_fn) (void *arg, const uint8_t *key, size_t klen,
+							 uint64_t seq, int del, const uint8_t *row,
+							 size_t rowlen);
+int			lsm_table_block_scan(lsm_table *t, uint32_t i, const void *needle,
+								 size_t nlen, lsm_entry_fn fn, void *arg,
+								 bool *skipped, lsm_err *e);
 
 typedef struct lsm_table_hit
 {

@@ -6,8 +6,12 @@
  * Blocks are appended to an output buffer that is written to the file in
  * 256 KiB pieces.  Key hashes are collected as entries arrive and the key
  * filter is built from them at the end, so no second pass over the keys is
- * needed.  Properties: [entries][deletions][min_seq][max_seq][data_bytes]
- * [bits_per_key][smallest len + bytes][largest len + bytes], all varints.
+ * needed.  Value hashes are collected the same way (each with the ordinal of
+ * its data block) and set in the value filter as rows arrive; the locator
+ * is built from them at the end.  Properties: [entries][deletions][min_seq]
+ * [max_seq][data_bytes][bits_per_key][smallest len + bytes][largest len +
+ * bytes], and since format 2 [value_count][locator offset][locator size]
+ * [unindexed field mask], all varints.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE				/* flock, fdatasync, strdup, timespec */
@@ -20,6 +24,7 @@
 #include "block.h"
 #include "env.h"
 #include "sstable.h"
+#include "vfilter.h"
 
 #define OUT_CHUNK (256 * 1024)
 
@@ -37,8 +42,13 @@ struct lsm_table_builder
 	lsm_block_builder index;
 	lsm_buf		tmp;
 	lsm_buf		hashes;			/* uint64 key hashes */
+	lsm_value_params vp;		/* value filter parameters (bits 0: none) */
+	uint8_t    *vlines;			/* the value filter being built */
+	lsm_buf		vhashes;		/* uint64 value hashes */
+	lsm_buf		vblocks;		/* uint32 data block ordinal of each */
 	lsm_buf		smallest;
 	lsm_buf		last_key;
+	uint64_t	data_end;		/* end of the last data block */
 	uint64_t	entries;
 	uint64_t	deletions;
 	uint64_t	min_seq;
@@ -151,6 +161,44 @@ flush_data_block(lsm_table_builder *b, lsm_err *e)
 }
 
 int
+lsm_table_builder_set_values(lsm_table_builder *b, const lsm_value_params *vp,
+							 lsm_err *e)
+{
+	LSM_ASSERT(b->entries == 0 && vp->bits % 512 == 0);
+	if (vp->bits == 0 || vp->hashes <= 0)
+		return LSM_OK;
+	b->vlines = calloc(vp->bits / 8, 1);
+	if (b->vlines == NULL)
+		return LSM_NOMEM_ERR(e);
+	b->vp = *vp;
+	return LSM_OK;
+}
+
+/* Adds the indexed fields of a live row to the value filter. */
+static int
+add_values(lsm_table_builder *b, const uint8_t *row, size_t rowlen)
+{
+	uint32_t	block = (uint32_t) b->index.entries;
+	size_t		first = b->vhashes.len / sizeof(uint64_t);
+	size_t		i,
+				n;
+
+	if (lsm_value_hashes(row, rowlen, b->vp.unindexed, &b->vhashes) != LSM_OK)
+		return LSM_NOMEM;
+	n = b->vhashes.len / sizeof(uint64_t);
+	for (i = first; i < n; i++)
+	{
+		uint64_t	h;
+
+		memcpy(&h, b->vhashes.data + i * sizeof(uint64_t), sizeof(h));
+		lsm_bloom_set(b->vlines, lsm_vfilter_lines(b->vp.bits), b->vp.hashes, h);
+		if (lsm_buf_append(&b->vblocks, &block, sizeof(block)) != LSM_OK)
+			return LSM_NOMEM;
+	}
+	return LSM_OK;
+}
+
+int
 lsm_table_builder_add(lsm_table_builder *b, const void *key, size_t klen,
 					  uint64_t seq, int del, const void *val, size_t vlen,
 					  lsm_err *e)
@@ -170,6 +218,8 @@ lsm_table_builder_add(lsm_table_builder *b, const void *key, size_t klen,
 		return LSM_NOMEM_ERR(e);
 	b->last_key.len = 0;
 	if (lsm_buf_append(&b->last_key, key, klen) != LSM_OK)
+		return LSM_NOMEM_ERR(e);
+	if (!del && b->vlines != NULL && add_values(b, val, vlen) != LSM_OK)
 		return LSM_NOMEM_ERR(e);
 	b->entries++;
 	if (del)
@@ -214,6 +264,9 @@ builder_free(lsm_table_builder *b)
 	lsm_buf_free(&b->out);
 	lsm_buf_free(&b->tmp);
 	lsm_buf_free(&b->hashes);
+	free(b->vlines);
+	lsm_buf_free(&b->vhashes);
+	lsm_buf_free(&b->vblocks);
 	lsm_buf_free(&b->smallest);
 	lsm_buf_free(&b->last_key);
 	free(b->path);
@@ -230,41 +283,98 @@ lsm_table_builder_abandon(lsm_table_builder *b)
 	builder_free(b);
 }
 
+/*
+ * Makes room for a block of size bytes (plus its checksum) that starts on a
+ * 64-byte boundary of the file, zero-filling the gap; returns where it goes
+ * in the output buffer, NULL when out of memory.
+ */
+static uint8_t *
+aligned_block(lsm_table_builder *b, size_t size, uint64_t *off)
+{
+	size_t		pad = (64 - (b->file_off + b->out.len) % 64) % 64;
+
+	if (lsm_buf_reserve(&b->out, pad + size + 4) != LSM_OK)
+		return NULL;
+	memset(b->out.data + b->out.len, 0, pad);
+	b->out.len += pad;
+	*off = b->file_off + b->out.len;
+	return b->out.data + b->out.len;
+}
+
+/* Checksums and commits the block aligned_block made room for. */
+static int
+commit_aligned(lsm_table_builder *b, size_t size, lsm_err *e)
+{
+	uint8_t    *p = b->out.data + b->out.len;
+
+	lsm_put_u32(p + size, lsm_checksum(p, size));
+	b->out.len += size + 4;
+	return drain(b, false, e);
+}
+
 static int
 finish(lsm_table_builder *b, lsm_table_meta *meta, lsm_err *e)
 {
 	uint8_t		footer[LSM_SST_FOOTER];
 	uint64_t	foff = 0,
+				voff = 0,
+				loff = 0,
 				ioff,
 				poff;
 	uint32_t	fsize = 0,
+				vsize = 0,
+				lsize = 0,
 				isize,
 				psize;
+	uint64_t	nvalues = b->vhashes.len / sizeof(uint64_t);
 	lsm_buf		props = {0};
+	uint8_t    *p;
 	int			rc;
 
 	rc = flush_data_block(b, e);
 	if (rc != LSM_OK)
 		return rc;
+	b->data_end = b->file_off + b->out.len;
 
 	/* key filter, its lines on a 64-byte boundary of the file */
 	if (b->bits_per_key > 0 && b->entries > 0)
 	{
-		size_t		n = b->entries;
-		size_t		fbytes = lsm_bloom_size(n, b->bits_per_key);
-		size_t		pad = (64 - (b->file_off + b->out.len) % 64) % 64;
+		size_t		fbytes = lsm_bloom_size(b->entries, b->bits_per_key);
 
-		if (lsm_buf_reserve(&b->out, pad + fbytes + 4) != LSM_OK)
+		if ((p = aligned_block(b, fbytes, &foff)) == NULL)
 			return LSM_NOMEM_ERR(e);
-		memset(b->out.data + b->out.len, 0, pad);
-		b->out.len += pad;
-		foff = b->file_off + b->out.len;
 		fsize = (uint32_t) fbytes;
-		lsm_bloom_build(b->out.data + b->out.len, fbytes, b->bits_per_key,
-						(const uint64_t *) b->hashes.data, n);
-		lsm_put_u32(b->out.data + b->out.len + fbytes,
-					lsm_checksum(b->out.data + b->out.len, fbytes));
-		b->out.len += fbytes + 4;
+		lsm_bloom_build(p, fbytes, b->bits_per_key,
+						(const uint64_t *) b->hashes.data, b->entries);
+		rc = commit_aligned(b, fbytes, e);
+		if (rc != LSM_OK)
+			return rc;
+	}
+
+	/* value filter and block locator, if any row had an indexed value */
+	if (nvalues > 0)
+	{
+		uint32_t	nlines = lsm_vfilter_lines(b->vp.bits);
+		size_t		lbytes = lsm_locator_size(nvalues, (uint32_t) b->index.entries);
+
+		vsize = (uint32_t) (b->vp.bits / 8 + LSM_BLOOM_TRAILER);
+		if ((p = aligned_block(b, vsize, &voff)) == NULL)
+			return LSM_NOMEM_ERR(e);
+		memcpy(p, b->vlines, b->vp.bits / 8);
+		lsm_bloom_trailer(p + b->vp.bits / 8, 'V', b->vp.hashes, nlines);
+		rc = commit_aligned(b, vsize, e);
+		if (rc != LSM_OK)
+			return rc;
+
+		lsize = (uint32_t) lbytes;
+		if ((p = aligned_block(b, lbytes, &loff)) == NULL)
+			return LSM_NOMEM_ERR(e);
+		lsm_locator_build(p, lbytes, (uint32_t) b->index.entries,
+						  (const uint64_t *) b->vhashes.data,
+						  (const uint32_t *) b->vblocks.data, nvalues);
+		rc = commit_aligned(b, lbytes, e);
+		if (rc != LSM_OK)
+			return rc;
 	}
 
 	if (lsm_block_finish(&b->index) != LSM_OK)
@@ -277,12 +387,16 @@ finish(lsm_table_builder *b, lsm_table_meta *meta, lsm_err *e)
 		lsm_buf_append_varint(&props, b->deletions) != LSM_OK ||
 		lsm_buf_append_varint(&props, b->entries ? b->min_seq : 0) != LSM_OK ||
 		lsm_buf_append_varint(&props, b->max_seq) != LSM_OK ||
-		lsm_buf_append_varint(&props, foff ? foff : ioff) != LSM_OK ||
+		lsm_buf_append_varint(&props, b->data_end) != LSM_OK ||
 		lsm_buf_append_varint(&props, (uint64_t) b->bits_per_key) != LSM_OK ||
 		lsm_buf_append_varint(&props, b->smallest.len) != LSM_OK ||
 		lsm_buf_append(&props, b->smallest.data, b->smallest.len) != LSM_OK ||
 		lsm_buf_append_varint(&props, b->last_key.len) != LSM_OK ||
-		lsm_buf_append(&props, b->last_key.data, b->last_key.len) != LSM_OK)
+		lsm_buf_append(&props, b->last_key.data, b->last_key.len) != LSM_OK ||
+		lsm_buf_append_varint(&props, nvalues) != LSM_OK ||
+		lsm_buf_append_varint(&props, loff) != LSM_OK ||
+		lsm_buf_append_varint(&props, lsize) != LSM_OK ||
+		lsm_buf_append_varint(&props, b->vp.unindexed) != LSM_OK)
 	{
 		lsm_buf_free(&props);
 		return LSM_NOMEM_ERR(e);
@@ -295,7 +409,7 @@ finish(lsm_table_builder *b, lsm_table_meta *meta, lsm_err *e)
 	memset(footer, 0, sizeof(footer));
 	put_handle(footer, ioff, isize);
 	put_handle(footer + 12, foff, fsize);
-	put_handle(footer + 24, 0, 0);	/* value filter: not in format 1 */
+	put_handle(footer + 24, voff, vsize);
 	put_handle(footer + 36, poff, psize);
 	lsm_put_u32(footer + 48, LSM_SST_FORMAT);
 	lsm_put_u32(footer + 52, lsm_checksum(footer, 52));
@@ -318,6 +432,7 @@ finish(lsm_table_builder *b, lsm_table_meta *meta, lsm_err *e)
 	meta->min_seq = b->entries ? b->min_seq : 0;
 	meta->max_seq = b->max_seq;
 	meta->filter_bytes = fsize;
+	meta->value_filter_bytes = vsize + lsize;
 	meta->smallest = lsm_memdup(b->smallest.data, b->smallest.len);
 	meta->smallest_len = b->smallest.len;
 	meta->largest = lsm_memdup(b->last_key.data, b->last_key.len);

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "env.h"
+#include "hierarchy.h"
 #include "version.h"
 
 lsm_file *
@@ -76,6 +77,7 @@ lsm_version_unref(lsm_version *v)
 		free(v->sfence[l]);
 		free(v->filters[l]);
 	}
+	lsm_hnode_unref(v->hroot);
 	free(v);
 }
 
@@ -188,6 +190,10 @@ lsm_version_edit(const lsm_version *v, const uint64_t *drop, int ndrop,
 	n->value_filter_bits = v->value_filter_bits;
 	n->value_filter_hashes = v->value_filter_hashes;
 	n->hierarchy_order = v->hierarchy_order;
+	n->value_unindexed = v->value_unindexed;
+	n->hroot = v->hroot;
+	if (n->hroot)
+		lsm_hnode_ref(n->hroot);
 	for (l = 0; l < LSM_MAX_LEVELS; l++)
 	{
 		int			cap = v->nfiles[l] + (l == add_level ? nadd : 0);
@@ -398,7 +404,7 @@ lsm_manifest_write(const char *dir, const lsm_version *v, bool *switched,
 		{
 			const lsm_table_meta *m = &v->files[l][i]->meta;
 			uint64_t	fields[] = {m->number, m->size, m->entries, m->deletions,
-			m->min_seq, m->max_seq, m->filter_bytes};
+			m->min_seq, m->max_seq, m->filter_bytes, m->value_filter_bytes};
 			int			j;
 
 			for (j = 0; j < (int) (sizeof(fields) / sizeof(fields[0])); j++)
@@ -409,6 +415,9 @@ lsm_manifest_write(const char *dir, const lsm_version *v, bool *switched,
 				goto nomem;
 		}
 	}
+	if (lsm_buf_append_varint(&b, v->value_unindexed) != LSM_OK ||
+		lsm_hier_encode(v->hroot, &b) != LSM_OK)
+		goto nomem;
 	lsm_put_u64(b.data, LSM_MANIFEST_MAGIC);
 	lsm_put_u32(b.data + 8, LSM_MANIFEST_FORMAT);
 	lsm_put_u32(b.data + 12, (uint32_t) (b.len - 16));
@@ -464,6 +473,7 @@ lsm_manifest_read(int fd, const char *name, lsm_version **out, lsm_err *e)
 	lsm_version *v = NULL;
 	uint64_t	hdr[8];
 	uint32_t	len;
+	uint32_t	format;
 	int			rc;
 	int			l,
 				i;
@@ -481,8 +491,9 @@ lsm_manifest_read(int fd, const char *name, lsm_version **out, lsm_err *e)
 	if (rc != LSM_OK)
 		goto out;
 	len = lsm_get_u32(buf + 12);
+	format = lsm_get_u32(buf + 8);
 	if (lsm_get_u64(buf) != LSM_MANIFEST_MAGIC ||
-		lsm_get_u32(buf + 8) != LSM_MANIFEST_FORMAT ||
+		(format != 1 && format != 2) ||
 		(uint64_t) len + 20 != (uint64_t) st.st_size ||
 		lsm_checksum(buf + 16, len) != lsm_get_u32(buf + 16 + len))
 	{
@@ -527,7 +538,8 @@ lsm_manifest_read(int fd, const char *name, lsm_version **out, lsm_err *e)
 		for (i = 0; i < (int) n; i++)
 		{
 			lsm_file   *f = lsm_file_new();
-			uint64_t	fl[7];
+			uint64_t	fl[8] = {0};
+			int			nfl = format >= 2 ? 8 : 7;
 			int			j;
 
 			if (f == NULL)
@@ -536,7 +548,7 @@ lsm_manifest_read(int fd, const char *name, lsm_version **out, lsm_err *e)
 				goto out;
 			}
 			v->files[l][v->nfiles[l]++] = f;
-			for (j = 0; j < 7; j++)
+			for (j = 0; j < nfl; j++)
 				if ((p = lsm_get_varint(p, end, &fl[j])) == NULL)
 					goto corrupt;
 			f->meta.number = fl[0];
@@ -546,15 +558,26 @@ lsm_manifest_read(int fd, const char *name, lsm_version **out, lsm_err *e)
 			f->meta.min_seq = fl[4];
 			f->meta.max_seq = fl[5];
 			f->meta.filter_bytes = fl[6];
+			f->meta.value_filter_bytes = fl[7];
 			if ((p = get_key(p, end, &f->meta.smallest, &f->meta.smallest_len)) == NULL ||
 				(p = get_key(p, end, &f->meta.largest, &f->meta.largest_len)) == NULL ||
 				f->meta.number >= v->next_file)
 				goto corrupt;
 		}
 	}
+	lsm_version_sort(v);
+	if (format >= 2)
+	{
+		if ((p = lsm_get_varint(p, end, &v->value_unindexed)) == NULL)
+			goto corrupt;
+		rc = lsm_hier_decode(&p, end, v, &v->hroot, e);
+		if (rc == LSM_CORRUPTION)
+			goto corrupt;
+		if (rc != LSM_OK)
+			goto out;
+	}
 	if (p != end)
 		goto corrupt;
-	lsm_version_sort(v);
 	*out = v;
 	v = NULL;
 	rc = LSM_OK;

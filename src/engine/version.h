@@ -16,8 +16,10 @@
  *		payload: [manifest_seq][next_file][log_number][last_seq]
  *				 [value_filter_bits][value_filter_hashes][hierarchy_order]
  *				 [levels] { [nfiles] { [number][size][entries][deletions]
- *				 [min_seq][max_seq][filter_bytes][smallest len, bytes]
- *				 [largest len, bytes] } } (all varints)
+ *				 [min_seq][max_seq][filter_bytes][value_filter_bytes]
+ *				 [smallest len, bytes][largest len, bytes] } }
+ *				 [value_unindexed][hierarchy (hierarchy.h)] (all varints)
+ *		format 1 had no value_filter_bytes, value_unindexed or hierarchy.
  *
  * It is written to MANIFEST.tmp, fsynced, renamed over MANIFEST, and the
  * directory fsynced.  Readers open MANIFEST and keep the descriptor: a
@@ -30,7 +32,9 @@
 #include "sstable.h"
 
 #define LSM_MANIFEST_MAGIC UINT64_C(0x46494e414d4d534c)	/* "LSMMANIF" */
-#define LSM_MANIFEST_FORMAT 1
+#define LSM_MANIFEST_FORMAT 2		/* written; 1 (no hierarchy) is read */
+
+struct lsm_hnode;
 
 typedef struct lsm_file
 {
@@ -49,6 +53,8 @@ typedef struct lsm_version
 	uint32_t	value_filter_bits;
 	int			value_filter_hashes;
 	int			hierarchy_order;
+	uint64_t	value_unindexed;	/* bit f: field f not in value filters */
+	struct lsm_hnode *hroot;	/* the value filter hierarchy, or NULL */
 	int			nfiles[LSM_MAX_LEVELS];
 	lsm_file  **files[LSM_MAX_LEVELS];
 
@@ -84,7 +90,8 @@ void		lsm_version_ref(lsm_version *v);
 void		lsm_version_unref(lsm_version *v);
 
 /*
- * A copy of v (sharing its files) with one reference, minus the files whose
+ * A copy of v (sharing its files and hierarchy) with one reference, minus
+ * the files whose
  * numbers are in drop[0..ndrop), plus add[0..nadd) at level add_level.
  * Levels are kept sorted.  NULL when out of memory.
  */

@@ -1,0 +1,555 @@
+/*
+ * vsearch.c
+ *		Equality search on a non-key field (seed 000, Algorithms 1-3).
+ *
+ * A search runs in two phases.  The filter phase, which reads no data,
+ * picks the candidate tables: level 0's tables probe their own value
+ * filters; the tables of deeper levels are found by the strategy (the
+ * Bloofi tree descends only into matching nodes, the flat layout ANDs k
+ * words per 64 leaves, "leaves" probes every leaf, "scan" takes every
+ * table); tables without a value filter are always candidates.  Each
+ * candidate's block locator then names the data blocks that may hold the
+ * value.  The iterator phase walks the memtable (if its own value filter
+ * lets it) and then the candidate blocks, skipping any block whose raw
+ * bytes do not contain the value, and validates every table row against
+ * the newest version of its key in the same snapshot (Algorithm 3): a row
+ * survives only if no newer version exists, so overwritten, moved and
+ * deleted rows never appear and no key appears twice.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE				/* flock, fdatasync, strdup, timespec */
+#endif
+#include <stdlib.h>
+
+#include "db.h"
+#include "vsearch.h"
+
+typedef struct cand
+{
+	lsm_file   *file;
+	uint64_t   *mask;			/* candidate blocks; NULL: every block */
+	bool		filtered;		/* found through a value filter */
+} cand;
+
+typedef struct row_ref
+{
+	size_t		koff;
+	size_t		klen;
+	const uint8_t *row;
+	size_t		rowlen;
+	uint64_t	seq;
+} row_ref;
+
+typedef struct vsearch
+{
+	lsm_iiter	base;
+	lsm_db	   *db;
+	lsm_version *v;
+	lsm_memtable *mem;
+	uint64_t	snap;
+	int			field;
+	uint8_t    *val;
+	size_t		vlen;
+	uint64_t	h;
+	lsm_search_stats st;
+
+	bool		scan_mem;
+	lsm_iiter  *mit;			/* memtable phase; NULL once done */
+	bool		mem_returned;	/* mit is on the row last returned */
+	cand	   *cands;
+	int			ncands,
+				cap;
+	int			ci;				/* current candidate */
+	uint32_t	bi;				/* next block of it */
+	bool		cand_read;		/* a block of it was read */
+	bool		cand_hit;		/* it held a row with the value */
+	lsm_buf		keys;			/* rows of the current block */
+	row_ref    *rows;
+	int			nrows,
+				caprows,
+				ri;
+} vsearch;
+
+/* Does field s->field of row equal the searched value? */
+static bool
+row_matches(const vsearch *s, const uint8_t *row, size_t rowlen)
+{
+	lsm_field	f;
+
+	return lsm_row_field(row, rowlen, s->field, &f) == LSM_OK && !f.is_null &&
+		f.len == s->vlen && (f.len == 0 || memcmp(f.data, s->val, f.len) == 0);
+}
+
+static int
+add_cand(vsearch *s, lsm_file *f, bool filtered)
+{
+	cand	   *c;
+
+	if (s->ncands == s->cap)
+	{
+		int			cap = s->cap * 2 + 8;
+		cand	   *g = realloc(s->cands, sizeof(cand) * cap);
+
+		if (g == NULL)
+			return LSM_NOMEM;
+		s->cands = g;
+		s->cap = cap;
+	}
+	c = &s->cands[s->ncands++];
+	c->file = f;
+	c->mask = NULL;
+	c->filtered = filtered;
+	return LSM_OK;
+}
+
+/*
+ * Probes table f's value filter (unless the caller already knows it
+ * matches) and adds it as a candidate if it may hold the value.
+ */
+static int
+probe_table(vsearch *s, lsm_file *f, bool known_positive)
+{
+	lsm_bloom	vf;
+	int			rc;
+
+	rc = lsm_table_value_filter(f->table, s->field, &vf, s->base.err);
+	if (rc == LSM_NOTFOUND)
+	{
+		s->st.sstables_unfiltered++;
+		return add_cand(s, f, false);
+	}
+	if (rc != LSM_OK || vf.num_lines == 0)
+		return rc;				/* an error, or a table with no values */
+	if (!known_positive)
+	{
+		s->st.leaves_probed++;
+		if (!lsm_bloom_may_match(&vf, s->h))
+			return LSM_OK;
+	}
+	s->st.leaves_positive++;
+	return add_cand(s, f, true);
+}
+
+static int
+flat_leaf(void *arg, lsm_file *leaf)
+{
+	return probe_table((vsearch *) arg, leaf, true);
+}
+
+/* Algorithm 1: descends into the nodes whose filters match. */
+static int
+tree_search(vsearch *s, const lsm_hnode *n)
+{
+	int			i,
+				rc;
+
+	if (n->nchild == 0)
+		return probe_table(s, n->file, false);
+	if (n->filter.num_lines > 0)
+	{
+		s->st.nodes_visited++;
+		if (!lsm_bloom_may_match(&n->filter, s->h))
+			return LSM_OK;
+	}
+	for (i = 0; i < n->nchild; i++)
+	{
+		rc = tree_search(s, n->child[i]);
+		if (rc != LSM_OK)
+			return rc;
+	}
+	return LSM_OK;
+}
+
+/* Chooses the strategy for AUTO. */
+static int
+auto_strategy(const lsm_db *db, const lsm_version *v)
+{
+	(void) v;
+	if (db->opt.value_search != LSM_SEARCH_AUTO)
+		return db->opt.value_search;
+	return LSM_SEARCH_TREE;
+}
+
+/*
+ * The filter phase: fills s->cands and each candidate's block mask.
+ */
+static int
+collect(vsearch *s, int strategy)
+{
+	lsm_version *v = s->v;
+	int			l,
+				i,
+				rc = LSM_OK;
+
+	if (strategy == LSM_SEARCH_AUTO)
+		strategy = auto_strategy(s->db, v);
+	if (v->value_filter_bits == 0 ||
+		(s->field < 64 && (v->value_unindexed >> s->field) & 1))
+		strategy = LSM_SEARCH_SCAN;
+	s->st.strategy = strategy;
+	s->scan_mem = strategy == LSM_SEARCH_SCAN ?
+		lsm_memtable_entries(s->mem) > 0 :
+		lsm_memtable_may_hold_value(s->mem, s->h);
+	s->st.memtable_scanned = s->scan_mem ? 1 : 0;
+
+	if (strategy == LSM_SEARCH_SCAN)
+	{
+		for (l = 0; l < LSM_MAX_LEVELS && rc == LSM_OK; l++)
+			for (i = 0; i < v->nfiles[l] && rc == LSM_OK; i++)
+				rc = add_cand(s, v->files[l][i], false);
+		return rc == LSM_NOMEM ? LSM_NOMEM_ERR(s->base.err) : rc;
+	}
+	/* level 0, and tables outside the leaves, one by one */
+	for (l = 0; l < LSM_MAX_LEVELS && rc == LSM_OK; l++)
+		for (i = 0; i < v->nfiles[l] && rc == LSM_OK; i++)
+			if (strategy == LSM_SEARCH_LEAVES ||
+				!lsm_hier_is_leaf(v->files[l][i], l))
+				rc = probe_table(s, v->files[l][i], false);
+	if (rc == LSM_OK && strategy == LSM_SEARCH_TREE && v->hroot)
+		rc = tree_search(s, v->hroot);
+	if (rc == LSM_OK && strategy == LSM_SEARCH_FLAT)
+	{
+		rc = lsm_flat_sync(&s->db->flat, v, s->base.err);
+		if (rc == LSM_OK)
+			rc = lsm_flat_search(s->db->flat, s->h, flat_leaf, s,
+								 &s->st.flat_words);
+	}
+	if (rc == LSM_NOMEM)
+		rc = LSM_NOMEM_ERR(s->base.err);
+	if (rc != LSM_OK)
+		return rc;
+
+	/* block locators narrow the filtered candidates to blocks */
+	for (i = 0; i < s->ncands; i++)
+	{
+		cand	   *c = &s->cands[i];
+		lsm_locator loc;
+		uint32_t	w;
+
+		if (!c->filtered)
+			continue;
+		rc = lsm_table_locator(c->file->table, &loc, s->base.err);
+		if (rc == LSM_NOTFOUND)
+			continue;
+		if (rc != LSM_OK)
+			return rc;
+		c->mask = malloc(sizeof(uint64_t) * loc.words);
+		if (c->mask == NULL)
+			return LSM_NOMEM_ERR(s->base.err);
+		for (w = 0; w < loc.words; w++)
+			c->mask[w] = ~UINT64_C(0);
+		lsm_locator_probe(&loc, s->h, c->mask);
+	}
+	return LSM_OK;
+}
+
+/* Next candidate block of c at or after *b; false if none. */
+static bool
+next_block(const cand *c, uint32_t *b)
+{
+	uint32_t	n = lsm_table_nblocks(c->file->table);
+
+	if (c->mask == NULL)
+		return *b < n;
+	while (*b < n)
+	{
+		uint64_t	w = c->mask[*b / 64] >> (*b % 64);
+
+		if (w)
+		{
+			*b += (uint32_t) __builtin_ctzll(w);
+			return *b < n;
+		}
+		*b = (*b / 64 + 1) * 64;
+	}
+	return false;
+}
+
+/*
+ * Algorithm 3 for one table row: true if it is the newest version of its
+ * key in the snapshot.
+ */
+static int
+validate(vsearch *s, const uint8_t *key, size_t klen, uint64_t seq,
+		 bool *valid)
+{
+	lsm_table_hit hit;
+	const uint8_t *mv;
+	size_t		mvlen;
+	uint64_t	mseq;
+	int			kind,
+				rc;
+
+	s->st.rows_validated++;
+	*valid = false;
+	if (lsm_memtable_get(s->mem, key, klen, s->snap, &kind, &mv, &mvlen, &mseq))
+		return LSM_OK;			/* a newer version is in the memtable */
+	rc = lsm_db_version_get(s->db, s->v, key, klen, lsm_key_hash(key, klen),
+							&hit, s->base.err);
+	if (rc == LSM_NOTFOUND)
+		return LSM_OK;
+	if (rc != LSM_OK)
+		return rc;
+	*valid = hit.seq == seq && !hit.del;
+	return LSM_OK;
+}
+
+/* Block scan callback: keeps the valid rows holding the value. */
+static int
+take_row(void *arg, const uint8_t *key, size_t klen, uint64_t seq, int del,
+		 const uint8_t *row, size_t rowlen)
+{
+	vsearch    *s = arg;
+	row_ref    *r;
+	bool		valid;
+	int			rc;
+
+	if (del || !row_matches(s, row, rowlen))
+		return LSM_OK;
+	s->cand_hit = true;
+	rc = validate(s, key, klen, seq, &valid);
+	if (rc != LSM_OK)
+		return rc;
+	if (!valid)
+	{
+		s->st.rows_rejected++;
+		return LSM_OK;
+	}
+	if (s->nrows == s->caprows)
+	{
+		int			cap = s->caprows * 2 + 8;
+		row_ref    *g = realloc(s->rows, sizeof(row_ref) * cap);
+
+		if (g == NULL)
+			return LSM_NOMEM;
+		s->rows = g;
+		s->caprows = cap;
+	}
+	r = &s->rows[s->nrows++];
+	r->koff = s->keys.len;
+	r->klen = klen;
+	r->row = row;
+	r->rowlen = rowlen;
+	r->seq = seq;
+	return lsm_buf_append(&s->keys, key, klen) == LSM_OK ? LSM_OK : LSM_NOMEM;
+}
+
+static void
+vs_fail(vsearch *s, int rc)
+{
+	if (rc == LSM_NOMEM)
+		rc = LSM_NOMEM_ERR(s->base.err);
+	s->base.valid = false;
+	s->base.rc = rc;
+}
+
+/* Moves to the next result (or the end). */
+static void
+vs_advance(vsearch *s)
+{
+	int			rc;
+
+	for (;;)
+	{
+		cand	   *c;
+		bool		skipped;
+
+		if (s->ri < s->nrows)
+		{
+			row_ref    *r = &s->rows[s->ri++];
+
+			s->base.valid = true;
+			s->base.key = s->keys.data + r->koff;
+			s->base.klen = r->klen;
+			s->base.val = r->row;
+			s->base.vlen = r->rowlen;
+			s->base.seq = r->seq;
+			s->base.del = 0;
+			s->st.rows_returned++;
+			return;
+		}
+		if (s->mit)
+		{
+			lsm_iiter  *m = s->mit;
+
+			if (s->mem_returned)
+			{
+				lsm_iiter_next(m);
+				s->mem_returned = false;
+			}
+			while (m->valid && (m->del || !row_matches(s, m->val, m->vlen)))
+				lsm_iiter_next(m);
+			if (m->valid)
+			{
+				s->base.valid = true;
+				s->base.key = m->key;
+				s->base.klen = m->klen;
+				s->base.val = m->val;
+				s->base.vlen = m->vlen;
+				s->base.seq = m->seq;
+				s->base.del = 0;
+				s->st.rows_returned++;
+				s->mem_returned = true;
+				return;
+			}
+			if (m->rc != LSM_OK)
+				return vs_fail(s, m->rc);
+			lsm_iiter_destroy(m);
+			s->mit = NULL;
+			continue;
+		}
+		if (s->ci >= s->ncands)
+		{
+			s->base.valid = false;
+			return;
+		}
+		c = &s->cands[s->ci];
+		if (!next_block(c, &s->bi))
+		{
+			/* a table read for nothing: its filter's false positive */
+			if (s->cand_read && !s->cand_hit)
+				s->st.sstables_false++;
+			s->ci++;
+			s->bi = 0;
+			s->cand_read = s->cand_hit = false;
+			continue;
+		}
+		if (!s->cand_read)
+		{
+			s->cand_read = true;
+			s->st.sstables_scanned++;
+		}
+		if (lsm_db_interrupted(s->db))
+			return vs_fail(s, lsm_err_set(s->base.err, LSM_INTERRUPTED,
+										  "value search interrupted"));
+		s->nrows = s->ri = 0;
+		s->keys.len = 0;
+		rc = lsm_table_block_scan(c->file->table, s->bi,
+								  s->st.strategy == LSM_SEARCH_SCAN ? NULL : s->val,
+								  s->vlen, take_row, s, &skipped, s->base.err);
+		if (rc != LSM_OK)
+			return vs_fail(s, rc);
+		s->st.blocks_scanned++;
+		if (skipped)
+			s->st.blocks_skipped++;
+		s->bi++;
+	}
+}
+
+static void
+vs_seek(lsm_iiter *base, const uint8_t *key, size_t klen)
+{
+	vsearch    *s = (vsearch *) base;
+
+	(void) key;
+	(void) klen;
+	/* (re)start: the memtable, then every candidate block */
+	lsm_iiter_destroy(s->mit);
+	s->mit = NULL;
+	s->mem_returned = false;
+	s->ci = 0;
+	s->bi = 0;
+	s->nrows = s->ri = 0;
+	s->cand_read = s->cand_hit = false;
+	s->base.rc = LSM_OK;
+	if (s->scan_mem)
+	{
+		s->mit = lsm_memtable_iter(s->mem, s->snap, s->base.err);
+		if (s->mit == NULL)
+			return vs_fail(s, LSM_NOMEM);
+		lsm_iiter_seek(s->mit, NULL, 0);
+	}
+	vs_advance(s);
+}
+
+static void
+vs_next(lsm_iiter *base)
+{
+	vs_advance((vsearch *) base);
+}
+
+static void
+vs_destroy(lsm_iiter *base)
+{
+	vsearch    *s = (vsearch *) base;
+	int			i;
+
+	lsm_iiter_destroy(s->mit);
+	for (i = 0; i < s->ncands; i++)
+		free(s->cands[i].mask);
+	free(s->cands);
+	free(s->rows);
+	lsm_buf_free(&s->keys);
+	free(s->val);
+	free(s);
+}
+
+static const lsm_iiter_ops vsearch_ops = {vs_seek, vs_next, vs_destroy};
+
+int
+lsm_vsearch_new(lsm_db *db, lsm_version *v, lsm_memtable *mem, uint64_t snap,
+				int field, const void *val, size_t vlen, int strategy,
+				lsm_err *err, lsm_iiter **out)
+{
+	vsearch    *s = calloc(1, sizeof(*s));
+	int			rc;
+
+	*out = NULL;
+	if (s == NULL || (s->val = lsm_memdup(val, vlen)) == NULL)
+	{
+		free(s);
+		return LSM_NOMEM_ERR(err);
+	}
+	s->base.ops = &vsearch_ops;
+	s->base.err = err;
+	s->db = db;
+	s->v = v;
+	s->mem = mem;
+	s->snap = snap;
+	s->field = field;
+	s->vlen = vlen;
+	s->h = lsm_value_hash(field, val, vlen);
+	rc = collect(s, strategy);
+	if (rc != LSM_OK)
+	{
+		vs_destroy(&s->base);
+		return rc;
+	}
+	*out = &s->base;
+	return LSM_OK;
+}
+
+void
+lsm_vsearch_stats(const lsm_iiter *it, lsm_search_stats *st)
+{
+	const vsearch *s = (const vsearch *) it;
+
+	*st = s->st;
+}
+
+void
+lsm_vsearch_estimate(const lsm_iiter *it, lsm_search_stats *st)
+{
+	const vsearch *s = (const vsearch *) it;
+	int			i;
+
+	*st = s->st;
+	st->sstables_scanned = 0;
+	st->blocks_scanned = 0;
+	for (i = 0; i < s->ncands; i++)
+	{
+		const cand *c = &s->cands[i];
+		uint32_t	n = lsm_table_nblocks(c->file->table),
+					b;
+		uint64_t	blocks = 0;
+
+		if (c->mask == NULL)
+			blocks = n;
+		else
+			for (b = 0; b < (n + 63) / 64; b++)
+				blocks += (uint64_t) __builtin_popcountll(c->mask[b]);
+		if (blocks > 0)
+			st->sstables_scanned++;
+		st->blocks_scanned += blocks;
+	}
+}
