@@ -476,7 +476,23 @@ edit_of(const compaction *c, const lsm_version *base, lsm_file **outs,
 		for (i = 0; i < c->n[w]; i++)
 			drop[ndrop++] = c->in[w][i]->meta.number;
 	if (c->trivial_move)
-		v = lsm_version_edit(base, drop, ndrop, c->in[0], c->n[0], c->level + 1);
+	{
+		/* base's own file objects: base may be a newer version than c's */
+		lsm_file  **moved = malloc(sizeof(lsm_file *) * (c->n[0] + 1));
+		int			n = 0;
+
+		v = NULL;
+		if (moved)
+		{
+			for (i = 0; i < base->nfiles[c->level]; i++)
+				for (w = 0; w < c->n[0]; w++)
+					if (base->files[c->level][i]->meta.number ==
+						c->in[0][w]->meta.number)
+						moved[n++] = base->files[c->level][i];
+			v = lsm_version_edit(base, drop, ndrop, moved, n, c->level + 1);
+			free(moved);
+		}
+	}
 	else
 		v = lsm_version_edit(base, drop, ndrop, outs, nouts, c->level + 1);
 	free(drop);

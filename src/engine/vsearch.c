@@ -133,6 +133,7 @@ probe_table(vsearch *s, lsm_file *f, bool known_positive)
 static int
 flat_leaf(void *arg, lsm_file *leaf)
 {
+	((vsearch *) arg)->st.leaves_probed++;
 	return probe_table((vsearch *) arg, leaf, true);
 }
 
