@@ -224,6 +224,31 @@ lsm_block_iter_next(lsm_block_iter *it)
 }
 
 void
+lsm_block_iter_seek_offset(lsm_block_iter *it, size_t off)
+{
+	if (!it->valid || it->off > off ||
+		(it->restart_idx + 1 < it->num_restarts &&
+		 restart_off(it, it->restart_idx + 1) <= off))
+	{
+		uint32_t	lo = 0,
+					hi = it->num_restarts - 1;
+
+		while (lo < hi)
+		{
+			uint32_t	mid = lo + (hi - lo + 1) / 2;
+
+			if (restart_off(it, mid) <= off)
+				lo = mid;
+			else
+				hi = mid - 1;
+		}
+		lsm_block_iter_seek_restart(it, lo);
+	}
+	while (it->valid && it->next_off <= off)
+		decode_next(it);
+}
+
+void
 lsm_block_iter_seek(lsm_block_iter *it, const uint8_t *target, size_t tlen)
 {
 	uint32_t	lo = 0,

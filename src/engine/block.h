@@ -77,6 +77,12 @@ void		lsm_block_iter_next(lsm_block_iter *it);
 void		lsm_block_iter_seek(lsm_block_iter *it, const uint8_t *target,
 								size_t tlen);
 
+/*
+ * Positions on the entry whose bytes hold offset off (of the entries), going
+ * forward from the current entry if it is not past off and off is within
+ * its restart block, else from the last restart at or before off.
+ */
+void		lsm_block_iter_seek_offset(lsm_block_iter *it, size_t off);
 /* Positions on restart entry i (full key); for index blocks, entry i. */
 void		lsm_block_iter_seek_restart(lsm_block_iter *it, uint32_t i);
 

@@ -1174,15 +1174,25 @@ lsm_hier_shape_of(const lsm_hnode *root, lsm_hier_shape *s)
 
 /* ---------- flat ---------- */
 
+/*
+ * Bit-position-major, as in the paper's Flat-Bloofi: row b (of gcap words)
+ * holds bit b of every leaf, word g of it the 64 leaves of group g.  A
+ * search reads k rows, each a contiguous run of ngroups words, which the
+ * hardware prefetcher streams; groups are added by widening every row
+ * (rare: columns of departed leaves are reused first).
+ */
 struct lsm_flat
 {
-	uint32_t	m;				/* words per group */
+	uint32_t	m;				/* bits per filter = rows */
 	uint32_t	num_lines;
 	int			k;
-	int			ngroups;
-	uint64_t  **groups;
+	int			ngroups;		/* groups in use */
+	int			gcap;			/* words per row */
+	bool		synced;			/* in step with the leaves of root */
+	lsm_hnode  *root;			/* (referenced) */
+	uint64_t   *rows;			/* m * gcap words */
 	uint64_t   *used;			/* per group, a bit per occupied column */
-	lsm_file  **cols;			/* ngroups * 64, NULL if free (referenced) */
+	lsm_file  **cols;			/* gcap * 64, NULL if free (referenced) */
 };
 
 void
@@ -1192,31 +1202,25 @@ lsm_flat_free(lsm_flat *f)
 
 	if (f == NULL)
 		return;
-	for (i = 0; i < f->ngroups; i++)
-	{
-		int			c;
-
-		for (c = 0; c < 64; c++)
-			lsm_file_unref(f->cols[i * 64 + c]);
-		free(f->groups[i]);
-	}
-	free(f->groups);
+	for (i = 0; i < f->ngroups * 64; i++)
+		lsm_file_unref(f->cols[i]);
+	free(f->rows);
 	free(f->used);
 	free(f->cols);
+	lsm_hnode_unref(f->root);
 	free(f);
 }
 
 size_t
 lsm_flat_bytes(const lsm_flat *f)
 {
-	return f ? (size_t) f->ngroups * f->m * 8 : 0;
+	return f ? (size_t) f->m * f->gcap * 8 : 0;
 }
 
 /* Sets (or clears) column c of group g to the bits of filter lines. */
 static void
 flat_column(lsm_flat *f, int g, int c, const uint8_t *lines, bool set)
 {
-	uint64_t   *words = f->groups[g];
 	uint64_t	bit = (uint64_t) 1 << c;
 	uint32_t	w;
 
@@ -1226,38 +1230,44 @@ flat_column(lsm_flat *f, int g, int c, const uint8_t *lines, bool set)
 
 		while (x)
 		{
-			int			b = __builtin_ctzll(x);
+			uint64_t   *word = &f->rows[(size_t) (w + __builtin_ctzll(x)) *
+										f->gcap + g];
 
-			if (set)
-				words[w + b] |= bit;
-			else
-				words[w + b] &= ~bit;
+			*word = set ? *word | bit : *word & ~bit;
 			x &= x - 1;
 		}
 	}
 }
 
+/* Adds an empty group, widening the rows if they are full. */
 static int
 flat_add_group(lsm_flat *f)
 {
-	uint64_t  **g = realloc(f->groups, sizeof(uint64_t *) * (f->ngroups + 1));
-	uint64_t   *used;
-	lsm_file  **cols;
+	if (f->ngroups == f->gcap)
+	{
+		int			cap = f->gcap + (f->gcap / 4 > 1 ? f->gcap / 4 : 1);
+		uint64_t   *rows = calloc((size_t) f->m * cap, sizeof(uint64_t));
+		uint64_t   *used = realloc(f->used, sizeof(uint64_t) * cap);
+		lsm_file  **cols;
+		uint32_t	b;
 
-	if (g == NULL)
-		return LSM_NOMEM;
-	f->groups = g;
-	used = realloc(f->used, sizeof(uint64_t) * (f->ngroups + 1));
-	if (used == NULL)
-		return LSM_NOMEM;
-	f->used = used;
-	cols = realloc(f->cols, sizeof(lsm_file *) * 64 * (f->ngroups + 1));
-	if (cols == NULL)
-		return LSM_NOMEM;
-	f->cols = cols;
-	f->groups[f->ngroups] = calloc(f->m, sizeof(uint64_t));
-	if (f->groups[f->ngroups] == NULL)
-		return LSM_NOMEM;
+		if (used != NULL)
+			f->used = used;
+		cols = realloc(f->cols, sizeof(lsm_file *) * 64 * cap);
+		if (cols != NULL)
+			f->cols = cols;
+		if (rows == NULL || used == NULL || cols == NULL)
+		{
+			free(rows);
+			return LSM_NOMEM;
+		}
+		for (b = 0; b < f->m && f->gcap > 0; b++)
+			memcpy(rows + (size_t) b * cap, f->rows + (size_t) b * f->gcap,
+				   sizeof(uint64_t) * f->ngroups);
+		free(f->rows);
+		f->rows = rows;
+		f->gcap = cap;
+	}
 	f->used[f->ngroups] = 0;
 	memset(f->cols + 64 * f->ngroups, 0, sizeof(lsm_file *) * 64);
 	f->ngroups++;
@@ -1284,6 +1294,15 @@ lsm_flat_sync(lsm_flat **fp, const lsm_version *v, lsm_err *e)
 		f->k = v->value_filter_hashes;
 		*fp = f;
 	}
+
+	/*
+	 * The tree's leaves are exactly the eligible tables, and a tree is never
+	 * changed in place (updates copy the changed paths), so the same root
+	 * means the same leaves; the reference keeps its address from being
+	 * reused.  Every search of a steady store thus skips the work below.
+	 */
+	if (f->synced && f->root == v->hroot)
+		return LSM_OK;
 	leaves = eligible_leaves(v, &nleaves);
 	present = calloc(nleaves + 1, 1);
 	if (leaves == NULL || present == NULL)
@@ -1342,6 +1361,14 @@ lsm_flat_sync(lsm_flat **fp, const lsm_version *v, lsm_err *e)
 	}
 	free(leaves);
 	free(present);
+	if (rc == LSM_OK)
+	{
+		if (v->hroot)
+			lsm_hnode_ref(v->hroot);
+		lsm_hnode_unref(f->root);
+		f->root = v->hroot;
+		f->synced = true;
+	}
 	return rc;
 }
 
@@ -1349,29 +1376,26 @@ int
 lsm_flat_search(const lsm_flat *f, uint64_t h, lsm_leaf_fn fn, void *arg,
 				uint64_t *words)
 {
-	uint32_t	pos[32];
+	const uint64_t *row[32];
 	uint64_t	line = ((uint64_t) (uint32_t) h * f->num_lines) >> 32;
 	uint32_t	h2 = (uint32_t) (h >> 32);
+	uint64_t	n = 0;
 	int			g,
 				i,
 				rc;
 
 	for (i = 0; i < f->k; i++)
 	{
-		pos[i] = (uint32_t) (line * 512 + (h2 >> 23));
+		row[i] = f->rows + (line * 512 + (h2 >> 23)) * f->gcap;
 		h2 *= 0x9e3779b9u;
 	}
 	for (g = 0; g < f->ngroups; g++)
 	{
-		const uint64_t *w = f->groups[g];
 		uint64_t	acc = f->used[g];
 
-		if (g + 2 < f->ngroups)
-			for (i = 0; i < f->k; i++)
-				__builtin_prefetch(f->groups[g + 2] + pos[i]);
-		for (i = 0; i < f->k; i++)
-			acc &= w[pos[i]];
-		*words += (uint64_t) f->k;
+		for (i = 0; i < f->k && acc; i++)
+			acc &= row[i][g];
+		n += i;
 		while (acc)
 		{
 			rc = fn(arg, f->cols[g * 64 + __builtin_ctzll(acc)]);
@@ -1380,5 +1404,6 @@ lsm_flat_search(const lsm_flat *f, uint64_t h, lsm_leaf_fn fn, void *arg,
 			acc &= acc - 1;
 		}
 	}
+	*words += n;
 	return LSM_OK;
 }

@@ -24,9 +24,9 @@
  * to it in Hamming distance (Bloofi's placement, which keeps similar filters
  * together) and overfull nodes split.
  *
- * The flat organisation transposes the same leaves in groups of 64: word w
- * of a group holds bit w of each of its 64 leaves, so a search ANDs k words
- * per group.  It lives in the memory of the handle that asks for it (as
+ * The flat organisation transposes the same leaves in groups of 64: row b
+ * holds bit b of every leaf, one word per group, so a search ANDs k rows
+ * word by word, reading k contiguous runs of memory.  It lives in the memory of the handle that asks for it (as
  * much memory as the leaves' filters), built on first use and kept in step
  * with later versions column by column.
  */
@@ -126,7 +126,7 @@ void		lsm_flat_free(lsm_flat *f);
 
 /*
  * Calls fn for every leaf whose filter may hold hash h; adds to *words the
- * number of words read.
+ * number of words read (a group stops at its first zero word).
  */
 typedef int (*lsm_leaf_fn) (void *arg, lsm_file *leaf);
 int			lsm_flat_search(const lsm_flat *f, uint64_t h, lsm_leaf_fn fn,

@@ -468,21 +468,43 @@ lsm_table_block_scan(lsm_table *t, uint32_t i, const void *needle, size_t nlen,
 	lsm_block_iter_free(&ii);
 	if (rc != LSM_OK)
 		return rc;
-	if (needle != NULL && nlen > 0 && memmem(bp, bn, needle, nlen) == NULL)
-	{
-		*skipped = true;
-		return LSM_OK;
-	}
 	if (!lsm_block_iter_init(&bi, bp, bn))
 		return LSM_CORRUPT(e, "malformed data block %u in %s", i, t->name);
-	for (lsm_block_iter_first(&bi); bi.valid && rc == LSM_OK;
-		 lsm_block_iter_next(&bi))
+	if (needle != NULL && nlen > 0)
 	{
-		rc = decode_value(t, bi.val, bi.vlen, &hit, e);
-		if (rc == LSM_OK)
-			rc = fn(arg, bi.key.data, bi.key.len, hit.seq, hit.del, hit.val,
-					hit.vlen);
+		/*
+		 * Only the entries whose bytes hold the needle can hold the value:
+		 * each occurrence is decoded from the restart point before it, and
+		 * the search goes on after that entry.
+		 */
+		size_t		pos = 0;
+		const uint8_t *at;
+
+		*skipped = true;
+		while (rc == LSM_OK && pos < bi.data_len &&
+			   (at = memmem(bi.data + pos, bi.data_len - pos, needle,
+							nlen)) != NULL)
+		{
+			*skipped = false;
+			lsm_block_iter_seek_offset(&bi, (size_t) (at - bi.data));
+			if (!bi.valid)
+				break;
+			rc = decode_value(t, bi.val, bi.vlen, &hit, e);
+			if (rc == LSM_OK)
+				rc = fn(arg, bi.key.data, bi.key.len, hit.seq, hit.del,
+						hit.val, hit.vlen);
+			pos = bi.next_off;
+		}
 	}
+	else
+		for (lsm_block_iter_first(&bi); bi.valid && rc == LSM_OK;
+			 lsm_block_iter_next(&bi))
+		{
+			rc = decode_value(t, bi.val, bi.vlen, &hit, e);
+			if (rc == LSM_OK)
+				rc = fn(arg, bi.key.data, bi.key.len, hit.seq, hit.del,
+						hit.val, hit.vlen);
+		}
 	if (rc == LSM_OK && bi.corrupt)
 		rc = LSM_CORRUPT(e, "malformed data block %u in %s", i, t->name);
 	lsm_block_iter_free(&bi);

@@ -152,11 +152,11 @@ uint32_t	lsm_table_nblocks(const lsm_table *t);
 /*
  * Calls fn for every entry of data block i, in key order, with the entry's
  * key (valid during the call), sequence, kind and row (pointing into the
- * mapping).  If needle is not NULL and its nlen bytes occur nowhere in the
- * block's raw bytes, the block is skipped (*skipped = true) without being
- * decoded: field bytes are stored whole, so such a block cannot hold a row
- * with that field value.  A nonzero return from fn stops the scan and is
- * returned.
+ * mapping).  If needle is not NULL, only the entries whose raw bytes hold
+ * its nlen bytes are decoded and passed to fn, and if there is none the
+ * block is skipped (*skipped = true): field bytes are stored whole, so no
+ * other entry can have a field with that value.  A nonzero return from fn
+ * stops the scan and is returned.
  */
 typedef int (*lsm_entry_fn) (void *arg, const uint8_t *key, size_t klen,
 							 uint64_t seq, int del, const uint8_t *row,

@@ -31,8 +31,8 @@
 #include "bloom.h"
 
 #define LSM_LOCATOR_TRAILER 16
-#define LSM_LOCATOR_BITS_PER_VALUE 10	/* per data block filter */
-#define LSM_LOCATOR_K 4
+#define LSM_LOCATOR_BITS_PER_VALUE 16	/* per data block filter */
+#define LSM_LOCATOR_K 6
 
 /* The hash of one field value: the same for filters, locator and search. */
 static inline uint64_t

@@ -180,6 +180,7 @@ collect(vsearch *s, int strategy)
 	lsm_version *v = s->v;
 	int			l,
 				i,
+				nlevels,
 				rc = LSM_OK;
 
 	if (strategy == LSM_SEARCH_AUTO)
@@ -200,8 +201,23 @@ collect(vsearch *s, int strategy)
 				rc = add_cand(s, v->files[l][i], false);
 		return rc == LSM_NOMEM ? LSM_NOMEM_ERR(s->base.err) : rc;
 	}
-	/* level 0, and tables outside the leaves, one by one */
-	for (l = 0; l < LSM_MAX_LEVELS && rc == LSM_OK; l++)
+	/*
+	 * Level 0, and tables outside the leaves, one by one.  The leaves are
+	 * exactly the deeper tables that have a value filter, so when the tree
+	 * has as many leaves as there are deeper tables, level 0 is all there
+	 * is (this spares the tree and flat searches a pass over every file).
+	 */
+	nlevels = LSM_MAX_LEVELS;
+	if (strategy != LSM_SEARCH_LEAVES)
+	{
+		uint64_t	deeper = 0;
+
+		for (l = 1; l < LSM_MAX_LEVELS; l++)
+			deeper += (uint64_t) v->nfiles[l];
+		if (deeper == (v->hroot ? v->hroot->nleaves : 0))
+			nlevels = 1;
+	}
+	for (l = 0; l < nlevels && rc == LSM_OK; l++)
 		for (i = 0; i < v->nfiles[l] && rc == LSM_OK; i++)
 			if (strategy == LSM_SEARCH_LEAVES ||
 				!lsm_hier_is_leaf(v->files[l][i], l))
