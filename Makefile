@@ -8,6 +8,7 @@
 #                       sanitizers and without any PostgreSQL include path
 #   make check-engine   build and run them (test/run --engine-only)
 #   make bench          build test/bench/db_bench (against RocksDB, LevelDB)
+#   make value-bench    build test/bench/value/value_bench (value search)
 #
 # `make check` belongs to PGXS (and does nothing for an extension): use
 # `make installcheck` against a running server, or test/run for everything.
@@ -30,7 +31,7 @@ SHLIB_LINK = -lxxhash
 REGRESS = $(patsubst sql/%.sql,%,$(sort $(wildcard sql/*.sql)))
 REGRESS_OPTS = --load-extension=fdw
 
-EXTRA_CLEAN = test/build test/bench/db_bench
+EXTRA_CLEAN = test/build test/bench/db_bench test/bench/value/value_bench
 
 PG_CONFIG ?= $(firstword $(wildcard /usr/lib/postgresql/15/bin/pg_config) pg_config)
 PGXS := $(shell $(PG_CONFIG) --pgxs)
@@ -92,3 +93,18 @@ bench: test/bench/db_bench
 
 test/bench/db_bench: $(BENCH_SRCS) $(wildcard test/bench/*.h) $(ENGINE_SRCS) $(ENGINE_HDRS)
 	$(BENCH_CC) $(BENCH_CFLAGS) -o $@ $(BENCH_SRCS) $(ENGINE_SRCS) $(BENCH_LIBS)
+
+#
+# Value search benchmark: value_bench reproduces the experiments of the
+# Bloom filter hierarchy paper (seed 000) with every value search strategy
+# of the engine (see the header of test/bench/value/value_bench.c; run with
+# test/bench/value/run.sh).  Same flags as db_bench; engine only.
+#
+VALUE_BENCH_SRCS = $(sort $(wildcard test/bench/value/*.c))
+
+.PHONY: value-bench
+
+value-bench: test/bench/value/value_bench
+
+test/bench/value/value_bench: $(VALUE_BENCH_SRCS) $(wildcard test/bench/value/*.h) $(ENGINE_SRCS) $(ENGINE_HDRS)
+	$(BENCH_CC) $(BENCH_CFLAGS) -Itest/bench/value -o $@ $(VALUE_BENCH_SRCS) $(ENGINE_SRCS) -lxxhash -lpthread

@@ -444,9 +444,13 @@ check_counters(const sctx *c, const lsm_search_stats *st, int strategy,
 		if (c->dflt != LSM_SEARCH_AUTO)
 			CHECK_CTR(st->strategy == c->dflt ||
 					  (unfiltered_field && st->strategy == LSM_SEARCH_SCAN));
+		else if (unfiltered_field)
+			CHECK_CTR(st->strategy == LSM_SEARCH_SCAN);
+		else if (h->flat_bytes > 0)	/* the handle holds a flat layout */
+			CHECK_CTR(st->strategy == LSM_SEARCH_FLAT);
 		else
-			CHECK_CTR(st->strategy >= LSM_SEARCH_TREE &&
-					  st->strategy <= LSM_SEARCH_SCAN);
+			CHECK_CTR(st->strategy == LSM_SEARCH_TREE ||
+					  st->strategy == LSM_SEARCH_FLAT);
 		used = st->strategy;
 	}
 	else

@@ -237,7 +237,9 @@ int			lsm_value_search(lsm_db *db, int field, const void *val,
  * How a value search finds the SSTables to read.  Every strategy returns
  * the same rows; they differ in what they probe.
  */
-#define LSM_SEARCH_AUTO		0	/* the store's default (lsm_options) */
+#define LSM_SEARCH_AUTO		0	/* lsm_options.value_search if set, else
+									 * FLAT once the handle has built its flat
+									 * layout, else TREE */
 #define LSM_SEARCH_TREE		1	/* the Bloom filter hierarchy (Bloofi tree) */
 #define LSM_SEARCH_FLAT		2	/* bit-sliced leaf filters, 64 per group */
 #define LSM_SEARCH_LEAVES	3	/* every SSTable's value filter in turn */

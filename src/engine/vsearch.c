@@ -152,6 +152,25 @@ tree_search(vsearch *s, const lsm_hnode *n)
 		if (!lsm_bloom_may_match(&n->filter, s->h))
 			return LSM_OK;
 	}
+
+	/*
+	 * Every child is probed at the same line (one m for the whole store):
+	 * fetch those lines first, so that the children's cache misses overlap
+	 * instead of following one another.
+	 */
+	for (i = 0; i < n->nchild; i++)
+	{
+		const lsm_hnode *c = n->child[i];
+		lsm_bloom	vf;
+
+		if (c->nchild > 0)
+			vf = c->filter;
+		else if (lsm_table_value_filter(c->file->table, s->field, &vf,
+										s->base.err) != LSM_OK)
+			continue;			/* reported by the probe below */
+		if (vf.num_lines > 0)
+			__builtin_prefetch(lsm_bloom_line(&vf, s->h));
+	}
 	for (i = 0; i < n->nchild; i++)
 	{
 		rc = tree_search(s, n->child[i]);
@@ -161,14 +180,24 @@ tree_search(vsearch *s, const lsm_hnode *n)
 	return LSM_OK;
 }
 
-/* Chooses the strategy for AUTO. */
+/*
+ * Chooses the strategy for AUTO: the handle's option if set, else the flat
+ * layout if this handle already holds one, else the tree.  Measured
+ * (docs/value-search.md): the flat filter phase is 2-5x faster than the
+ * tree's, but its first search transposes every leaf filter (22 ms for 13
+ * leaves of 2 Mbit, 250 ms for 8,335 leaves of 64 Kbit) and it takes as
+ * much of the handle's memory as the leaves' filters, while the tree costs
+ * no per-handle memory and shares its node files through the page cache.
+ * At about a microsecond saved per search, building the layout pays only
+ * for a handle that runs tens of thousands of searches, which is the
+ * caller's call (value_search = FLAT, or one explicit FLAT search).
+ */
 static int
-auto_strategy(const lsm_db *db, const lsm_version *v)
+auto_strategy(const lsm_db *db)
 {
-	(void) v;
 	if (db->opt.value_search != LSM_SEARCH_AUTO)
 		return db->opt.value_search;
-	return LSM_SEARCH_TREE;
+	return db->flat != NULL ? LSM_SEARCH_FLAT : LSM_SEARCH_TREE;
 }
 
 /*
@@ -184,7 +213,7 @@ collect(vsearch *s, int strategy)
 				rc = LSM_OK;
 
 	if (strategy == LSM_SEARCH_AUTO)
-		strategy = auto_strategy(s->db, v);
+		strategy = auto_strategy(s->db);
 	if (v->value_filter_bits == 0 ||
 		(s->field < 64 && (v->value_unindexed >> s->field) & 1))
 		strategy = LSM_SEARCH_SCAN;
