@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "bench_machine.h"
 
 #define MAX_ENGINES		4
 #define MAX_BENCHMARKS	32
@@ -1107,31 +1108,12 @@ print_summary(void)
 static void
 print_header(int argc, char **argv)
 {
-	char		model[256] = "unknown";
-	char		line[512];
+	char		model[256];
 	struct utsname un;
-	FILE	   *f;
 	time_t		now = time(NULL);
 	int			i;
 
-	f = fopen("/proc/cpuinfo", "r");
-	if (f != NULL)
-	{
-		while (fgets(line, sizeof(line), f) != NULL)
-			if (strncmp(line, "model name", 10) == 0)
-			{
-				char	   *p = strchr(line, ':');
-
-				if (p != NULL)
-				{
-					p += strspn(p, ": \t");
-					p[strcspn(p, "\n")] = '\0';
-					snprintf(model, sizeof(model), "%s", p);
-				}
-				break;
-			}
-		fclose(f);
-	}
+	bench_cpu_model(model, sizeof(model));
 	printf("db_bench: our LSM engine vs RocksDB vs LevelDB, one process\n");
 	printf("command:  ");
 	for (i = 0; i < argc; i++)

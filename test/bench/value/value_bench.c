@@ -72,6 +72,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_machine.h"
 #include "lsm.h"
 
 #define KEY_SIZE		16
@@ -1164,32 +1165,13 @@ calibrate(void)
 static void
 print_header(int argc, char **argv)
 {
-	char		model[256] = "unknown";
-	char		line[512];
+	char		model[256];
 	struct utsname un;
-	FILE	   *f;
 	time_t		now = time(NULL);
 	lsm_options o;
 	int			i;
 
-	f = fopen("/proc/cpuinfo", "r");
-	if (f != NULL)
-	{
-		while (fgets(line, sizeof(line), f) != NULL)
-			if (strncmp(line, "model name", 10) == 0)
-			{
-				char	   *p = strchr(line, ':');
-
-				if (p != NULL)
-				{
-					p += strspn(p, ": \t");
-					p[strcspn(p, "\n")] = '\0';
-					snprintf(model, sizeof(model), "%s", p);
-				}
-				break;
-			}
-		fclose(f);
-	}
+	bench_cpu_model(model, sizeof(model));
 	lsm_options_init(&o);
 	printf("value_bench: value (non-key) search, Macyna & Ordonez sec. IV "
 		   "reproduced; strategies tree (Bloom hierarchy scan), flat, "
