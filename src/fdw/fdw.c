@@ -1,14 +1,24 @@
 /*-------------------------------------------------------------------------
  *
  * fdw.c
- *		  Entry points of lsm_fdw: module magic, _PG_init and the handler.
+ *		  Entry points of lsm_fdw: module magic, _PG_init, the handler, and
+ *		  the removal of a dropped table's store.
  *
- * The handler returns the FdwRoutine of the wrapper.  This version is a
- * stand-in: foreign tables can be created (their options are validated by
- * option.c) but not read or written.  The scan callbacks raise
- * FEATURE_NOT_SUPPORTED, GetForeignRelSize first, so a query on an lsm_fdw
- * table fails while it is planned; the modification callbacks are absent, so
- * PostgreSQL itself refuses INSERT, UPDATE and DELETE.
+ * The handler returns the FdwRoutine of the wrapper, whose callbacks live
+ * in scan.c (planning, scans, EXPLAIN) and modify.c (INSERT, UPDATE,
+ * DELETE, COPY FROM, TRUNCATE).
+ *
+ * A table's store at the default location ($PGDATA/lsm_fdw/...) belongs to
+ * the table: DROP FOREIGN TABLE (and any DROP that cascades to it) removes
+ * it when the dropping transaction commits, never on rollback.  The drop is
+ * seen by an object access hook (OAT_DROP comes while the catalogs still
+ * describe the table, so its server and options can be read) which
+ * schedules the removal in xact.c.  The hook exists only in backends that
+ * have loaded this library, and a new session can drop a table without
+ * loading it; so the extension also owns an event trigger on
+ * ddl_command_start whose function, lsm_fdw_ddl_command_start, does nothing
+ * but make sure the library (and with it the hook) is loaded before any DDL
+ * runs.  Stores under a server's explicit directory are never removed.
  *
  * src/fdw/fdw.c
  *
@@ -16,10 +26,14 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
+#include "catalog/objectaccess.h"
+#include "catalog/pg_class.h"
+#include "commands/event_trigger.h"
 #include "fmgr.h"
 #include "foreign/fdwapi.h"
-#include "nodes/pathnodes.h"
-#include "nodes/plannodes.h"
+#include "foreign/foreign.h"
+#include "utils/lsyscache.h"
 
 #include "lsm_fdw.h"
 
@@ -29,31 +43,24 @@ PG_MODULE_MAGIC;
 PGDLLEXPORT void _PG_init(void);
 
 PG_FUNCTION_INFO_V1(lsm_fdw_handler);
+PG_FUNCTION_INFO_V1(lsm_fdw_ddl_command_start);
 
-static void lsmfdwGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel,
-									Oid foreigntableid);
-static void lsmfdwGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel,
-								  Oid foreigntableid);
-static ForeignScan *lsmfdwGetForeignPlan(PlannerInfo *root,
-										 RelOptInfo *baserel,
-										 Oid foreigntableid,
-										 ForeignPath *best_path,
-										 List *tlist,
-										 List *scan_clauses,
-										 Plan *outer_plan);
-static void lsmfdwBeginForeignScan(ForeignScanState *node, int eflags);
-static TupleTableSlot *lsmfdwIterateForeignScan(ForeignScanState *node);
-static void lsmfdwReScanForeignScan(ForeignScanState *node);
-static void lsmfdwEndForeignScan(ForeignScanState *node);
-static void report_scan_not_supported(void) pg_attribute_noreturn();
+static object_access_hook_type prev_object_access_hook = NULL;
+
+static void object_access(ObjectAccessType access, Oid classId,
+						  Oid objectId, int subId, void *arg);
 
 /*
- * Module load.  Only calls the per-module init functions (GUCs, callbacks),
- * of which there are none yet.
+ * Module load: the per-module initialisations (store cache, transaction
+ * callbacks) and the object access hook.
  */
 void
 _PG_init(void)
 {
+	LsmFdwInitStores();
+	LsmFdwInitXact();
+	prev_object_access_hook = object_access_hook;
+	object_access_hook = object_access;
 }
 
 /*
@@ -65,81 +72,72 @@ lsm_fdw_handler(PG_FUNCTION_ARGS)
 {
 	FdwRoutine *routine = makeNode(FdwRoutine);
 
-	routine->GetForeignRelSize = lsmfdwGetForeignRelSize;
-	routine->GetForeignPaths = lsmfdwGetForeignPaths;
-	routine->GetForeignPlan = lsmfdwGetForeignPlan;
-	routine->BeginForeignScan = lsmfdwBeginForeignScan;
-	routine->IterateForeignScan = lsmfdwIterateForeignScan;
-	routine->ReScanForeignScan = lsmfdwReScanForeignScan;
-	routine->EndForeignScan = lsmfdwEndForeignScan;
-
+	LsmFdwSetScanRoutines(routine);
+	LsmFdwSetModifyRoutines(routine);
 	PG_RETURN_POINTER(routine);
 }
 
 /*
- * Raises the error of every scan entry point: scans are not implemented in
- * this version.  Does not return.
+ * Event trigger function on ddl_command_start: does nothing; calling it
+ * loads the library, which installs the object access hook before the DDL
+ * command drops anything (see the file header).
  */
-static void
-report_scan_not_supported(void)
+Datum
+lsm_fdw_ddl_command_start(PG_FUNCTION_ARGS)
 {
-	ereport(ERROR,
-			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			 errmsg("lsm_fdw cannot scan foreign tables yet"),
-			 errhint("This version of lsm_fdw validates server, table and column options but does not read or write stores.")));
+	if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_EVENT_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("function \"lsm_fdw_ddl_command_start\" must be called as an event trigger")));
+	PG_RETURN_VOID();
 }
 
 /*
- * The first callback the planner calls for an lsm_fdw table: fails, so no
- * plan is made.
+ * Returns whether relid is a foreign table of a wrapper whose handler is
+ * lsm_fdw's (whatever the wrapper is called).
+ */
+bool
+LsmFdwIsOurTable(Oid relid)
+{
+	ForeignTable *table;
+	ForeignServer *server;
+	ForeignDataWrapper *fdw;
+	FdwRoutine *routine;
+	FdwRoutine	ours;
+
+	if (get_rel_relkind(relid) != RELKIND_FOREIGN_TABLE)
+		return false;
+	table = GetForeignTable(relid);
+	server = GetForeignServer(table->serverid);
+	fdw = GetForeignDataWrapper(server->fdwid);
+	if (!OidIsValid(fdw->fdwhandler))
+		return false;
+	routine = GetFdwRoutine(fdw->fdwhandler);
+	memset(&ours, 0, sizeof(ours));
+	LsmFdwSetScanRoutines(&ours);
+	return routine->GetForeignRelSize == ours.GetForeignRelSize;
+}
+
+/*
+ * Object access hook: when one of our foreign tables with a store at the
+ * default location is dropped, schedules the store's removal for when the
+ * current subtransaction (and so the transaction) commits.
  */
 static void
-lsmfdwGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel,
-						Oid foreigntableid)
+object_access(ObjectAccessType access, Oid classId, Oid objectId, int subId,
+			  void *arg)
 {
-	report_scan_not_supported();
-}
+	if (prev_object_access_hook != NULL)
+		prev_object_access_hook(access, classId, objectId, subId, arg);
 
-/* Not reached (GetForeignRelSize fails); fails likewise. */
-static void
-lsmfdwGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel,
-					  Oid foreigntableid)
-{
-	report_scan_not_supported();
-}
+	if (access == OAT_DROP && classId == RelationRelationId && subId == 0 &&
+		LsmFdwIsOurTable(objectId))
+	{
+		bool		is_default;
+		char	   *path = LsmFdwStorePath(objectId, &is_default);
 
-/* Not reached (GetForeignRelSize fails); fails likewise. */
-static ForeignScan *
-lsmfdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
-					 Oid foreigntableid, ForeignPath *best_path,
-					 List *tlist, List *scan_clauses, Plan *outer_plan)
-{
-	report_scan_not_supported();
-}
-
-/* Not reached (no plan is ever made); fails likewise. */
-static void
-lsmfdwBeginForeignScan(ForeignScanState *node, int eflags)
-{
-	report_scan_not_supported();
-}
-
-/* Not reached (no plan is ever made); fails likewise. */
-static TupleTableSlot *
-lsmfdwIterateForeignScan(ForeignScanState *node)
-{
-	report_scan_not_supported();
-}
-
-/* Not reached (no plan is ever made); fails likewise. */
-static void
-lsmfdwReScanForeignScan(ForeignScanState *node)
-{
-	report_scan_not_supported();
-}
-
-/* Nothing to release: no scan ever began. */
-static void
-lsmfdwEndForeignScan(ForeignScanState *node)
-{
+		if (is_default)
+			LsmFdwXactRemoveDirLater(objectId, path,
+									 GetCurrentSubTransactionId(), true);
+	}
 }

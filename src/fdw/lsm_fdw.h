@@ -7,8 +7,25 @@
  * sees the storage engine only through lsm.h.  One file per concern, all
  * around this header (the postgres_fdw layout):
  *
- *	fdw.c		module magic, _PG_init, the handler and its callbacks
- *	option.c	the validator and the parsing of option values
+ *	fdw.c		module magic, _PG_init, the handler, the DDL event trigger
+ *	option.c	the validator, the parsing of option values, and the
+ *				resolution of a table's options (key column, store location,
+ *				engine tunables) into an LsmFdwTable
+ *	codec.c		keys and row fields: PostgreSQL datums <-> engine bytes
+ *	store.c		the per-backend cache of open stores, engine error
+ *				reporting, removal of dropped tables' stores
+ *	xact.c		the transaction's pending writes: buffered per backend,
+ *				written as one batch per store at pre-commit, undone by
+ *				savepoint rollback, merged into reads
+ *	scan.c		planning (paths, costs, key qual extraction), the scan
+ *				callbacks and EXPLAIN
+ *	modify.c	INSERT, UPDATE, DELETE, COPY FROM and TRUNCATE
+ *
+ * A foreign table is stored in one engine store.  The engine key is the
+ * table's key column encoded so that memcmp order is the type's btree order;
+ * the engine value is a row (lsm_row_encode) with one field per non-key
+ * attribute, in attribute number order, each in a canonical binary form so
+ * that equal values have equal bytes (see codec.c).
  *
  * Naming: FDW callbacks are static and named lsmfdw<Callback>; functions
  * shared between files are named LsmFdw<Verb>.
@@ -20,7 +37,14 @@
 #ifndef LSM_FDW_H
 #define LSM_FDW_H
 
+#include "access/attnum.h"
+#include "fmgr.h"
+#include "lib/stringinfo.h"
 #include "nodes/parsenodes.h"
+#include "nodes/pg_list.h"
+#include "utils/relcache.h"
+
+#include "lsm.h"
 
 /*
  * Option names.  Server: directory.  Foreign table: key and the engine
@@ -36,8 +60,152 @@
 #define LSMFDW_OPT_HIERARCHY_ORDER		"hierarchy_order"
 #define LSMFDW_OPT_VALUE_INDEX			"value_index"
 
+/* Stores at the default location live in $PGDATA/<this>/<database>/<table>. */
+#define LSMFDW_DEFAULT_DIR				"lsm_fdw"
+
+/*
+ * How the values of one column are turned into bytes (codec.c).  The codecs
+ * up to LSMFDW_CODEC_TIMESTAMP are canonical: equal values, equal bytes.
+ */
+typedef enum LsmFdwCodec
+{
+	LSMFDW_CODEC_BOOL,			/* one byte, 0 or 1 */
+	LSMFDW_CODEC_INT2,			/* big-endian, sign bit flipped */
+	LSMFDW_CODEC_INT4,
+	LSMFDW_CODEC_INT8,
+	LSMFDW_CODEC_FLOAT4,		/* IEEE bits big-endian, -0 -> 0, one NaN */
+	LSMFDW_CODEC_FLOAT8,
+	LSMFDW_CODEC_TEXT,			/* text, varchar: the bytes */
+	LSMFDW_CODEC_BPCHAR,		/* the bytes without trailing blanks */
+	LSMFDW_CODEC_BYTEA,			/* the bytes */
+	LSMFDW_CODEC_UUID,			/* the 16 bytes */
+	LSMFDW_CODEC_DATE,			/* as INT4 */
+	LSMFDW_CODEC_TIMESTAMP,		/* timestamp, timestamptz: as INT8 */
+	LSMFDW_CODEC_SEND,			/* the type's binary send/receive */
+	LSMFDW_CODEC_TEXTIO			/* the type's text output/input */
+} LsmFdwCodec;
+
+/* One attribute of a foreign table, as the codec sees it. */
+typedef struct LsmFdwColumn
+{
+	AttrNumber	attnum;
+	char	   *name;
+	bool		dropped;
+	Oid			typid;			/* the attribute's type */
+	Oid			basetypid;		/* ... or its base type for a domain */
+	int32		typmod;			/* typmod of basetypid */
+	Oid			collation;
+	LsmFdwCodec codec;
+	bool		canonical;		/* equal values have equal bytes */
+	int			field;			/* row field number; -1 for the key */
+	/* LSMFDW_CODEC_SEND and _TEXTIO only, set up on first use */
+	bool		io_ready;
+	MemoryContext io_cxt;		/* the table's context, for the FmgrInfos */
+	FmgrInfo	out_func;		/* typsend or typoutput */
+	FmgrInfo	in_func;		/* typreceive or typinput */
+	Oid			ioparam;
+} LsmFdwColumn;
+
+/*
+ * What the glue needs to know about one foreign table: its columns and key,
+ * where its store lives and how to open it.  Built from the catalogs by
+ * LsmFdwGetTable, in the current memory context.
+ */
+typedef struct LsmFdwTable
+{
+	Oid			relid;
+	char	   *relname;
+	int			natts;			/* attributes, dropped ones included */
+	AttrNumber	keyattno;
+	LsmFdwColumn *cols;			/* natts entries, cols[attnum - 1] */
+	int			nfields;		/* fields per row: natts - 1 */
+	char	   *path;			/* store directory */
+	bool		default_location;	/* path is under $PGDATA (removed on
+									 * DROP) */
+	SubTransactionId create_subid;	/* the relation's rd_createSubid */
+	lsm_options opts;			/* for lsm_open */
+} LsmFdwTable;
+
+/* One open store of the per-backend cache (store.c). */
+typedef struct LsmFdwStore
+{
+	Oid			relid;			/* hash key */
+	lsm_db	   *db;				/* NULL when closed */
+	char	   *path;			/* malloc'd; the directory db was opened on */
+	bool		stale;			/* the relation changed: reopen when unpinned */
+	bool		doomed;			/* directory removed: close when unpinned */
+	int			pins;			/* scans, modifications and pending writes
+								 * using db */
+} LsmFdwStore;
+
+/* A pending write as a read sees it (xact.c). */
+typedef struct LsmFdwPendingRow
+{
+	const char *key;
+	size_t		klen;
+	bool		is_delete;
+	const char *val;			/* the encoded row, if !is_delete */
+	size_t		vlen;
+} LsmFdwPendingRow;
+
+/* fdw.c */
+extern bool LsmFdwIsOurTable(Oid relid);
+
 /* option.c */
 extern int	LsmFdwIntOption(const DefElem *def);
 extern bool LsmFdwBoolOption(const DefElem *def);
+extern LsmFdwTable *LsmFdwGetTable(Relation rel);
+extern char *LsmFdwStorePath(Oid relid, bool *is_default);
+
+/* codec.c */
+extern void LsmFdwSetupColumn(LsmFdwColumn *col, bool is_key,
+							  const char *relname, const char *attname);
+extern bool LsmFdwEncodeKey(const LsmFdwTable *t, Datum value, Oid valtype,
+							StringInfo buf);
+extern Datum LsmFdwDecodeKey(const LsmFdwTable *t, const char *key,
+							 size_t klen);
+extern void LsmFdwEncodeRow(LsmFdwTable *t, Datum *values, bool *nulls,
+							StringInfo keybuf, StringInfo rowbuf);
+extern void LsmFdwDecodeRow(LsmFdwTable *t, const char *key, size_t klen,
+							const char *row, size_t rowlen,
+							const bool *needed, Datum *values, bool *nulls);
+extern char *LsmFdwKeyToString(const LsmFdwTable *t, const char *key,
+							   size_t klen);
+
+/* store.c */
+extern void LsmFdwInitStores(void);
+extern LsmFdwStore *LsmFdwOpenStore(LsmFdwTable *t, bool refresh);
+extern void LsmFdwPinStore(LsmFdwStore *s);
+extern void LsmFdwUnpinStore(LsmFdwStore *s);
+extern void LsmFdwReportError(int rc, lsm_db *db, const char *relname,
+							  const char *action) pg_attribute_noreturn();
+extern bool LsmFdwGet(LsmFdwStore *s, const char *relname,
+					  const char *key, size_t klen,
+					  char **val, size_t *vlen);
+extern void LsmFdwRemoveStoreDir(Oid relid, const char *path);
+
+/* xact.c */
+extern void LsmFdwInitXact(void);
+extern bool LsmFdwPendingLookup(Oid relid, const char *key, size_t klen,
+								CommandId curcid, LsmFdwPendingRow *out,
+								CommandId *cid);
+extern LsmFdwPendingRow *LsmFdwPendingVisible(Oid relid, CommandId curcid,
+											  int *n);
+extern void LsmFdwPendingWrite(LsmFdwStore *s, const char *relname,
+							   const char *key, size_t klen,
+							   const char *val, size_t vlen, bool is_delete,
+							   bool base_absent, CommandId cid);
+extern bool LsmFdwPendingDropped(Oid relid);
+extern void LsmFdwXactRemoveDirLater(Oid relid, const char *path,
+									 SubTransactionId subid, bool at_commit);
+
+/* scan.c */
+struct FdwRoutine;
+extern void LsmFdwSetScanRoutines(struct FdwRoutine *routine);
+
+/* modify.c */
+extern void LsmFdwSetModifyRoutines(struct FdwRoutine *routine);
+extern bool LsmFdwKeyExists(LsmFdwStore *s, LsmFdwTable *t,
+							const char *key, size_t klen, bool *pending);
 
 #endif							/* LSM_FDW_H */

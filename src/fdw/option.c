@@ -21,8 +21,17 @@
  *
  * The validator sees the options of one object at a time, so it checks
  * names, values and privileges only; what spans objects (the key column
- * exists, exactly one key is named, the engine accepts the combination) is
- * checked when a store is opened.  The same parsing functions serve both.
+ * exists, exactly one key is named, its type can be a key) is checked by
+ * LsmFdwGetTable whenever a table is planned, read or written, and what the
+ * engine thinks of the combination when its store is opened.  The same
+ * parsing functions serve both.
+ *
+ * A table's store lives in <directory>/<database OID>/<table OID> when its
+ * server has a directory, else in $PGDATA/lsm_fdw/<database OID>/<table
+ * OID>: table OIDs are unique within a database, and the database level
+ * keeps the stores of different databases apart.  Engine tunables take
+ * effect when a store is opened (created, or reopened by a new backend);
+ * the value filter options only when it is created (lsm.h).
  *
  * src/fdw/option.c
  *
@@ -36,10 +45,13 @@
 #include "catalog/pg_foreign_table.h"
 #include "commands/defrem.h"
 #include "fmgr.h"
+#include "foreign/foreign.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
 
 #include "lsm_fdw.h"
 
@@ -89,6 +101,7 @@ static void report_invalid_option(const char *name, Oid context)
 static void check_directory(const DefElem *def);
 static void check_column(const DefElem *def);
 static char *format_bytes(int bytes);
+static AttrNumber find_key_column(Relation rel);
 
 PG_FUNCTION_INFO_V1(lsm_fdw_validator);
 
@@ -298,4 +311,208 @@ format_bytes(int bytes)
 	if (bytes % KB == 0)
 		return psprintf("%dkB", bytes / KB);
 	return psprintf("%dB", bytes);
+}
+
+/*
+ * Returns the directory of the store of foreign table relid, a new palloc'd
+ * absolute path; *is_default says whether it is the default location under
+ * $PGDATA (which DROP FOREIGN TABLE removes) rather than under the server's
+ * directory (never removed automatically).
+ */
+char *
+LsmFdwStorePath(Oid relid, bool *is_default)
+{
+	ForeignTable *table = GetForeignTable(relid);
+	ForeignServer *server = GetForeignServer(table->serverid);
+	const char *dir = NULL;
+	ListCell   *cell;
+
+	foreach(cell, server->options)
+	{
+		DefElem    *def = (DefElem *) lfirst(cell);
+
+		if (strcmp(def->defname, LSMFDW_OPT_DIRECTORY) == 0)
+			dir = defGetString(def);
+	}
+	*is_default = (dir == NULL);
+	if (dir == NULL)
+		return psprintf("%s/%s/%u/%u", DataDir, LSMFDW_DEFAULT_DIR,
+						MyDatabaseId, relid);
+	return psprintf("%s/%u/%u", dir, MyDatabaseId, relid);
+}
+
+/*
+ * Builds the LsmFdwTable of an open lsm_fdw foreign table from its tuple
+ * descriptor and its table, column and server options, in the current memory
+ * context.  Raises an error if the table has no usable key column.
+ */
+LsmFdwTable *
+LsmFdwGetTable(Relation rel)
+{
+	Oid			relid = RelationGetRelid(rel);
+	TupleDesc	tupdesc = RelationGetDescr(rel);
+	ForeignTable *table = GetForeignTable(relid);
+	LsmFdwTable *t = palloc0(sizeof(LsmFdwTable));
+	uint64		unindexed = 0;
+	ListCell   *cell;
+	int			i;
+
+	t->relid = relid;
+	t->relname = pstrdup(RelationGetRelationName(rel));
+	t->natts = tupdesc->natts;
+	t->nfields = tupdesc->natts - 1;
+	t->cols = palloc0(sizeof(LsmFdwColumn) * Max(t->natts, 1));
+	t->create_subid = rel->rd_createSubid;
+	t->path = LsmFdwStorePath(relid, &t->default_location);
+
+	lsm_options_init(&t->opts);
+	/* fsync = off (test clusters) is honoured by the stores too */
+	t->opts.sync = enableFsync ? 1 : 0;
+	foreach(cell, table->options)
+	{
+		DefElem    *def = (DefElem *) lfirst(cell);
+
+		if (strcmp(def->defname, LSMFDW_OPT_MEMTABLE_SIZE) == 0)
+			t->opts.memtable_bytes = LsmFdwIntOption(def);
+		else if (strcmp(def->defname, LSMFDW_OPT_FILE_SIZE) == 0)
+			t->opts.file_bytes = LsmFdwIntOption(def);
+		else if (strcmp(def->defname, LSMFDW_OPT_BITS_PER_KEY) == 0)
+			t->opts.key_bits_per_key = LsmFdwIntOption(def);
+		else if (strcmp(def->defname, LSMFDW_OPT_VALUE_FILTER_BITS) == 0)
+			t->opts.value_filter_bits = (uint32) LsmFdwIntOption(def);
+		else if (strcmp(def->defname, LSMFDW_OPT_VALUE_FILTER_HASHES) == 0)
+			t->opts.value_filter_hashes = LsmFdwIntOption(def);
+		else if (strcmp(def->defname, LSMFDW_OPT_HIERARCHY_ORDER) == 0)
+			t->opts.hierarchy_order = LsmFdwIntOption(def);
+	}
+
+	t->keyattno = find_key_column(rel);
+
+	for (i = 0; i < t->natts; i++)
+	{
+		Form_pg_attribute attr = TupleDescAttr(tupdesc, i);
+		LsmFdwColumn *col = &t->cols[i];
+		bool		indexed = true;
+
+		col->attnum = i + 1;
+		col->name = pstrdup(NameStr(attr->attname));
+		col->io_cxt = CurrentMemoryContext;
+		col->dropped = attr->attisdropped;
+		/* field numbers never change: dropped columns keep theirs */
+		if (col->attnum == t->keyattno)
+			col->field = -1;
+		else
+			col->field = col->attnum < t->keyattno ? i : i - 1;
+		if (col->dropped)
+			continue;
+
+		col->typid = attr->atttypid;
+		col->typmod = attr->atttypmod;
+		col->basetypid = getBaseTypeAndTypmod(attr->atttypid, &col->typmod);
+		col->collation = attr->attcollation;
+		LsmFdwSetupColumn(col, col->attnum == t->keyattno, t->relname,
+						  col->name);
+
+		foreach(cell, GetForeignColumnOptions(relid, col->attnum))
+		{
+			DefElem    *def = (DefElem *) lfirst(cell);
+
+			if (strcmp(def->defname, LSMFDW_OPT_VALUE_INDEX) == 0)
+				indexed = LsmFdwBoolOption(def);
+		}
+
+		/*
+		 * A column whose bytes are not canonical could never be searched by
+		 * value, so it is kept out of the value filters as well.
+		 */
+		if (col->field >= 0 && col->field < 64 &&
+			(!indexed || !col->canonical))
+			unindexed |= (uint64) 1 << col->field;
+	}
+	t->opts.value_unindexed = unindexed;
+
+	return t;
+}
+
+/*
+ * Returns the attribute number of the key column of rel: the column named by
+ * the table option key, or the one column with the column option key 'true'
+ * (both may be given if they agree).  Raises an error if there is none, more
+ * than one, or the names disagree.
+ */
+static AttrNumber
+find_key_column(Relation rel)
+{
+	Oid			relid = RelationGetRelid(rel);
+	TupleDesc	tupdesc = RelationGetDescr(rel);
+	const char *relname = RelationGetRelationName(rel);
+	const char *keyname = NULL;
+	AttrNumber	by_table = InvalidAttrNumber;
+	AttrNumber	by_column = InvalidAttrNumber;
+	ListCell   *cell;
+	int			i;
+
+	foreach(cell, GetForeignTable(relid)->options)
+	{
+		DefElem    *def = (DefElem *) lfirst(cell);
+
+		if (strcmp(def->defname, LSMFDW_OPT_KEY) == 0)
+			keyname = defGetString(def);
+	}
+
+	for (i = 0; i < tupdesc->natts; i++)
+	{
+		Form_pg_attribute attr = TupleDescAttr(tupdesc, i);
+
+		if (attr->attisdropped)
+			continue;
+		if (keyname != NULL && strcmp(NameStr(attr->attname), keyname) == 0)
+			by_table = attr->attnum;
+		foreach(cell, GetForeignColumnOptions(relid, attr->attnum))
+		{
+			DefElem    *def = (DefElem *) lfirst(cell);
+
+			if (strcmp(def->defname, LSMFDW_OPT_KEY) != 0 ||
+				!LsmFdwBoolOption(def))
+				continue;
+			if (by_column != InvalidAttrNumber)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+						 errmsg("foreign table \"%s\" has more than one key column",
+								relname),
+						 errdetail("Columns \"%s\" and \"%s\" both have the option key 'true'.",
+								   NameStr(TupleDescAttr(tupdesc, by_column - 1)->attname),
+								   NameStr(attr->attname)),
+						 errhint("An lsm_fdw table is stored by exactly one key column.")));
+			by_column = attr->attnum;
+		}
+	}
+
+	if (keyname != NULL && by_table == InvalidAttrNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("key column \"%s\" of foreign table \"%s\" does not exist",
+						keyname, relname),
+				 errhint("Set the table option key to the name of a column of the table.")));
+	if (by_table != InvalidAttrNumber && by_column != InvalidAttrNumber &&
+		by_table != by_column)
+	{
+		Form_pg_attribute other = TupleDescAttr(tupdesc, by_column - 1);
+
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+				 errmsg("foreign table \"%s\" names two different key columns",
+						relname),
+				 errdetail("The table option key names column \"%s\", but column \"%s\" has the option key 'true'.",
+						   keyname, NameStr(other->attname)),
+				 errhint("Drop one of the two options.")));
+	}
+	if (by_table == InvalidAttrNumber && by_column == InvalidAttrNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+				 errmsg("foreign table \"%s\" has no key column", relname),
+				 errdetail("Every lsm_fdw table is stored by a key column."),
+				 errhint("Give the key column the option key 'true', or name it with the table option key.")));
+
+	return by_table != InvalidAttrNumber ? by_table : by_column;
 }

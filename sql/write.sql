@@ -1,0 +1,121 @@
+--
+-- Writes: INSERT, UPDATE (also of the key), DELETE, RETURNING, the key's
+-- uniqueness, ON CONFLICT DO NOTHING, COPY FROM, TRUNCATE.
+--
+CREATE SERVER lsm_write_srv FOREIGN DATA WRAPPER lsm_fdw;
+CREATE FOREIGN TABLE acc (id int, owner text, balance numeric)
+  SERVER lsm_write_srv OPTIONS (key 'id');
+
+-- INSERT and RETURNING
+INSERT INTO acc VALUES (1, 'ann', 100), (2, 'bob', 50) RETURNING *;
+INSERT INTO acc (id, owner) VALUES (3, 'cy') RETURNING id, balance IS NULL;
+INSERT INTO acc SELECT g, 'user ' || g, g * 10 FROM generate_series(10, 14) g;
+SELECT * FROM acc;
+
+-- the key is unique
+INSERT INTO acc VALUES (2, 'bob again', 0);                 -- ERROR
+INSERT INTO acc VALUES (20, 'x', 0), (20, 'y', 0);          -- ERROR
+INSERT INTO acc VALUES (NULL, 'nobody', 0);                 -- ERROR
+SELECT count(*) FROM acc;                                   -- unchanged
+-- ON CONFLICT DO NOTHING skips existing keys (no conflict target: the key
+-- is not an index PostgreSQL knows about)
+INSERT INTO acc VALUES (2, 'bob again', 0), (4, 'dee', 40)
+  ON CONFLICT DO NOTHING RETURNING *;
+INSERT INTO acc VALUES (21, 'first', 0), (21, 'second', 0)
+  ON CONFLICT DO NOTHING RETURNING *;
+INSERT INTO acc VALUES (2, 'bob', 0) ON CONFLICT (id) DO NOTHING;  -- ERROR
+INSERT INTO acc VALUES (2, 'bob', 0)
+  ON CONFLICT (id) DO UPDATE SET owner = 'x';               -- ERROR
+SELECT * FROM acc WHERE id IN (2, 4, 21) ORDER BY id;
+
+-- UPDATE of value columns, by key and by scan
+UPDATE acc SET balance = balance + 1 WHERE id = 1 RETURNING *;
+UPDATE acc SET balance = 0 WHERE owner LIKE 'user%' RETURNING id, balance;
+UPDATE acc SET owner = upper(owner) WHERE id = 999;         -- no such row
+UPDATE acc SET balance = NULL WHERE id = 2;
+SELECT * FROM acc ORDER BY id;
+
+-- UPDATE of the key moves the row
+UPDATE acc SET id = 100 WHERE id = 1 RETURNING *;
+SELECT * FROM acc WHERE id IN (1, 100) ORDER BY id;
+UPDATE acc SET id = 2 WHERE id = 100;                       -- ERROR: taken
+UPDATE acc SET id = NULL WHERE id = 100;                    -- ERROR
+-- every row once, although the moved rows land ahead of the scan
+UPDATE acc SET id = id + 1000 WHERE id >= 10 RETURNING id, owner;
+SELECT * FROM acc ORDER BY id;
+-- keys taken by rows not yet moved fail, as with a unique index
+UPDATE acc SET id = id + 1 WHERE id IN (1010, 1011);        -- ERROR
+-- the target row produced twice by a join is updated once
+CREATE TABLE bonus (id int, amount numeric);
+INSERT INTO bonus VALUES (2, 5), (2, 7), (3, 1);
+UPDATE acc SET balance = coalesce(balance, 0) + b.amount
+  FROM bonus b WHERE acc.id = b.id RETURNING acc.id;
+SELECT id, balance IN (5, 7) AS one_bonus FROM acc WHERE id = 2;
+SELECT * FROM acc WHERE id = 3;
+
+-- DELETE
+DELETE FROM acc WHERE id = 4 RETURNING *;
+DELETE FROM acc WHERE id = 4 RETURNING *;                   -- already gone
+DELETE FROM acc WHERE owner = 'cy' RETURNING *;
+DELETE FROM acc USING bonus WHERE acc.id = bonus.id RETURNING acc.id;
+SELECT * FROM acc ORDER BY id;
+-- a deleted key can be inserted again
+INSERT INTO acc VALUES (4, 'dee again', 1);
+SELECT * FROM acc WHERE id = 4;
+
+-- INSERT ... SELECT from the table itself reads what was there before
+INSERT INTO acc SELECT id + 5000, owner, balance FROM acc;
+SELECT count(*), min(id), max(id) FROM acc;
+
+-- writes under triggers and CTEs
+CREATE TABLE acc_log (op text, id int);
+CREATE FUNCTION acc_trigger() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'DELETE' THEN
+    INSERT INTO acc_log VALUES (TG_OP, OLD.id);
+    RETURN OLD;
+  END IF;
+  NEW.owner := lower(NEW.owner);
+  INSERT INTO acc_log VALUES (TG_OP, NEW.id);
+  RETURN NEW;
+END $$;
+CREATE TRIGGER acc_before BEFORE INSERT OR UPDATE OR DELETE ON acc
+  FOR EACH ROW EXECUTE FUNCTION acc_trigger();
+INSERT INTO acc VALUES (7, 'GUS', 7);
+SELECT * FROM acc WHERE id = 7;
+UPDATE acc SET owner = 'HAL' WHERE id = 7;
+SELECT * FROM acc WHERE id = 7;
+DELETE FROM acc WHERE id = 7;
+SELECT * FROM acc_log;
+DROP TRIGGER acc_before ON acc;
+WITH moved AS (DELETE FROM acc WHERE id > 5000 RETURNING *)
+  INSERT INTO acc SELECT id + 1000, owner, balance FROM moved
+  RETURNING id;
+SELECT count(*), min(id), max(id) FROM acc;
+
+-- COPY FROM
+COPY acc FROM stdin;
+30	copied	1.5
+31	\N	\N
+\.
+SELECT * FROM acc WHERE id >= 30 AND id < 40 ORDER BY id;
+COPY acc FROM stdin;                                        -- ERROR
+32	fine	1
+30	duplicate	2
+\.
+SELECT * FROM acc WHERE id >= 30 AND id < 40 ORDER BY id;
+
+-- TRUNCATE
+TRUNCATE acc;
+SELECT count(*) FROM acc;
+INSERT INTO acc VALUES (1, 'after truncate', 0);
+SELECT * FROM acc;
+
+-- the writes are in the store: a new session sees them
+\c -
+SELECT * FROM acc;
+
+DROP FOREIGN TABLE acc;
+DROP TABLE bonus, acc_log;
+DROP FUNCTION acc_trigger();
+DROP SERVER lsm_write_srv;

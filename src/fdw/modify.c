@@ -1,0 +1,561 @@
+/*-------------------------------------------------------------------------
+ *
+ * modify.c
+ *		  INSERT, UPDATE, DELETE, COPY FROM and TRUNCATE on lsm_fdw tables.
+ *
+ * The key column is the row identity: AddForeignUpdateTargets asks the scan
+ * under an UPDATE or DELETE for it as a junk column, from which
+ * ExecForeignUpdate and ExecForeignDelete know the row to replace.  (For
+ * UPDATE the planner also fetches the whole row, so the slot we are given
+ * holds every column of the new row.)
+ *
+ * Writes go to the transaction's pending writes (xact.c), tagged with the
+ * command id of the statement, and reach the store at commit.  The key is
+ * unique: an INSERT (or an UPDATE moving a row to another key) fails with
+ * unique_violation if the key exists, in the newest pending version or, if
+ * the transaction has not written it, in the store; INSERT ... ON CONFLICT
+ * DO NOTHING skips the row instead.  An UPDATE or DELETE of a row that the
+ * same command already updated or deleted (a join producing it twice) does
+ * nothing, as for a heap table.
+ *
+ * TRUNCATE deletes every key the transaction sees, as pending deletes, so
+ * it is transactional and can be rolled back like the other writes.
+ *
+ * src/fdw/modify.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/table.h"
+#include "access/xact.h"
+#include "executor/executor.h"
+#include "foreign/fdwapi.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "optimizer/appendinfo.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+#include "lsm_fdw.h"
+
+/* Executor state of a modification: ResultRelInfo.ri_FdwState */
+typedef struct LsmFdwModifyState
+{
+	LsmFdwTable *table;
+	LsmFdwStore *store;			/* pinned until released */
+	bool		do_nothing;		/* ON CONFLICT DO NOTHING */
+	AttrNumber	key_junk;		/* the old key in the plan's output */
+	MemoryContext row_cxt;		/* reset for every row */
+	MemoryContextCallback cleanup;	/* unpins the store on error */
+	bool		released;
+} LsmFdwModifyState;
+
+/* Items of the fdw_private list made by PlanForeignModify */
+enum LsmFdwModifyPrivate
+{
+	LSMFDW_MODIFY_DO_NOTHING	/* Integer: ON CONFLICT DO NOTHING */
+};
+
+static void lsmfdwAddForeignUpdateTargets(PlannerInfo *root,
+										  Index rtindex,
+										  RangeTblEntry *target_rte,
+										  Relation target_relation);
+static List *lsmfdwPlanForeignModify(PlannerInfo *root, ModifyTable *plan,
+									 Index resultRelation,
+									 int subplan_index);
+static void lsmfdwBeginForeignModify(ModifyTableState *mtstate,
+									 ResultRelInfo *rinfo,
+									 List *fdw_private,
+									 int subplan_index,
+									 int eflags);
+static TupleTableSlot *lsmfdwExecForeignInsert(EState *estate,
+											   ResultRelInfo *rinfo,
+											   TupleTableSlot *slot,
+											   TupleTableSlot *planSlot);
+static TupleTableSlot *lsmfdwExecForeignUpdate(EState *estate,
+											   ResultRelInfo *rinfo,
+											   TupleTableSlot *slot,
+											   TupleTableSlot *planSlot);
+static TupleTableSlot *lsmfdwExecForeignDelete(EState *estate,
+											   ResultRelInfo *rinfo,
+											   TupleTableSlot *slot,
+											   TupleTableSlot *planSlot);
+static void lsmfdwEndForeignModify(EState *estate, ResultRelInfo *rinfo);
+static void lsmfdwBeginForeignInsert(ModifyTableState *mtstate,
+									 ResultRelInfo *rinfo);
+static void lsmfdwEndForeignInsert(EState *estate, ResultRelInfo *rinfo);
+static void lsmfdwExecForeignTruncate(List *rels, DropBehavior behavior,
+									  bool restart_seqs);
+
+static char *row_identity_name(Relation rel, const LsmFdwTable *t);
+static LsmFdwModifyState *begin_modify(EState *estate, Relation rel,
+									   bool do_nothing);
+static void release_modify(void *arg);
+static void old_key(LsmFdwModifyState *st, TupleTableSlot *planSlot,
+					StringInfo buf);
+static bool modified_by_command(LsmFdwModifyState *st, StringInfo key,
+								CommandId cid);
+static void report_duplicate(const LsmFdwTable *t, const char *key,
+							 size_t klen) pg_attribute_noreturn();
+static void truncate_one(Relation rel);
+
+/* Fills in the modification callbacks of the handler's FdwRoutine. */
+void
+LsmFdwSetModifyRoutines(FdwRoutine *routine)
+{
+	routine->AddForeignUpdateTargets = lsmfdwAddForeignUpdateTargets;
+	routine->PlanForeignModify = lsmfdwPlanForeignModify;
+	routine->BeginForeignModify = lsmfdwBeginForeignModify;
+	routine->ExecForeignInsert = lsmfdwExecForeignInsert;
+	routine->ExecForeignUpdate = lsmfdwExecForeignUpdate;
+	routine->ExecForeignDelete = lsmfdwExecForeignDelete;
+	routine->EndForeignModify = lsmfdwEndForeignModify;
+	routine->BeginForeignInsert = lsmfdwBeginForeignInsert;
+	routine->EndForeignInsert = lsmfdwEndForeignInsert;
+	routine->ExecForeignTruncate = lsmfdwExecForeignTruncate;
+}
+
+/*
+ * Returns whether key exists for the transaction: in its newest pending
+ * write of the key if it has one (*pending set), else in the store.
+ */
+bool
+LsmFdwKeyExists(LsmFdwStore *s, LsmFdwTable *t, const char *key,
+				size_t klen, bool *pending)
+{
+	LsmFdwPendingRow p;
+	char	   *row;
+	size_t		rowlen;
+
+	*pending = LsmFdwPendingLookup(t->relid, key, klen, InvalidCommandId,
+								   &p, NULL);
+	if (*pending)
+		return !p.is_delete;
+	if (LsmFdwGet(s, t->relname, key, klen, &row, &rowlen))
+	{
+		pfree(row);
+		return true;
+	}
+	return false;
+}
+
+/*
+ * Asks the scan under an UPDATE or DELETE for the key column, the row
+ * identity, as a junk column.  Its name carries the column's number and
+ * type because tables of an inheritance tree share the junk columns of
+ * equal names.
+ */
+static void
+lsmfdwAddForeignUpdateTargets(PlannerInfo *root, Index rtindex,
+							  RangeTblEntry *target_rte,
+							  Relation target_relation)
+{
+	LsmFdwTable *t = LsmFdwGetTable(target_relation);
+	Form_pg_attribute attr = TupleDescAttr(RelationGetDescr(target_relation),
+										   t->keyattno - 1);
+	Var		   *var;
+
+	var = makeVar(rtindex, t->keyattno, attr->atttypid, attr->atttypmod,
+				  attr->attcollation, 0);
+	add_row_identity_var(root, var, rtindex,
+						 row_identity_name(target_relation, t));
+}
+
+/* Passes ON CONFLICT DO NOTHING to the executor; refuses DO UPDATE. */
+static List *
+lsmfdwPlanForeignModify(PlannerInfo *root, ModifyTable *plan,
+						Index resultRelation, int subplan_index)
+{
+	if (plan->onConflictAction == ONCONFLICT_UPDATE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("ON CONFLICT DO UPDATE is not supported on lsm_fdw foreign tables")));
+	return list_make1(makeInteger(plan->onConflictAction ==
+								  ONCONFLICT_NOTHING));
+}
+
+/* Sets up an INSERT, UPDATE or DELETE: the store, and the junk key. */
+static void
+lsmfdwBeginForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo,
+						 List *fdw_private, int subplan_index, int eflags)
+{
+	LsmFdwModifyState *st;
+
+	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
+		return;
+	st = begin_modify(mtstate->ps.state, rinfo->ri_RelationDesc,
+					  intVal(list_nth(fdw_private,
+									  LSMFDW_MODIFY_DO_NOTHING)) != 0);
+	if (mtstate->operation == CMD_UPDATE || mtstate->operation == CMD_DELETE)
+	{
+		Plan	   *subplan = outerPlanState(mtstate)->plan;
+		char	   *name = row_identity_name(rinfo->ri_RelationDesc,
+											 st->table);
+
+		st->key_junk = ExecFindJunkAttributeInTlist(subplan->targetlist, name);
+		if (!AttributeNumberIsValid(st->key_junk))
+			elog(ERROR, "could not find junk column \"%s\"", name);
+	}
+	rinfo->ri_FdwState = st;
+}
+
+/*
+ * Sets up COPY FROM, or the routing of INSERT rows to a foreign partition.
+ */
+static void
+lsmfdwBeginForeignInsert(ModifyTableState *mtstate, ResultRelInfo *rinfo)
+{
+	ModifyTable *plan = mtstate != NULL ? (ModifyTable *) mtstate->ps.plan : NULL;
+	bool		do_nothing = false;
+
+	if (plan != NULL && plan->onConflictAction == ONCONFLICT_UPDATE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("ON CONFLICT DO UPDATE is not supported on lsm_fdw foreign tables")));
+	if (plan != NULL)
+		do_nothing = (plan->onConflictAction == ONCONFLICT_NOTHING);
+	rinfo->ri_FdwState = begin_modify(mtstate != NULL ? mtstate->ps.state : NULL,
+									  rinfo->ri_RelationDesc, do_nothing);
+}
+
+/*
+ * Inserts the row in slot: fails on an existing key (returns NULL, nothing
+ * inserted, under ON CONFLICT DO NOTHING).
+ */
+static TupleTableSlot *
+lsmfdwExecForeignInsert(EState *estate, ResultRelInfo *rinfo,
+						TupleTableSlot *slot, TupleTableSlot *planSlot)
+{
+	LsmFdwModifyState *st = (LsmFdwModifyState *) rinfo->ri_FdwState;
+	MemoryContext oldcxt;
+	StringInfoData key;
+	StringInfoData row;
+	bool		pending;
+
+	MemoryContextReset(st->row_cxt);
+	oldcxt = MemoryContextSwitchTo(st->row_cxt);
+	slot_getallattrs(slot);
+	initStringInfo(&key);
+	initStringInfo(&row);
+	LsmFdwEncodeRow(st->table, slot->tts_values, slot->tts_isnull, &key,
+					&row);
+	if (LsmFdwKeyExists(st->store, st->table, key.data, key.len, &pending))
+	{
+		if (!st->do_nothing)
+			report_duplicate(st->table, key.data, key.len);
+		MemoryContextSwitchTo(oldcxt);
+		return NULL;
+	}
+	LsmFdwPendingWrite(st->store, st->table->relname, key.data, key.len,
+					   row.data, row.len, false, true, estate->es_output_cid);
+	MemoryContextSwitchTo(oldcxt);
+	return slot;
+}
+
+/*
+ * Replaces the row whose key is the junk column of planSlot by the row in
+ * slot; if the key changed, that is a delete of the old key and an insert
+ * of the new one, which must not exist.
+ */
+static TupleTableSlot *
+lsmfdwExecForeignUpdate(EState *estate, ResultRelInfo *rinfo,
+						TupleTableSlot *slot, TupleTableSlot *planSlot)
+{
+	LsmFdwModifyState *st = (LsmFdwModifyState *) rinfo->ri_FdwState;
+	LsmFdwTable *t = st->table;
+	MemoryContext oldcxt;
+	StringInfoData oldkey;
+	StringInfoData key;
+	StringInfoData row;
+	bool		pending;
+
+	MemoryContextReset(st->row_cxt);
+	oldcxt = MemoryContextSwitchTo(st->row_cxt);
+	initStringInfo(&oldkey);
+	old_key(st, planSlot, &oldkey);
+	if (modified_by_command(st, &oldkey, estate->es_output_cid))
+	{
+		MemoryContextSwitchTo(oldcxt);
+		return NULL;
+	}
+
+	slot_getallattrs(slot);
+	initStringInfo(&key);
+	initStringInfo(&row);
+	LsmFdwEncodeRow(t, slot->tts_values, slot->tts_isnull, &key, &row);
+
+	if (key.len == oldkey.len && memcmp(key.data, oldkey.data, key.len) == 0)
+		LsmFdwPendingWrite(st->store, t->relname, key.data, key.len,
+						   row.data, row.len, false, false,
+						   estate->es_output_cid);
+	else
+	{
+		if (LsmFdwKeyExists(st->store, t, key.data, key.len, &pending))
+			report_duplicate(t, key.data, key.len);
+		LsmFdwPendingWrite(st->store, t->relname, key.data, key.len,
+						   row.data, row.len, false, true,
+						   estate->es_output_cid);
+		LsmFdwPendingWrite(st->store, t->relname, oldkey.data, oldkey.len,
+						   NULL, 0, true, false, estate->es_output_cid);
+	}
+	MemoryContextSwitchTo(oldcxt);
+	return slot;
+}
+
+/*
+ * Deletes the row whose key is the junk column of planSlot.  For RETURNING,
+ * fills slot with the deleted row as the scan saw it.
+ */
+static TupleTableSlot *
+lsmfdwExecForeignDelete(EState *estate, ResultRelInfo *rinfo,
+						TupleTableSlot *slot, TupleTableSlot *planSlot)
+{
+	LsmFdwModifyState *st = (LsmFdwModifyState *) rinfo->ri_FdwState;
+	LsmFdwTable *t = st->table;
+	MemoryContext oldcxt;
+	StringInfoData key;
+
+	MemoryContextReset(st->row_cxt);
+	oldcxt = MemoryContextSwitchTo(st->row_cxt);
+	initStringInfo(&key);
+	old_key(st, planSlot, &key);
+	if (modified_by_command(st, &key, estate->es_output_cid))
+	{
+		MemoryContextSwitchTo(oldcxt);
+		return NULL;
+	}
+
+	if (rinfo->ri_projectReturning != NULL)
+	{
+		LsmFdwPendingRow p;
+		char	   *row = NULL;
+		size_t		rowlen = 0;
+		bool		found;
+
+		/* the version the scan saw: written before this command, or stored */
+		found = LsmFdwPendingLookup(t->relid, key.data, key.len,
+									estate->es_output_cid, &p, NULL);
+		if (found)
+		{
+			row = (char *) p.val;
+			rowlen = p.vlen;
+			found = !p.is_delete;
+		}
+		else
+			found = LsmFdwGet(st->store, t->relname, key.data, key.len,
+							  &row, &rowlen);
+		ExecClearTuple(slot);
+		if (found)
+		{
+			LsmFdwDecodeRow(t, key.data, key.len, row, rowlen, NULL,
+							slot->tts_values, slot->tts_isnull);
+			ExecStoreVirtualTuple(slot);
+		}
+	}
+
+	LsmFdwPendingWrite(st->store, t->relname, key.data, key.len, NULL, 0,
+					   true, false, estate->es_output_cid);
+	MemoryContextSwitchTo(oldcxt);
+	return slot;
+}
+
+/* Ends an INSERT, UPDATE or DELETE. */
+static void
+lsmfdwEndForeignModify(EState *estate, ResultRelInfo *rinfo)
+{
+	if (rinfo->ri_FdwState != NULL)
+		release_modify(rinfo->ri_FdwState);
+}
+
+/* Ends a COPY FROM or the routing of INSERT rows. */
+static void
+lsmfdwEndForeignInsert(EState *estate, ResultRelInfo *rinfo)
+{
+	if (rinfo->ri_FdwState != NULL)
+		release_modify(rinfo->ri_FdwState);
+}
+
+/* TRUNCATE: deletes every key of each table, in the transaction. */
+static void
+lsmfdwExecForeignTruncate(List *rels, DropBehavior behavior,
+						  bool restart_seqs)
+{
+	ListCell   *lc;
+
+	foreach(lc, rels)
+		truncate_one((Relation) lfirst(lc));
+}
+
+/*
+ * The name of the junk column holding the old key: lsm_key_<attnum>_<type>
+ * _<typmod>_<collation>, unique for the Var it stands for.
+ */
+static char *
+row_identity_name(Relation rel, const LsmFdwTable *t)
+{
+	Form_pg_attribute attr = TupleDescAttr(RelationGetDescr(rel),
+										   t->keyattno - 1);
+
+	return psprintf("lsm_key_%d_%u_%d_%u", t->keyattno, attr->atttypid,
+					attr->atttypmod, attr->attcollation);
+}
+
+/*
+ * Makes the state of a modification of rel: resolves the table, refreshes
+ * and pins its store (released by EndForeignModify/EndForeignInsert or, on
+ * error, with the query's memory).  estate may be NULL (then the current
+ * memory context holds the state).
+ */
+static LsmFdwModifyState *
+begin_modify(EState *estate, Relation rel, bool do_nothing)
+{
+	MemoryContext cxt = estate != NULL ? estate->es_query_cxt
+		: CurrentMemoryContext;
+	MemoryContext oldcxt = MemoryContextSwitchTo(cxt);
+	LsmFdwModifyState *st = palloc0(sizeof(LsmFdwModifyState));
+
+	st->released = true;
+	st->table = LsmFdwGetTable(rel);
+	st->do_nothing = do_nothing;
+	st->key_junk = InvalidAttrNumber;
+	st->row_cxt = AllocSetContextCreate(cxt, "lsm_fdw row",
+										ALLOCSET_DEFAULT_SIZES);
+	st->store = LsmFdwOpenStore(st->table, true);
+	LsmFdwPinStore(st->store);
+	st->released = false;
+	st->cleanup.func = release_modify;
+	st->cleanup.arg = st;
+	MemoryContextRegisterResetCallback(cxt, &st->cleanup);
+	MemoryContextSwitchTo(oldcxt);
+	return st;
+}
+
+/* Unpins the store of a modification, once.  Raises no error. */
+static void
+release_modify(void *arg)
+{
+	LsmFdwModifyState *st = (LsmFdwModifyState *) arg;
+
+	if (st->released)
+		return;
+	st->released = true;
+	LsmFdwUnpinStore(st->store);
+}
+
+/* Encodes the old key, the junk column of planSlot, into buf. */
+static void
+old_key(LsmFdwModifyState *st, TupleTableSlot *planSlot, StringInfo buf)
+{
+	LsmFdwTable *t = st->table;
+	Datum		value;
+	bool		isnull;
+
+	value = ExecGetJunkAttribute(planSlot, st->key_junk, &isnull);
+	if (isnull)
+		elog(ERROR, "key of the row to modify in \"%s\" is null", t->relname);
+	if (!LsmFdwEncodeKey(t, value, t->cols[t->keyattno - 1].basetypid, buf))
+		elog(ERROR, "key of the row to modify in \"%s\" cannot be encoded",
+			 t->relname);
+}
+
+/*
+ * Whether the command with id cid has already updated or deleted the row
+ * of key (the scan under it produced the row twice).
+ */
+static bool
+modified_by_command(LsmFdwModifyState *st, StringInfo key, CommandId cid)
+{
+	LsmFdwPendingRow p;
+	CommandId	vcid;
+
+	return LsmFdwPendingLookup(st->table->relid, key->data, key->len,
+							   InvalidCommandId, &p, &vcid) &&
+		vcid == cid;
+}
+
+/* Raises unique_violation for key, which exists in table t. */
+static void
+report_duplicate(const LsmFdwTable *t, const char *key, size_t klen)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_UNIQUE_VIOLATION),
+			 errmsg("duplicate key value violates the key of foreign table \"%s\"",
+					t->relname),
+			 errdetail("Key (%s)=(%s) already exists.",
+					   t->cols[t->keyattno - 1].name,
+					   LsmFdwKeyToString(t, key, klen))));
+}
+
+/*
+ * Adds a pending delete of every key of rel that the transaction sees: the
+ * committed keys merged with the newest pending writes.
+ */
+static void
+truncate_one(Relation rel)
+{
+	LsmFdwTable *t = LsmFdwGetTable(rel);
+	LsmFdwStore *s = LsmFdwOpenStore(t, true);
+	CommandId	cid = GetCurrentCommandId(true);
+	LsmFdwPendingRow *pending;
+	int			npending;
+	int			ppos = 0;
+	lsm_iter   *volatile it = NULL; /* read by PG_FINALLY after an error */
+	lsm_iter   *opened;
+	int			rc;
+
+	pending = LsmFdwPendingVisible(t->relid, InvalidCommandId, &npending);
+	LsmFdwPinStore(s);
+	PG_TRY();
+	{
+		if ((rc = lsm_iter_open(s->db, &opened)) != LSM_OK)
+			LsmFdwReportError(rc, s->db, t->relname, "read");
+		it = opened;
+		lsm_iter_seek(it, NULL, 0);
+		for (;;)
+		{
+			bool		have_iter = lsm_iter_valid(it);
+			bool		have_pending = ppos < npending;
+			const char *key = NULL;
+			size_t		klen = 0;
+			int			cmp = 0;
+
+			CHECK_FOR_INTERRUPTS();
+			if (!have_iter && (rc = lsm_iter_status(it)) != LSM_OK)
+				LsmFdwReportError(rc, s->db, t->relname, "read");
+			if (!have_iter && !have_pending)
+				break;
+			if (have_iter)
+				key = lsm_iter_key(it, &klen);
+			if (have_iter && have_pending)
+			{
+				LsmFdwPendingRow *p = &pending[ppos];
+
+				cmp = memcmp(key, p->key, Min(klen, p->klen));
+				if (cmp == 0)
+					cmp = (klen > p->klen) - (klen < p->klen);
+			}
+			if (have_iter && (!have_pending || cmp < 0))
+			{
+				LsmFdwPendingWrite(s, t->relname, key, klen, NULL, 0, true,
+								   false, cid);
+				lsm_iter_next(it);
+				continue;
+			}
+			if (have_iter && cmp == 0)
+				lsm_iter_next(it);
+			if (!pending[ppos].is_delete)
+				LsmFdwPendingWrite(s, t->relname, pending[ppos].key,
+								   pending[ppos].klen, NULL, 0, true, false,
+								   cid);
+			ppos++;
+		}
+	}
+	PG_FINALLY();
+	{
+		if (it != NULL)
+			lsm_iter_close(it);
+		LsmFdwUnpinStore(s);
+	}
+	PG_END_TRY();
+}

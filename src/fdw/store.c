@@ -1,0 +1,392 @@
+/*-------------------------------------------------------------------------
+ *
+ * store.c
+ *		  The per-backend cache of open stores, and engine error reporting.
+ *
+ * Every backend that touches a foreign table opens its store once and keeps
+ * the handle (lsm_db) in a hash table keyed by the table's OID, in
+ * TopMemoryContext, until the backend exits.  Opening replays the store's
+ * write-ahead log, so it is worth caching; other backends' commits are then
+ * picked up by lsm_refresh, which every statement calls before it reads
+ * (LsmFdwOpenStore(..., true)).
+ *
+ * A handle must not be closed while something uses it: an open iterator
+ * (lsm_close refuses), a modification in progress, or the transaction's
+ * pending writes, which are written through it at pre-commit.  These users
+ * pin the store.  When the relation changes (a relcache invalidation: ALTER,
+ * DROP, or an OID reused after a DROP) the entry is marked stale and
+ * reopened, from the then current path and options, by the next
+ * LsmFdwOpenStore that finds it unpinned.  When its directory is removed
+ * (DROP committed, or the creating transaction aborted) an unpinned handle
+ * is closed at once, a pinned one when the last pin goes; POSIX lets the
+ * open files outlive their names meanwhile.
+ *
+ * LsmFdwReportError is the one place where an engine return code becomes an
+ * ereport: an errcode per code, a short primary message, the engine's detail
+ * in errdetail and the table in errcontext.
+ *
+ * src/fdw/store.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <sys/stat.h>
+
+#include "common/file_perm.h"
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/memutils.h"
+
+#include "lsm_fdw.h"
+
+/* Open stores of this backend, keyed by relation OID; NULL until first use */
+static HTAB *stores = NULL;
+
+static void init_cache(void);
+static void close_store(LsmFdwStore *s);
+static void make_parent_directory(const LsmFdwTable *t);
+static int	interrupt_pending(void *arg);
+static void relcache_invalidated(Datum arg, Oid relid);
+static void close_all_stores(int code, Datum arg);
+
+/*
+ * Module initialisation (from _PG_init): registers the relcache callback
+ * and the exit callback of the cache.
+ */
+void
+LsmFdwInitStores(void)
+{
+	CacheRegisterRelcacheCallback(relcache_invalidated, (Datum) 0);
+	on_proc_exit(close_all_stores, (Datum) 0);
+}
+
+/*
+ * Returns the cache entry of t's store, opening (and, at the default
+ * location, creating) the store if this backend has not yet, or reopening
+ * it if it is unpinned and stale or its path changed.  With refresh, the
+ * handle first catches up with other processes' commits.  Raises an error if
+ * the store cannot be opened or refreshed.  The entry stays valid for the
+ * life of the backend; pin it to keep its handle open across calls that
+ * may reopen it.
+ */
+LsmFdwStore *
+LsmFdwOpenStore(LsmFdwTable *t, bool refresh)
+{
+	LsmFdwStore *s;
+	bool		found;
+	int			rc;
+
+	if (stores == NULL)
+		init_cache();
+	s = hash_search(stores, &t->relid, HASH_ENTER, &found);
+	if (!found)
+	{
+		s->db = NULL;
+		s->path = NULL;
+		s->stale = false;
+		s->doomed = false;
+		s->pins = 0;
+	}
+
+	if (s->db != NULL && s->pins == 0 &&
+		(s->stale || s->doomed || strcmp(s->path, t->path) != 0))
+		close_store(s);
+
+	if (s->db == NULL)
+	{
+		lsm_options opts = t->opts;
+		struct stat st;
+		bool		existed;
+		lsm_db	   *db;
+		char	   *path;
+
+		make_parent_directory(t);
+		existed = (stat(t->path, &st) == 0);
+		path = MemoryContextStrdup(TopMemoryContext, t->path);
+		opts.interrupt = interrupt_pending;
+		opts.interrupt_arg = NULL;
+		rc = lsm_open(t->path, &opts, &db);
+		if (rc != LSM_OK)
+		{
+			pfree(path);
+			LsmFdwReportError(rc, NULL, t->relname, "open");
+		}
+		s->db = db;
+		s->path = path;
+		s->stale = false;
+		s->doomed = false;
+
+		/*
+		 * A store this transaction created for a table it created goes away
+		 * if that table does (the creating (sub)transaction aborts).
+		 */
+		if (!existed && t->default_location &&
+			t->create_subid != InvalidSubTransactionId)
+			LsmFdwXactRemoveDirLater(t->relid, t->path, t->create_subid,
+									 false);
+		return s;				/* just opened: nothing to catch up with */
+	}
+
+	if (refresh && (rc = lsm_refresh(s->db)) != LSM_OK)
+		LsmFdwReportError(rc, s->db, t->relname, "refresh");
+	return s;
+}
+
+/* Keeps the handle of s open (see the file header). */
+void
+LsmFdwPinStore(LsmFdwStore *s)
+{
+	Assert(s->db != NULL);
+	s->pins++;
+}
+
+/*
+ * Releases a pin; closes a doomed handle (its directory is gone) when the
+ * last pin goes.  Does not raise errors: it runs in cleanup paths.
+ */
+void
+LsmFdwUnpinStore(LsmFdwStore *s)
+{
+	Assert(s->pins > 0);
+	if (--s->pins == 0 && s->doomed)
+		close_store(s);
+}
+
+/*
+ * Removes the store directory path of relation relid (at the default
+ * location), first closing this backend's handle on it, or dooming the
+ * handle if it is pinned.  Failures are reported as warnings: this runs
+ * after a commit or during an abort, where an error cannot undo anything.
+ */
+void
+LsmFdwRemoveStoreDir(Oid relid, const char *path)
+{
+	struct stat st;
+
+	if (stores != NULL)
+	{
+		LsmFdwStore *s = hash_search(stores, &relid, HASH_FIND, NULL);
+
+		if (s != NULL && s->db != NULL && strcmp(s->path, path) == 0)
+		{
+			if (s->pins == 0)
+				close_store(s);
+			else
+				s->doomed = true;
+		}
+	}
+	if (stat(path, &st) == 0)
+		(void) rmtree(path, true);	/* warns about what it cannot remove */
+}
+
+/*
+ * Looks key up in the committed state of s.  Returns false if it is absent;
+ * else true with a palloc'd copy of the row in *val (NUL-terminated) and
+ * its length in *vlen.  Raises an error on an engine failure.
+ */
+bool
+LsmFdwGet(LsmFdwStore *s, const char *relname, const char *key, size_t klen,
+		  char **val, size_t *vlen)
+{
+	void	   *v = NULL;
+	size_t		n = 0;
+	int			rc;
+
+	rc = lsm_get(s->db, key, klen, &v, &n);
+	if (rc == LSM_NOTFOUND)
+		return false;
+	if (rc != LSM_OK)
+		LsmFdwReportError(rc, s->db, relname, "read");
+
+	/* the engine's allocation must not leak if the copy fails */
+	PG_TRY();
+	{
+		*val = palloc(n + 1);
+		memcpy(*val, v, n);
+		(*val)[n] = '\0';
+		*vlen = n;
+	}
+	PG_FINALLY();
+	{
+		lsm_free(v);
+	}
+	PG_END_TRY();
+	return true;
+}
+
+/*
+ * Raises the error for engine return code rc from an operation ("open",
+ * "read", "write", ...) on the store of foreign table relname; db is the
+ * handle (NULL for lsm_open and codec calls), whose lsm_errmsg becomes the
+ * detail.  Does not return.
+ */
+void
+LsmFdwReportError(int rc, lsm_db *db, const char *relname, const char *action)
+{
+	const char *detail = lsm_errmsg(db);
+	int			code;
+
+	switch (rc)
+	{
+		case LSM_IOERR:
+			errno = lsm_errno(db);
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not %s lsm_fdw store: %m", action),
+					 detail[0] ? errdetail("%s", detail) : 0,
+					 errcontext("foreign table \"%s\"", relname)));
+			break;
+		case LSM_INTERRUPTED:
+			/* the engine gave up because an interrupt is pending */
+			CHECK_FOR_INTERRUPTS();
+			code = ERRCODE_QUERY_CANCELED;
+			break;
+		case LSM_CORRUPTION:
+			code = ERRCODE_DATA_CORRUPTED;
+			break;
+		case LSM_NOSPACE:
+			code = ERRCODE_DISK_FULL;
+			break;
+		case LSM_NOMEM:
+			code = ERRCODE_OUT_OF_MEMORY;
+			break;
+		case LSM_BUSY:
+			code = ERRCODE_LOCK_NOT_AVAILABLE;
+			break;
+		case LSM_INVALID:
+			code = ERRCODE_INVALID_PARAMETER_VALUE;
+			break;
+		default:
+			code = ERRCODE_FDW_ERROR;
+			break;
+	}
+	ereport(ERROR,
+			(errcode(code),
+			 errmsg("could not %s lsm_fdw store: %s", action,
+					lsm_strerror(rc)),
+			 detail[0] ? errdetail("%s", detail) : 0,
+			 errcontext("foreign table \"%s\"", relname)));
+	pg_unreachable();
+}
+
+/* Creates the cache. */
+static void
+init_cache(void)
+{
+	HASHCTL		ctl;
+
+	ctl.keysize = sizeof(Oid);
+	ctl.entrysize = sizeof(LsmFdwStore);
+	ctl.hcxt = TopMemoryContext;
+	stores = hash_create("lsm_fdw stores", 16, &ctl,
+						 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+}
+
+/*
+ * Closes the handle of s.  Does not raise errors (cleanup paths): a failure,
+ * which leaves nothing to retry, is logged.
+ * REQUIRES: s is not pinned.
+ */
+static void
+close_store(LsmFdwStore *s)
+{
+	int			rc;
+
+	Assert(s->pins == 0);
+	if (s->db == NULL)
+		return;
+	rc = lsm_close(s->db);
+	if (rc != LSM_OK)
+		elog(LOG, "lsm_fdw: could not close store \"%s\": %s",
+			 s->path, lsm_strerror(rc));
+	s->db = NULL;
+	pfree(s->path);
+	s->path = NULL;
+	s->stale = false;
+	s->doomed = false;
+}
+
+/*
+ * Creates the directories above t's store (<base>/<database OID>) with the
+ * data directory's permissions; the engine creates the store's own.  Raises
+ * an error if that fails.
+ */
+static void
+make_parent_directory(const LsmFdwTable *t)
+{
+	char	   *parent = pstrdup(t->path);
+	char	   *slash = strrchr(parent, '/');
+
+	if (slash != NULL && slash != parent)
+	{
+		*slash = '\0';
+		if (pg_mkdir_p(parent, pg_dir_create_mode) != 0 && errno != EEXIST)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not create directory \"%s\": %m", parent),
+					 errcontext("foreign table \"%s\"", t->relname)));
+	}
+	pfree(parent);
+}
+
+/*
+ * The engine's interrupt callback: asks it to stop waiting (for the write
+ * lock) when a cancel or termination is pending and may be served now.  It
+ * must not longjmp, so it only looks; LsmFdwReportError then lets
+ * CHECK_FOR_INTERRUPTS act.
+ */
+static int
+interrupt_pending(void *arg)
+{
+	return (QueryCancelPending || ProcDiePending) &&
+		InterruptHoldoffCount == 0 && CritSectionCount == 0;
+}
+
+/*
+ * Relcache invalidation callback: the relation relid (every relation if
+ * InvalidOid) changed, so its store may have moved or been replaced.  Only
+ * marks entries; reopening happens at the next use.
+ */
+static void
+relcache_invalidated(Datum arg, Oid relid)
+{
+	HASH_SEQ_STATUS status;
+	LsmFdwStore *s;
+
+	if (stores == NULL)
+		return;
+	if (OidIsValid(relid))
+	{
+		s = hash_search(stores, &relid, HASH_FIND, NULL);
+		if (s != NULL)
+			s->stale = true;
+		return;
+	}
+	hash_seq_init(&status, stores);
+	while ((s = hash_seq_search(&status)) != NULL)
+		s->stale = true;
+}
+
+/*
+ * Backend exit: closes every unpinned store.  By now the transaction has
+ * been aborted and its scans have released their pins; a store still pinned
+ * is left to the process exit.
+ */
+static void
+close_all_stores(int code, Datum arg)
+{
+	HASH_SEQ_STATUS status;
+	LsmFdwStore *s;
+
+	if (stores == NULL)
+		return;
+	hash_seq_init(&status, stores);
+	while ((s = hash_seq_search(&status)) != NULL)
+	{
+		if (s->db != NULL && s->pins == 0)
+			close_store(s);
+	}
+}

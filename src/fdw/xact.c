@@ -1,0 +1,783 @@
+/*-------------------------------------------------------------------------
+ *
+ * xact.c
+ *		  The transaction's pending writes, and store directories to remove
+ *		  when it ends.
+ *
+ * Writes to lsm_fdw tables are not sent to the engine as they happen: each
+ * backend buffers its transaction's writes, per store, in a hash table keyed
+ * by the encoded key, and at XACT_EVENT_PRE_COMMIT writes each store's net
+ * changes as one lsm_batch, which the engine applies atomically.  An abort
+ * simply forgets them; nothing reached the engine.
+ *
+ * Every write adds a version to its key: (command id, put or delete, row).
+ * Versions are never overwritten, so a read can choose what it sees:
+ *
+ *	- a scan sees the newest version whose command id is below its
+ *	  snapshot's curcid, i.e. the earlier statements of its transaction but
+ *	  not its own writes (the Halloween problem: an UPDATE that moves a row
+ *	  to a key ahead of the scan must not meet it again), as heap tuples do;
+ *	- a uniqueness check sees the newest version of all.
+ *
+ * Savepoints: every version is also appended to an undo log.  While a
+ * subtransaction is active, all writes belong to it or to its children, so
+ * its writes form a suffix of the log: rolling back to a savepoint undoes
+ * the log back to where the subtransaction began, unlinking each version
+ * from its key.  The position is recorded lazily, by the first write of a
+ * subtransaction (a mark), so that subtransactions that write nothing (every
+ * PL/pgSQL exception block) cost nothing; a committed subtransaction's mark
+ * passes to its parent.
+ *
+ * The net change of a key is its newest version, except that a key that was
+ * absent from the store when the transaction first wrote it (an INSERT) and
+ * ends deleted needs nothing written.
+ *
+ * The key's uniqueness: an INSERT checks the store when it runs, but another
+ * backend may commit the same key before this transaction does.  So the
+ * pre-commit of a store takes a transaction-level lock on it (an advisory
+ * lock tag of our own, held until the commit is done, so commits to one
+ * store are serialized between backends), catches up with the store and
+ * checks again that every key the transaction inserted is still absent;
+ * if not, the commit fails with unique_violation, as a deferred unique
+ * constraint would.  Updates of existing keys are not checked: between
+ * concurrent transactions the last to commit wins (there are no row locks).
+ *
+ * Store directories scheduled for removal (the default-located store of a
+ * table dropped by this transaction, or created by it for a table that the
+ * transaction created) follow the subtransactions as well: each entry names
+ * the subtransaction whose commit (a DROP) or abort (a CREATE) it waits for.
+ *
+ * Limits of this version: the pending writes live in memory for the whole
+ * transaction (no spilling); a transaction that writes several stores
+ * commits them one by one, so a failure in the middle of pre-commit can
+ * leave the stores before it committed while the transaction aborts.
+ *
+ * src/fdw/xact.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/table.h"
+#include "access/xact.h"
+#include "common/hashfn.h"
+#include "miscadmin.h"
+#include "storage/lock.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+
+#include "lsm_fdw.h"
+
+/*
+ * Field 4 of the advisory lock tag that serializes the commits to one store
+ * (fields 1 and 2: database and table OID).  SQL's advisory lock functions
+ * use 1 and 2, so the locks never collide with an application's.
+ */
+#define LSMFDW_LOCKTAG_FIELD4	0x4C53
+
+/* A key's bytes: the hash key of PendingKey */
+typedef struct KeyRef
+{
+	const char *data;
+	size_t		len;
+} KeyRef;
+
+struct PendingKey;
+struct PendingStore;
+
+/* One write of a key; versions of a key are linked newest first */
+typedef struct PendingVersion
+{
+	struct PendingVersion *older;
+	struct PendingKey *key;
+	struct PendingStore *store;
+	CommandId	cid;
+	bool		is_delete;
+	const char *val;			/* the encoded row, unless is_delete */
+	size_t		vlen;
+} PendingVersion;
+
+/* A key written by the transaction */
+typedef struct PendingKey
+{
+	KeyRef		ref;			/* hash key (must be first); data copied */
+	PendingVersion *newest;
+	bool		base_absent;	/* the store lacked the key at the first
+								 * write */
+} PendingKey;
+
+/* The pending writes of one store */
+typedef struct PendingStore
+{
+	Oid			relid;			/* hash key */
+	LsmFdwStore *store;			/* pinned until the transaction ends */
+	char	   *relname;
+	HTAB	   *keys;			/* PendingKey */
+} PendingStore;
+
+/* Where the first write of a subtransaction went in the undo log */
+typedef struct SavepointMark
+{
+	SubTransactionId subid;
+	int			undo_pos;
+} SavepointMark;
+
+/* A store directory to remove when a (sub)transaction commits or aborts */
+typedef struct DirRemoval
+{
+	Oid			relid;
+	char	   *path;
+	SubTransactionId subid;
+	bool		at_commit;		/* DROP: on commit; else CREATE: on abort */
+} DirRemoval;
+
+/*
+ * All state lives in xact_cxt, a child of TopTransactionContext created on
+ * first use, and goes with the transaction.
+ */
+static MemoryContext xact_cxt = NULL;
+static HTAB *pending_stores = NULL; /* PendingStore by relid */
+static PendingVersion **undo_log = NULL;
+static int	undo_len = 0;
+static int	undo_size = 0;
+static List *marks = NIL;		/* SavepointMark, innermost last */
+static List *removals = NIL;	/* DirRemoval */
+
+static void ensure_xact_state(void);
+static PendingStore *get_pending_store(LsmFdwStore *s, const char *relname);
+static PendingVersion *visible_version(PendingKey *pk, CommandId curcid);
+static PendingKey *find_key(Oid relid, const char *key, size_t klen);
+static uint32 key_hash(const void *key, Size keysize);
+static int	key_match(const void *key1, const void *key2, Size keysize);
+static int	pending_row_cmp(const void *a, const void *b);
+static void record_mark(void);
+static void undo_to(int pos);
+static void write_store(PendingStore *ps);
+static void check_inserted_keys(PendingStore *ps);
+static int	pending_store_cmp(const void *a, const void *b);
+static void remove_dirs(bool commit, SubTransactionId subid);
+static void end_xact(bool commit);
+static void xact_callback(XactEvent event, void *arg);
+static void subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+							 SubTransactionId parentSubid, void *arg);
+
+/* Module initialisation (from _PG_init): registers the callbacks. */
+void
+LsmFdwInitXact(void)
+{
+	RegisterXactCallback(xact_callback, NULL);
+	RegisterSubXactCallback(subxact_callback, NULL);
+}
+
+/*
+ * Adds a write of key to the pending writes of store s (table relname): a
+ * delete, or a put of the encoded row val.  cid is the writing command's id;
+ * base_absent says whether the store lacks the key, should this be the
+ * transaction's first write of it (true for an INSERT, which checked).
+ * Copies key and val.
+ */
+void
+LsmFdwPendingWrite(LsmFdwStore *s, const char *relname,
+				   const char *key, size_t klen,
+				   const char *val, size_t vlen, bool is_delete,
+				   bool base_absent, CommandId cid)
+{
+	MemoryContext oldcxt;
+	PendingStore *ps;
+	PendingKey *pk;
+	PendingVersion *v;
+	KeyRef		ref;
+	bool		found;
+
+	ensure_xact_state();
+	oldcxt = MemoryContextSwitchTo(xact_cxt);
+	ps = get_pending_store(s, relname);
+
+	/* room in the undo log first, so that no failure leaves a half write */
+	if (undo_len == undo_size)
+	{
+		undo_size = undo_size == 0 ? 64 : undo_size * 2;
+		undo_log = undo_log == NULL
+			? palloc(sizeof(PendingVersion *) * undo_size)
+			: repalloc(undo_log, sizeof(PendingVersion *) * undo_size);
+	}
+	record_mark();
+
+	v = palloc(sizeof(PendingVersion));
+	v->store = ps;
+	v->cid = cid;
+	v->is_delete = is_delete;
+	v->val = NULL;
+	v->vlen = 0;
+	if (!is_delete)
+	{
+		char	   *copy = palloc(vlen + 1);
+
+		memcpy(copy, val, vlen);
+		copy[vlen] = '\0';
+		v->val = copy;
+		v->vlen = vlen;
+	}
+
+	ref.data = key;
+	ref.len = klen;
+	pk = hash_search(ps->keys, &ref, HASH_FIND, NULL);
+	if (pk == NULL)
+	{
+		char	   *copy = palloc(klen);
+
+		/* the entry keeps the copy, never the caller's transient bytes */
+		memcpy(copy, key, klen);
+		ref.data = copy;
+		pk = hash_search(ps->keys, &ref, HASH_ENTER, &found);
+		Assert(!found);
+		pk->newest = NULL;
+		pk->base_absent = base_absent;
+	}
+	v->key = pk;
+	v->older = pk->newest;
+	pk->newest = v;
+	undo_log[undo_len++] = v;
+
+	MemoryContextSwitchTo(oldcxt);
+}
+
+/*
+ * Looks key up in the pending writes of relation relid, as a reader with
+ * command id curcid sees them (InvalidCommandId: the newest version of
+ * all).  Returns false if the transaction has no such version; else true,
+ * with the version in *out (pointing into memory that lasts until the end
+ * of the transaction) and its command id in *cid (if cid is not NULL).
+ */
+bool
+LsmFdwPendingLookup(Oid relid, const char *key, size_t klen,
+					CommandId curcid, LsmFdwPendingRow *out, CommandId *cid)
+{
+	PendingKey *pk = find_key(relid, key, klen);
+	PendingVersion *v;
+
+	if (pk == NULL || (v = visible_version(pk, curcid)) == NULL)
+		return false;
+	out->key = pk->ref.data;
+	out->klen = pk->ref.len;
+	out->is_delete = v->is_delete;
+	out->val = v->val;
+	out->vlen = v->vlen;
+	if (cid != NULL)
+		*cid = v->cid;
+	return true;
+}
+
+/*
+ * Returns the pending writes of relation relid that a reader with command id
+ * curcid sees (InvalidCommandId: the newest of each key), one per key, in
+ * key order, as a palloc'd array of *n entries (NULL if none).  The entries
+ * point into memory that lasts until the end of the transaction.
+ */
+LsmFdwPendingRow *
+LsmFdwPendingVisible(Oid relid, CommandId curcid, int *n)
+{
+	PendingStore *ps;
+	LsmFdwPendingRow *rows;
+	HASH_SEQ_STATUS status;
+	PendingKey *pk;
+	int			count = 0;
+
+	*n = 0;
+	if (pending_stores == NULL ||
+		(ps = hash_search(pending_stores, &relid, HASH_FIND, NULL)) == NULL)
+		return NULL;
+	rows = palloc(sizeof(LsmFdwPendingRow) *
+				  Max(hash_get_num_entries(ps->keys), 1));
+	hash_seq_init(&status, ps->keys);
+	while ((pk = hash_seq_search(&status)) != NULL)
+	{
+		PendingVersion *v = visible_version(pk, curcid);
+
+		if (v == NULL)
+			continue;
+		rows[count].key = pk->ref.data;
+		rows[count].klen = pk->ref.len;
+		rows[count].is_delete = v->is_delete;
+		rows[count].val = v->val;
+		rows[count].vlen = v->vlen;
+		count++;
+	}
+	if (count > 1)
+		qsort(rows, count, sizeof(LsmFdwPendingRow), pending_row_cmp);
+	*n = count;
+	return rows;
+}
+
+/*
+ * Returns whether relation relid is being dropped by this transaction (its
+ * store is to be removed at commit): its pending writes need not be written.
+ */
+bool
+LsmFdwPendingDropped(Oid relid)
+{
+	ListCell   *lc;
+
+	foreach(lc, removals)
+	{
+		DirRemoval *r = (DirRemoval *) lfirst(lc);
+
+		if (r->relid == relid && r->at_commit)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Schedules the removal of the store directory path of relation relid: when
+ * subtransaction subid (or the parent it passes to) commits, if at_commit
+ * (DROP), else when it aborts (a store created for a table created by it).
+ */
+void
+LsmFdwXactRemoveDirLater(Oid relid, const char *path, SubTransactionId subid,
+						 bool at_commit)
+{
+	MemoryContext oldcxt;
+	DirRemoval *r;
+
+	ensure_xact_state();
+	oldcxt = MemoryContextSwitchTo(xact_cxt);
+	r = palloc(sizeof(DirRemoval));
+	r->relid = relid;
+	r->path = pstrdup(path);
+	r->subid = subid;
+	r->at_commit = at_commit;
+	removals = lappend(removals, r);
+	MemoryContextSwitchTo(oldcxt);
+}
+
+/* Creates the transaction's memory context if needed. */
+static void
+ensure_xact_state(void)
+{
+	if (xact_cxt == NULL)
+		xact_cxt = AllocSetContextCreate(TopTransactionContext,
+										 "lsm_fdw transaction",
+										 ALLOCSET_DEFAULT_SIZES);
+}
+
+/*
+ * Returns the pending writes of store s, creating them (and pinning s) on
+ * first use.  REQUIRES: CurrentMemoryContext is xact_cxt.
+ */
+static PendingStore *
+get_pending_store(LsmFdwStore *s, const char *relname)
+{
+	PendingStore *ps;
+	bool		found;
+
+	if (pending_stores == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(PendingStore);
+		ctl.hcxt = xact_cxt;
+		pending_stores = hash_create("lsm_fdw pending stores", 8, &ctl,
+									 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	ps = hash_search(pending_stores, &s->relid, HASH_FIND, NULL);
+	if (ps == NULL)
+	{
+		HASHCTL		ctl;
+		HTAB	   *keys;
+		char	   *name = pstrdup(relname);
+
+		ctl.keysize = sizeof(KeyRef);
+		ctl.entrysize = sizeof(PendingKey);
+		ctl.hash = key_hash;
+		ctl.match = key_match;
+		ctl.hcxt = xact_cxt;
+		keys = hash_create("lsm_fdw pending keys", 256, &ctl,
+						   HASH_ELEM | HASH_FUNCTION | HASH_COMPARE |
+						   HASH_CONTEXT);
+		/* nothing can fail between the entry and its pin */
+		ps = hash_search(pending_stores, &s->relid, HASH_ENTER, &found);
+		ps->relname = name;
+		ps->keys = keys;
+		ps->store = s;
+		LsmFdwPinStore(s);
+	}
+	return ps;
+}
+
+/*
+ * Returns the newest version of pk that a reader with command id curcid sees
+ * (InvalidCommandId: the newest of all), or NULL.
+ */
+static PendingVersion *
+visible_version(PendingKey *pk, CommandId curcid)
+{
+	PendingVersion *v;
+
+	for (v = pk->newest; v != NULL; v = v->older)
+	{
+		if (curcid == InvalidCommandId || v->cid < curcid)
+			return v;
+	}
+	return NULL;
+}
+
+/* Returns the pending key of relation relid, or NULL. */
+static PendingKey *
+find_key(Oid relid, const char *key, size_t klen)
+{
+	PendingStore *ps;
+	KeyRef		ref;
+
+	if (pending_stores == NULL ||
+		(ps = hash_search(pending_stores, &relid, HASH_FIND, NULL)) == NULL)
+		return NULL;
+	ref.data = key;
+	ref.len = klen;
+	return hash_search(ps->keys, &ref, HASH_FIND, NULL);
+}
+
+/* dynahash hash function of a KeyRef: its bytes */
+static uint32
+key_hash(const void *key, Size keysize)
+{
+	const KeyRef *ref = (const KeyRef *) key;
+
+	return hash_bytes((const unsigned char *) ref->data, (int) ref->len);
+}
+
+/* dynahash match function of KeyRefs: 0 if the bytes are equal */
+static int
+key_match(const void *key1, const void *key2, Size keysize)
+{
+	const KeyRef *a = (const KeyRef *) key1;
+	const KeyRef *b = (const KeyRef *) key2;
+
+	if (a->len != b->len)
+		return 1;
+	return memcmp(a->data, b->data, a->len);
+}
+
+/*
+ * qsort comparator of pending rows: the engine's key order (memcmp, the
+ * shorter first on a tie).
+ */
+static int
+pending_row_cmp(const void *a, const void *b)
+{
+	const LsmFdwPendingRow *x = (const LsmFdwPendingRow *) a;
+	const LsmFdwPendingRow *y = (const LsmFdwPendingRow *) b;
+	int			c = memcmp(x->key, y->key, Min(x->klen, y->klen));
+
+	if (c != 0)
+		return c;
+	return (x->klen > y->klen) - (x->klen < y->klen);
+}
+
+/*
+ * Records where the current subtransaction's writes begin in the undo log,
+ * unless its mark exists already (or it is the top level, whose abort
+ * forgets everything anyway).  REQUIRES: CurrentMemoryContext is xact_cxt.
+ */
+static void
+record_mark(void)
+{
+	SubTransactionId subid = GetCurrentSubTransactionId();
+	SavepointMark *m;
+
+	if (subid == TopSubTransactionId)
+		return;
+	if (marks != NIL && ((SavepointMark *) llast(marks))->subid == subid)
+		return;
+	m = palloc(sizeof(SavepointMark));
+	m->subid = subid;
+	m->undo_pos = undo_len;
+	marks = lappend(marks, m);
+}
+
+/* Undoes the writes from position pos of the undo log onwards. */
+static void
+undo_to(int pos)
+{
+	while (undo_len > pos)
+	{
+		PendingVersion *v = undo_log[--undo_len];
+		PendingKey *pk = v->key;
+
+		Assert(pk->newest == v);
+		pk->newest = v->older;
+		if (pk->newest == NULL)
+		{
+			/* the key copy stays allocated: scans may point to it */
+			(void) hash_search(v->store->keys, &pk->ref, HASH_REMOVE, NULL);
+		}
+	}
+}
+
+/*
+ * Writes the net changes of one store as one atomic batch, under the
+ * store's commit lock, after checking that the keys it inserts are still
+ * absent.  Raises an error if one is not, or if the engine fails (the batch
+ * is freed first).
+ */
+static void
+write_store(PendingStore *ps)
+{
+	HASH_SEQ_STATUS status;
+	PendingKey *pk;
+	lsm_batch  *b;
+	LOCKTAG		tag;
+	int			rc = LSM_OK;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, ps->relid, 0,
+						 LSMFDW_LOCKTAG_FIELD4);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+	if ((rc = lsm_refresh(ps->store->db)) != LSM_OK)
+		LsmFdwReportError(rc, ps->store->db, ps->relname, "refresh");
+	check_inserted_keys(ps);
+
+	b = lsm_batch_new();
+	if (b == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory"),
+				 errcontext("foreign table \"%s\"", ps->relname)));
+
+	/* no PostgreSQL call below can raise an error before the batch is freed */
+	hash_seq_init(&status, ps->keys);
+	while ((pk = hash_seq_search(&status)) != NULL)
+	{
+		PendingVersion *v = pk->newest;
+
+		if (v->is_delete && pk->base_absent)
+			continue;			/* inserted, then deleted: nothing to do */
+		if (v->is_delete)
+			rc = lsm_batch_delete(b, pk->ref.data, pk->ref.len);
+		else
+			rc = lsm_batch_put(b, pk->ref.data, pk->ref.len, v->val, v->vlen);
+		if (rc != LSM_OK)
+		{
+			hash_seq_term(&status);
+			break;
+		}
+	}
+	if (rc == LSM_OK && lsm_batch_count(b) > 0)
+		rc = lsm_write(ps->store->db, b);
+	lsm_batch_free(b);
+	if (rc != LSM_OK)
+		LsmFdwReportError(rc, ps->store->db, ps->relname, "write");
+}
+
+/*
+ * Raises unique_violation if a key the transaction inserted (absent when it
+ * first wrote it, present at the end) is in the store now: another
+ * transaction committed it meanwhile.  REQUIRES: the store's commit lock,
+ * and the store refreshed under it.
+ */
+static void
+check_inserted_keys(PendingStore *ps)
+{
+	HASH_SEQ_STATUS status;
+	PendingKey *pk;
+
+	hash_seq_init(&status, ps->keys);
+	while ((pk = hash_seq_search(&status)) != NULL)
+	{
+		char	   *row;
+		size_t		rowlen;
+		Relation	rel;
+		LsmFdwTable *t;
+
+		/* (an error ends the scan of the hash table with the transaction) */
+		if (!pk->base_absent || pk->newest->is_delete ||
+			!LsmFdwGet(ps->store, ps->relname, pk->ref.data, pk->ref.len,
+					   &row, &rowlen))
+			continue;
+		hash_seq_term(&status);
+
+		/* the table is alive (dropped ones are not written): name the key */
+		rel = table_open(ps->relid, NoLock);
+		t = LsmFdwGetTable(rel);
+		table_close(rel, NoLock);
+		ereport(ERROR,
+				(errcode(ERRCODE_UNIQUE_VIOLATION),
+				 errmsg("duplicate key value violates the key of foreign table \"%s\"",
+						ps->relname),
+				 errdetail("Key (%s)=(%s) was inserted by another transaction that committed first.",
+						   t->cols[t->keyattno - 1].name,
+						   LsmFdwKeyToString(t, pk->ref.data, pk->ref.len))));
+	}
+}
+
+/* qsort comparator of PendingStore pointers: by relation OID. */
+static int
+pending_store_cmp(const void *a, const void *b)
+{
+	Oid			x = (*(PendingStore *const *) a)->relid;
+	Oid			y = (*(PendingStore *const *) b)->relid;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * Carries out the removals due when subtransaction subid (the whole
+ * transaction if InvalidSubTransactionId) commits or aborts, and forgets
+ * the ones that will never be due.
+ */
+static void
+remove_dirs(bool commit, SubTransactionId subid)
+{
+	ListCell   *lc;
+
+	foreach(lc, removals)
+	{
+		DirRemoval *r = (DirRemoval *) lfirst(lc);
+
+		if (subid != InvalidSubTransactionId && r->subid != subid)
+			continue;
+		if (r->at_commit == commit)
+			LsmFdwRemoveStoreDir(r->relid, r->path);
+		removals = foreach_delete_current(removals, lc);
+	}
+}
+
+/*
+ * End of the transaction: unpins the stores that had pending writes,
+ * carries out the removals due, and forgets all state (the memory goes with
+ * TopTransactionContext).  Must not raise errors.
+ */
+static void
+end_xact(bool commit)
+{
+	if (pending_stores != NULL)
+	{
+		HASH_SEQ_STATUS status;
+		PendingStore *ps;
+
+		hash_seq_init(&status, pending_stores);
+		while ((ps = hash_seq_search(&status)) != NULL)
+		{
+			if (ps->store != NULL)
+				LsmFdwUnpinStore(ps->store);
+		}
+	}
+	if (removals != NIL)
+		remove_dirs(commit, InvalidSubTransactionId);
+
+	xact_cxt = NULL;
+	pending_stores = NULL;
+	undo_log = NULL;
+	undo_len = 0;
+	undo_size = 0;
+	marks = NIL;
+	removals = NIL;
+}
+
+/*
+ * Transaction callback: writes the pending writes at pre-commit, refuses
+ * PREPARE TRANSACTION of a transaction that wrote (the stores have no
+ * two-phase commit), and ends the transaction's state at commit or abort.
+ */
+static void
+xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+			if (pending_stores != NULL)
+			{
+				HASH_SEQ_STATUS status;
+				PendingStore *ps;
+				PendingStore **order;
+				int			n = 0;
+				int			i;
+
+				/* in OID order, so that commit locks cannot deadlock */
+				order = palloc(sizeof(PendingStore *) *
+							   Max(hash_get_num_entries(pending_stores), 1));
+				hash_seq_init(&status, pending_stores);
+				while ((ps = hash_seq_search(&status)) != NULL)
+				{
+					if (hash_get_num_entries(ps->keys) > 0 &&
+						!LsmFdwPendingDropped(ps->relid))
+						order[n++] = ps;
+				}
+				qsort(order, n, sizeof(PendingStore *), pending_store_cmp);
+				for (i = 0; i < n; i++)
+					write_store(order[i]);
+				pfree(order);
+			}
+			break;
+		case XACT_EVENT_PRE_PREPARE:
+			if (undo_len > 0 || removals != NIL)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot PREPARE a transaction that has modified lsm_fdw foreign tables")));
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_PREPARE:
+			end_xact(true);
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			end_xact(false);
+			break;
+		case XACT_EVENT_PARALLEL_PRE_COMMIT:
+			break;
+	}
+}
+
+/*
+ * Subtransaction callback: a rollback to a savepoint undoes the
+ * subtransaction's writes and carries out its CREATE removals; a release
+ * passes its writes' mark and its removals to the parent.
+ */
+static void
+subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+				 SubTransactionId parentSubid, void *arg)
+{
+	SavepointMark *top;
+	ListCell   *lc;
+
+	if (xact_cxt == NULL)
+		return;
+	top = marks != NIL ? (SavepointMark *) llast(marks) : NULL;
+
+	switch (event)
+	{
+		case SUBXACT_EVENT_ABORT_SUB:
+			if (top != NULL && top->subid == mySubid)
+			{
+				undo_to(top->undo_pos);
+				marks = list_delete_last(marks);
+			}
+			remove_dirs(false, mySubid);
+			break;
+		case SUBXACT_EVENT_COMMIT_SUB:
+			if (top != NULL && top->subid == mySubid)
+			{
+				SavepointMark *below = list_length(marks) > 1
+				? (SavepointMark *) list_nth(marks, list_length(marks) - 2)
+				: NULL;
+
+				/* the parent's writes begin at its own mark if it has one */
+				if (parentSubid == TopSubTransactionId ||
+					(below != NULL && below->subid == parentSubid))
+					marks = list_delete_last(marks);
+				else
+					top->subid = parentSubid;
+			}
+			foreach(lc, removals)
+			{
+				DirRemoval *r = (DirRemoval *) lfirst(lc);
+
+				if (r->subid == mySubid)
+					r->subid = parentSubid;
+			}
+			break;
+		default:
+			break;
+	}
+}
