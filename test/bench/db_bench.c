@@ -44,7 +44,7 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "bench_machine.h"
+#include "bench_common.h"
 
 #define MAX_ENGINES		4
 #define MAX_BENCHMARKS	32
@@ -1201,25 +1201,6 @@ usage(FILE *out)
 }
 
 /*
- * Parses a non-negative integer option value; exits on garbage.
- */
-static uint64_t
-parse_number(const char *opt, const char *s)
-{
-	char	   *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno != 0 || end == s || *end != '\0' || s[0] == '-')
-	{
-		fprintf(stderr, "db_bench: invalid value \"%s\" for --%s\n", s, opt);
-		exit(2);
-	}
-	return v;
-}
-
-/*
  * Appends name to a comma list if it is not there yet.
  */
 static void
@@ -1360,10 +1341,10 @@ main(int argc, char **argv)
 				 (int) (eq != NULL ? eq - (argv[i] + 2) : 255), argv[i] + 2);
 		val = eq != NULL ? eq + 1 : "1";
 		if (strcmp(arg, "num") == 0)
-			config.num = parse_number(arg, val);
+			config.num = bench_parse_number("db_bench", arg, val);
 		else if (strcmp(arg, "reads") == 0)
 		{
-			config.reads = parse_number(arg, val);
+			config.reads = bench_parse_number("db_bench", arg, val);
 			reads_set = 1;
 		}
 		else if (strcmp(arg, "engines") == 0)
@@ -1373,29 +1354,29 @@ main(int argc, char **argv)
 		else if (strcmp(arg, "db") == 0)
 			snprintf(db_dir, sizeof(db_dir), "%s", val);
 		else if (strcmp(arg, "repeat") == 0)
-			config.repeat = (int) parse_number(arg, val);
+			config.repeat = (int) bench_parse_number("db_bench", arg, val);
 		else if (strcmp(arg, "filter_fpr") == 0)
 		{
-			if (parse_number(arg, val))
+			if (bench_parse_number("db_bench", arg, val))
 				list_add(bench_list, sizeof(bench_list), "filterfpr");
 		}
 		else if (strcmp(arg, "many_sstables") == 0)
 		{
-			if (parse_number(arg, val))
+			if (bench_parse_number("db_bench", arg, val))
 				list_add(bench_list, sizeof(bench_list), "absent_vs_sstables");
 		}
 		else if (strcmp(arg, "write_buffer_size") == 0)
-			config.memtable_bytes = parse_number(arg, val);
+			config.memtable_bytes = bench_parse_number("db_bench", arg, val);
 		else if (strcmp(arg, "target_file_size") == 0)
-			config.file_bytes = parse_number(arg, val);
+			config.file_bytes = bench_parse_number("db_bench", arg, val);
 		else if (strcmp(arg, "bloom_bits") == 0)
-			config.bits_per_key = (int) parse_number(arg, val);
+			config.bits_per_key = (int) bench_parse_number("db_bench", arg, val);
 		else if (strcmp(arg, "cache_size") == 0)
-			config.cache_bytes = parse_number(arg, val);
+			config.cache_bytes = bench_parse_number("db_bench", arg, val);
 		else if (strcmp(arg, "lsm_value_filter_bits") == 0)
-			config.lsm_value_filter_bits = (long) parse_number(arg, val);
+			config.lsm_value_filter_bits = (long) bench_parse_number("db_bench", arg, val);
 		else if (strcmp(arg, "seek_iter_per_op") == 0)
-			config.seek_iter_per_op = parse_number(arg, val) != 0;
+			config.seek_iter_per_op = bench_parse_number("db_bench", arg, val) != 0;
 		else if (strcmp(arg, "lsm_compactor") == 0)
 		{
 			if (strcmp(val, "inline") == 0)

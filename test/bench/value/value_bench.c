@@ -72,7 +72,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bench_machine.h"
+#include "bench_common.h"
 #include "lsm.h"
 
 #define KEY_SIZE		16
@@ -1248,25 +1248,6 @@ usage(FILE *out)
 }
 
 /*
- * Parses a non-negative decimal number for option opt, or exits.
- */
-static uint64_t
-parse_number(const char *opt, const char *s)
-{
-	char	   *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno != 0 || end == s || *end != '\0' || s[0] == '-')
-	{
-		fprintf(stderr, "value_bench: bad number for %s: \"%s\"\n", opt, s);
-		exit(2);
-	}
-	return (uint64_t) v;
-}
-
-/*
  * Parses a comma-separated list of numbers into a[] (at most MAX_LIST);
  * returns how many.
  */
@@ -1287,7 +1268,7 @@ parse_list(const char *opt, const char *s, uint64_t *a)
 			fprintf(stderr, "value_bench: too many values for %s\n", opt);
 			exit(2);
 		}
-		a[n++] = parse_number(opt, tok);
+		a[n++] = bench_parse_number("value_bench", opt, tok);
 	}
 	if (n == 0)
 	{
@@ -1416,7 +1397,7 @@ parse_options(int argc, char **argv)
 		v = eq + 1;
 		if (strcmp(name, "--num") == 0)
 		{
-			config.num = parse_number(name, v);
+			config.num = bench_parse_number("value_bench", name, v);
 			have_num = 1;
 		}
 		else if (strcmp(name, "--experiments") == 0)
@@ -1424,44 +1405,44 @@ parse_options(int argc, char **argv)
 		else if (strcmp(name, "--fig8_nums") == 0)
 			config.nfig8 = parse_list(name, v, config.fig8_nums);
 		else if (strcmp(name, "--searches") == 0)
-			config.searches = (int) parse_number(name, v);
+			config.searches = (int) bench_parse_number("value_bench", name, v);
 		else if (strcmp(name, "--scan_searches") == 0)
-			config.scan_searches = (int) parse_number(name, v);
+			config.scan_searches = (int) bench_parse_number("value_bench", name, v);
 		else if (strcmp(name, "--m") == 0)
-			config.m = (uint32_t) parse_number(name, v);
+			config.m = (uint32_t) bench_parse_number("value_bench", name, v);
 		else if (strcmp(name, "--d") == 0)
-			config.d = (int) parse_number(name, v);
+			config.d = (int) bench_parse_number("value_bench", name, v);
 		else if (strcmp(name, "--k") == 0)
-			config.k = (int) parse_number(name, v);
+			config.k = (int) bench_parse_number("value_bench", name, v);
 		else if (strcmp(name, "--fig8_file_bytes") == 0)
-			config.fig8_file_bytes = (size_t) parse_number(name, v);
+			config.fig8_file_bytes = (size_t) bench_parse_number("value_bench", name, v);
 		else if (strcmp(name, "--fig10_ms") == 0)
 			config.nfig10_m = parse_list(name, v, config.fig10_ms);
 		else if (strcmp(name, "--fig10_ds") == 0)
 			config.nfig10_d = parse_list(name, v, config.fig10_ds);
 		else if (strcmp(name, "--fig10_files") == 0)
-			config.fig10_files = (int) parse_number(name, v);
+			config.fig10_files = (int) bench_parse_number("value_bench", name, v);
 		else if (strcmp(name, "--t3_domains") == 0)
 			config.nt3 = parse_list(name, v, config.t3_domains);
 		else if (strcmp(name, "--t3_files") == 0)
-			config.t3_files = (int) parse_number(name, v);
+			config.t3_files = (int) bench_parse_number("value_bench", name, v);
 		else if (strcmp(name, "--t3_m") == 0)
-			config.t3_m = (uint32_t) parse_number(name, v);
+			config.t3_m = (uint32_t) bench_parse_number("value_bench", name, v);
 		else if (strcmp(name, "--t3_d") == 0)
-			config.t3_d = (int) parse_number(name, v);
+			config.t3_d = (int) bench_parse_number("value_bench", name, v);
 		else if (strcmp(name, "--flat_rows") == 0)
 		{
-			config.flat_rows = parse_number(name, v);
+			config.flat_rows = bench_parse_number("value_bench", name, v);
 			have_flat_rows = 1;
 		}
 		else if (strcmp(name, "--flat_leaves") == 0)
-			config.flat_leaves = (int) parse_number(name, v);
+			config.flat_leaves = (int) bench_parse_number("value_bench", name, v);
 		else if (strcmp(name, "--flat_m") == 0)
-			config.flat_m = (uint32_t) parse_number(name, v);
+			config.flat_m = (uint32_t) bench_parse_number("value_bench", name, v);
 		else if (strcmp(name, "--flat_d") == 0)
-			config.flat_d = (int) parse_number(name, v);
+			config.flat_d = (int) bench_parse_number("value_bench", name, v);
 		else if (strcmp(name, "--memtable_bytes") == 0)
-			config.memtable_bytes = (size_t) parse_number(name, v);
+			config.memtable_bytes = (size_t) bench_parse_number("value_bench", name, v);
 		else if (strcmp(name, "--db") == 0)
 			snprintf(config.parent, sizeof(config.parent), "%s", v);
 		else
