@@ -270,6 +270,48 @@ TEST(block_roundtrip)
 			check_cursor(&it, &es, es.n);
 		}
 
+		/*
+		 * seek_offset: every byte of entry i names entry i, whether the
+		 * cursor starts unpositioned, on an earlier entry or past it
+		 */
+		{
+			size_t	   *off = malloc(sizeof(size_t) * (es.n + 1));
+
+			CHECK(off != NULL);
+			lsm_block_iter_first(&it);
+			for (i = 0; i < es.n; i++)
+			{
+				off[i] = it.off;
+				lsm_block_iter_next(&it);
+			}
+			off[es.n] = it.data_len;
+			for (i = 0; i < es.n; i++)
+			{
+				size_t		at[3] = {off[i], (off[i] + off[i + 1]) / 2,
+				off[i + 1] - 1};
+				int			a;
+
+				for (a = 0; a < 3; a++)
+				{
+					lsm_block_iter_free(&it);
+					CHECK(lsm_block_iter_init(&it, b.buf.data, b.buf.len));
+					lsm_block_iter_seek_offset(&it, at[a]);
+					check_cursor(&it, &es, i);
+					lsm_block_iter_seek_restart(&it, 0);	/* earlier */
+					lsm_block_iter_seek_offset(&it, at[a]);
+					check_cursor(&it, &es, i);
+					lsm_block_iter_seek_offset(&it, at[a]);	/* in place */
+					check_cursor(&it, &es, i);
+				}
+				if (i > 0)		/* back from entry i to entry i - 1 */
+				{
+					lsm_block_iter_seek_offset(&it, off[i - 1]);
+					check_cursor(&it, &es, i - 1);
+				}
+			}
+			free(off);
+		}
+
 		/* every restart holds a whole key: entry r * interval */
 		for (r = 0; r < nr; r++)
 		{
@@ -908,6 +950,136 @@ TEST(table_refcount)
 	entries_free(&es);
 }
 
+/* What one block scan passed to its callback. */
+typedef struct scan_seen
+{
+	size_t		n;
+	char		keys[512][16];
+	int			has_needle[512];	/* in the key or the value */
+	int			val_has_needle[512];
+} scan_seen;
+
+static int
+collect_entry(void *arg, const uint8_t *key, size_t klen, uint64_t seq,
+			  int del, const uint8_t *row, size_t rowlen)
+{
+	scan_seen  *s = arg;
+
+	(void) seq;
+	(void) del;
+	CHECK(s->n < 512 && klen < 16);
+	memcpy(s->keys[s->n], key, klen);
+	s->keys[s->n][klen] = '\0';
+	s->val_has_needle[s->n] = rowlen > 0 &&
+		memmem(row, rowlen, "NEEDLE", 6) != NULL;
+	s->has_needle[s->n] = s->val_has_needle[s->n] ||
+		memmem(key, klen, "NEEDLE", 6) != NULL;
+	s->n++;
+	return LSM_OK;
+}
+
+/*
+ * lsm_table_block_scan with a needle passes, in order, only entries whose
+ * key or value holds it, and every entry whose value holds it: in several
+ * restart blocks of a block, twice in one value, in a key, almost (a
+ * prefix of it) and not at all (the block is skipped).
+ */
+TEST(table_block_scan_needle)
+{
+	char	   *dir = harness_tmpdir("sstn");
+	entry	   *es = calloc(2000, sizeof(entry));
+	char		val[64];
+	lsm_table_meta meta;
+	lsm_table  *t;
+	lsm_err		e;
+	uint32_t	b,
+				nblocks;
+	size_t		i,
+				total = 0,
+				with_value = 0,
+				skipped_blocks = 0;
+
+	CHECK(es != NULL);
+	for (i = 0; i < 2000; i++)
+	{
+		char		key[16];
+
+		/* needle in some keys: k0110NEEDLE sorts among the others */
+		snprintf(key, sizeof(key),
+				 i % 53 == 0 && (i < 1000 || i >= 1300) ? "k%04zuNEEDLE" :
+				 "k%04zu", i);
+		if (i >= 1000 && i < 1300)
+			snprintf(val, sizeof(val), "plain value %zu", i);	/* no needle */
+		else if (i % 7 == 0)
+			snprintf(val, sizeof(val), "v%zu NEEDLE and NEEDLE", i);
+		else if (i % 5 == 0)
+			snprintf(val, sizeof(val), "NEEDLE%zu", i);
+		else
+			snprintf(val, sizeof(val), "value %zu NEEDL", i);	/* almost */
+		es[i].key = (uint8_t *) strdup(key);
+		es[i].klen = strlen(key);
+		es[i].val = (uint8_t *) strdup(val);
+		es[i].vlen = strlen(val);
+		es[i].seq = i + 1;
+	}
+	write_table(dir, 5, es, 2000, 1024, 10, &meta);
+	lsm_err_clear(&e);
+	CHECK_OK(lsm_table_open(dir, 5, &t, &e));
+	nblocks = lsm_table_nblocks(t);
+	CHECK_GT(nblocks, 10);
+	for (b = 0; b < nblocks; b++)
+	{
+		scan_seen  *all = calloc(1, sizeof(scan_seen)),
+				   *hit = calloc(1, sizeof(scan_seen));
+		bool		skipped;
+		size_t		j,
+					k = 0;
+
+		CHECK(all != NULL && hit != NULL);
+		CHECK_OK(lsm_table_block_scan(t, b, NULL, 0, collect_entry, all,
+									  &skipped, &e));
+		CHECK(!skipped);
+		CHECK_OK(lsm_table_block_scan(t, b, "NEEDLE", 6, collect_entry, hit,
+									  &skipped, &e));
+		/*
+		 * hit: in order, entries of the block whose key or value holds the
+		 * needle, among them every entry whose value holds it
+		 */
+		for (j = 0; j < all->n; j++)
+		{
+			bool		passed = k < hit->n &&
+				strcmp(hit->keys[k], all->keys[j]) == 0;
+
+			CHECK_MSG(passed || !all->val_has_needle[j],
+					  "block %u: the value of %s holds the needle but it was "
+					  "not passed", b, all->keys[j]);
+			if (!passed)
+				continue;
+			CHECK_MSG(all->has_needle[j], "block %u: %s passed without the "
+					  "needle", b, all->keys[j]);
+			k++;
+			with_value += all->val_has_needle[j];
+		}
+		CHECK_EQ_U(k, hit->n);
+		CHECK_EQ(skipped, hit->n == 0);
+		skipped_blocks += skipped;
+		total += all->n;
+		free(all);
+		free(hit);
+	}
+	CHECK_EQ_U(total, 2000);
+	CHECK_GT(skipped_blocks, 0);	/* rows 1000..1299 have no needle */
+	CHECK_GT(with_value, 500);
+	lsm_table_unref(t);
+	lsm_table_meta_free(&meta);
+	for (i = 0; i < 2000; i++)
+	{
+		free(es[i].key);
+		free(es[i].val);
+	}
+	free(es);
+}
+
 /* Runs the tests named on the command line, or all of them. */
 int
 main(int argc, char **argv)
@@ -922,5 +1094,6 @@ main(int argc, char **argv)
 	RUN(builder_exclusive_and_abandon);
 	RUN(table_empty);
 	RUN(table_refcount);
+	RUN(table_block_scan_needle);
 	return harness_done();
 }
