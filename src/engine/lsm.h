@@ -146,6 +146,9 @@ int			lsm_close(lsm_db *db);
  */
 int			lsm_refresh(lsm_db *db);
 
+/* The longest key, in bytes.  Keys are never empty. */
+#define LSM_MAX_KEY_LEN 65535
+
 /* Batches.  lsm_batch_new returns NULL only when out of memory. */
 lsm_batch  *lsm_batch_new(void);
 int			lsm_batch_put(lsm_batch *b, const void *key, size_t klen,
@@ -161,7 +164,7 @@ void		lsm_batch_free(lsm_batch *b);
  * wholly absent.  With o->sync it is durable on return.  Takes the write lock
  * (bounded wait, LSM_BUSY on timeout), catches up with other writers, appends
  * one WAL record, and flushes the memtable if it is over its threshold.  The
- * batch is not consumed.  Keys must be non-empty and at most 64 KiB - 1.
+ * batch is not consumed.  Keys must be non-empty and at most LSM_MAX_KEY_LEN bytes.
  */
 int			lsm_write(lsm_db *db, lsm_batch *b);
 

@@ -51,9 +51,6 @@
 
 #include "lsm_fdw.h"
 
-/* The engine's limit on key length (lsm.h, lsm_write). */
-#define LSMFDW_MAX_KEY_LEN	65535
-
 /* First byte of every text, varchar and bytea key. */
 #define LSMFDW_VARKEY_MARKER	0x01
 
@@ -76,6 +73,7 @@ static void setup_io(LsmFdwColumn *col);
 static void report_bad_field(const LsmFdwTable *t, const LsmFdwColumn *col,
 							 size_t len) pg_attribute_noreturn();
 static int	codec_width(LsmFdwCodec codec);
+static int64 integer_datum(Datum value, Oid valtype);
 static bool type_has_send(Oid typid);
 
 /*
@@ -194,23 +192,8 @@ LsmFdwEncodeKey(const LsmFdwTable *t, Datum value, Oid valtype,
 		case LSMFDW_CODEC_INT4:
 		case LSMFDW_CODEC_INT8:
 			{
-				int64		v;
+				int64		v = integer_datum(value, valtype);
 
-				switch (valtype)
-				{
-					case INT2OID:
-						v = DatumGetInt16(value);
-						break;
-					case INT4OID:
-						v = DatumGetInt32(value);
-						break;
-					case INT8OID:
-						v = DatumGetInt64(value);
-						break;
-					default:
-						elog(ERROR, "unexpected type %u for an integer key", valtype);
-						v = 0;	/* keep the compiler quiet */
-				}
 				if ((key->codec == LSMFDW_CODEC_INT2 &&
 					 (v < PG_INT16_MIN || v > PG_INT16_MAX)) ||
 					(key->codec == LSMFDW_CODEC_INT4 &&
@@ -236,7 +219,7 @@ LsmFdwEncodeKey(const LsmFdwTable *t, Datum value, Oid valtype,
 				struct varlena *v = PG_DETOAST_DATUM_PACKED(value);
 				size_t		len = VARSIZE_ANY_EXHDR(v);
 
-				if (len + 1 > LSMFDW_MAX_KEY_LEN)
+				if (len + 1 > LSM_MAX_KEY_LEN)
 					return false;
 				appendStringInfoChar(buf, LSMFDW_VARKEY_MARKER);
 				appendBinaryStringInfo(buf, VARDATA_ANY(v), len);
@@ -246,6 +229,84 @@ LsmFdwEncodeKey(const LsmFdwTable *t, Datum value, Oid valtype,
 			elog(ERROR, "unexpected key codec %d", (int) key->codec);
 	}
 	return false;				/* keep the compiler quiet */
+}
+
+/*
+ * Appends to buf the encoding of value as a bound of a range of keys, for
+ * a qual "key < value" (upper) or "key > value" (!upper), inclusive or not:
+ * every key that satisfies the qual is at or below (upper) or at or above
+ * (!upper) the encoded bound.  valtype is as for LsmFdwEncodeKey.  An
+ * integer out of the key type's range is clamped into it.  Returns false if
+ * value gives no usable bound (a text too long to be a key, as an upper
+ * bound); the caller then scans without it (the qual is checked anyway).
+ */
+bool
+LsmFdwEncodeKeyBound(const LsmFdwTable *t, Datum value, Oid valtype,
+					 bool upper, StringInfo buf)
+{
+	const LsmFdwColumn *key = &t->cols[t->keyattno - 1];
+
+	switch (key->codec)
+	{
+		case LSMFDW_CODEC_INT2:
+		case LSMFDW_CODEC_INT4:
+			{
+				int64		v = integer_datum(value, valtype);
+				int64		lo = key->codec == LSMFDW_CODEC_INT2 ? PG_INT16_MIN : PG_INT32_MIN;
+				int64		hi = key->codec == LSMFDW_CODEC_INT2 ? PG_INT16_MAX : PG_INT32_MAX;
+
+				put_int(buf, Max(lo, Min(hi, v)), codec_width(key->codec));
+				return true;
+			}
+		case LSMFDW_CODEC_TEXT:
+		case LSMFDW_CODEC_BYTEA:
+			{
+				struct varlena *v = PG_DETOAST_DATUM_PACKED(value);
+				size_t		len = VARSIZE_ANY_EXHDR(v);
+
+				/* a prefix of a lower bound is a lower bound */
+				if (len + 1 > LSM_MAX_KEY_LEN)
+				{
+					if (upper)
+						return false;
+					len = LSM_MAX_KEY_LEN - 1;
+				}
+				appendStringInfoChar(buf, LSMFDW_VARKEY_MARKER);
+				appendBinaryStringInfo(buf, VARDATA_ANY(v), len);
+				return true;
+			}
+		default:
+			return LsmFdwEncodeKey(t, value, valtype, buf);
+	}
+}
+
+/*
+ * Appends to buf the field encoding of value, compared for equality with
+ * column col: what a row holding an equal value has in the column's field,
+ * for a value search.  valtype is value's (base) type: the column's, an
+ * integer of another width for an integer column, text or varchar for a
+ * text column.  Returns false if no value of the column can equal it (an
+ * integer out of range).
+ */
+bool
+LsmFdwEncodeNeedle(LsmFdwColumn *col, Datum value, Oid valtype,
+				   StringInfo buf)
+{
+	if (col->codec == LSMFDW_CODEC_INT2 || col->codec == LSMFDW_CODEC_INT4 ||
+		col->codec == LSMFDW_CODEC_INT8)
+	{
+		int64		v = integer_datum(value, valtype);
+
+		if ((col->codec == LSMFDW_CODEC_INT2 &&
+			 (v < PG_INT16_MIN || v > PG_INT16_MAX)) ||
+			(col->codec == LSMFDW_CODEC_INT4 &&
+			 (v < PG_INT32_MIN || v > PG_INT32_MAX)))
+			return false;
+		put_int(buf, v, codec_width(col->codec));
+		return true;
+	}
+	encode_field(col, value, buf);
+	return true;
 }
 
 /*
@@ -331,7 +392,7 @@ LsmFdwEncodeRow(LsmFdwTable *t, Datum *values, bool *nulls,
 				 errmsg("key value too long for foreign table \"%s\"",
 						t->relname),
 				 errdetail("Keys are limited to %d bytes.",
-						   LSMFDW_MAX_KEY_LEN - 1)));
+						   LSM_MAX_KEY_LEN - 1)));
 
 	/* encode every field into one buffer, then point the fields into it */
 	initStringInfo(&data);
@@ -800,4 +861,22 @@ get_int(const char *p, int width)
 	if (width < 8 && (u & sign))
 		u |= ~((sign << 1) - 1);
 	return (int64) u;
+}
+
+/* The value of an integer datum of type valtype (int2, int4 or int8). */
+static int64
+integer_datum(Datum value, Oid valtype)
+{
+	switch (valtype)
+	{
+		case INT2OID:
+			return DatumGetInt16(value);
+		case INT4OID:
+			return DatumGetInt32(value);
+		case INT8OID:
+			return DatumGetInt64(value);
+		default:
+			elog(ERROR, "unexpected type %u for an integer", valtype);
+	}
+	return 0;					/* keep the compiler quiet */
 }

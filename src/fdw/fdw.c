@@ -59,6 +59,7 @@ _PG_init(void)
 {
 	LsmFdwInitStores();
 	LsmFdwInitXact();
+	LsmFdwDefinePlannerGUCs();
 	prev_object_access_hook = object_access_hook;
 	object_access_hook = object_access;
 }

@@ -17,8 +17,9 @@
  *	xact.c		the transaction's pending writes: buffered per backend,
  *				written as one batch per store at pre-commit, undone by
  *				savepoint rollback, merged into reads
- *	scan.c		planning (paths, costs, key qual extraction), the scan
- *				callbacks and EXPLAIN
+ *	plan.c		planning: the quals each access path serves, costs,
+ *				pathkeys, the ForeignScan; the GUC lsm_fdw.value_search
+ *	scan.c		the scan callbacks (every access path) and EXPLAIN
  *	modify.c	INSERT, UPDATE, DELETE, COPY FROM and TRUNCATE
  *
  * A foreign table is stored in one engine store.  The engine key is the
@@ -42,6 +43,7 @@
 #include "lib/stringinfo.h"
 #include "nodes/parsenodes.h"
 #include "nodes/pg_list.h"
+#include "storage/itemptr.h"
 #include "utils/relcache.h"
 
 #include "lsm.h"
@@ -138,6 +140,58 @@ typedef struct LsmFdwStore
 								 * using db */
 } LsmFdwStore;
 
+/* How a scan reads its store: plan.c chooses, scan.c carries out. */
+typedef enum LsmFdwAccess
+{
+	LSMFDW_ACCESS_FULL_SCAN,	/* every entry, in key order */
+	LSMFDW_ACCESS_KEY_LOOKUP,	/* key = value: one lsm_get */
+	LSMFDW_ACCESS_KEY_LIST,		/* key IN (...): one lsm_multi_get */
+	LSMFDW_ACCESS_KEY_RANGE,	/* key bounds: a seek, then key order */
+	LSMFDW_ACCESS_VALUE_SEARCH	/* column = value: lsm_value_search_with */
+} LsmFdwAccess;
+
+/*
+ * ForeignScan.fdw_private, in this order.  ForeignScan.fdw_exprs: the
+ * lookup value, the array of a key list, the bounds of a range, the
+ * searched value.
+ */
+enum LsmFdwScanPrivate
+{
+	LSMFDW_PRIVATE_ACCESS,		/* Integer: LsmFdwAccess */
+	LSMFDW_PRIVATE_COLUMN,		/* String: key or searched column (EXPLAIN) */
+	LSMFDW_PRIVATE_ATTRS,		/* IntList: attributes to decode */
+	LSMFDW_PRIVATE_BOUNDS,		/* IntList: LsmFdwBound of each bound */
+	LSMFDW_PRIVATE_FIELD,		/* Integer: the searched column's field */
+	LSMFDW_PRIVATE_STRATEGY,	/* Integer: value search strategy */
+	LSMFDW_PRIVATE_ROW_VERSION	/* Integer: 1 if the plan reads ctid */
+};
+
+/* The kind of a bound of a key range */
+typedef enum LsmFdwBound
+{
+	LSMFDW_BOUND_LOWER,			/* key > or >= value (read as >=) */
+	LSMFDW_BOUND_UPPER,			/* key <= value */
+	LSMFDW_BOUND_UPPER_STRICT	/* key < value */
+} LsmFdwBound;
+
+/* lsm_fdw.value_search: an LSM_SEARCH_* or this */
+#define LSMFDW_VALUE_SEARCH_OFF		(-1)
+extern int	lsm_fdw_value_search;
+
+/*
+ * What the store held for a key when the transaction first wrote it, which
+ * the commit checks is still so (xact.c).
+ */
+typedef enum LsmFdwBase
+{
+	LSMFDW_BASE_ABSENT,			/* no row (INSERT): else unique_violation */
+	LSMFDW_BASE_ABSENT_SKIP,	/* no row (INSERT ... ON CONFLICT DO
+								 * NOTHING): else the write is dropped */
+	LSMFDW_BASE_VERSION,		/* the row of a version (UPDATE, DELETE):
+								 * else serialization_failure */
+	LSMFDW_BASE_ANY				/* not checked (TRUNCATE) */
+} LsmFdwBase;
+
 /* A pending write as a read sees it (xact.c). */
 typedef struct LsmFdwPendingRow
 {
@@ -171,6 +225,10 @@ extern void LsmFdwDecodeRow(LsmFdwTable *t, const char *key, size_t klen,
 							const bool *needed, Datum *values, bool *nulls);
 extern char *LsmFdwKeyToString(const LsmFdwTable *t, const char *key,
 							   size_t klen);
+extern bool LsmFdwEncodeKeyBound(const LsmFdwTable *t, Datum value,
+								 Oid valtype, bool upper, StringInfo buf);
+extern bool LsmFdwEncodeNeedle(LsmFdwColumn *col, Datum value, Oid valtype,
+							   StringInfo buf);
 
 /* store.c */
 extern void LsmFdwInitStores(void);
@@ -194,10 +252,36 @@ extern LsmFdwPendingRow *LsmFdwPendingVisible(Oid relid, CommandId curcid,
 extern void LsmFdwPendingWrite(LsmFdwStore *s, const char *relname,
 							   const char *key, size_t klen,
 							   const char *val, size_t vlen, bool is_delete,
-							   bool base_absent, CommandId cid);
+							   LsmFdwBase base, uint64 version,
+							   CommandId cid);
+extern void LsmFdwSetRowVersion(ItemPointer tid, const char *row,
+								size_t rowlen);
+extern uint64 LsmFdwRowVersion(ItemPointer tid);
 extern bool LsmFdwPendingDropped(Oid relid);
 extern void LsmFdwXactRemoveDirLater(Oid relid, const char *path,
 									 SubTransactionId subid, bool at_commit);
+
+/* plan.c */
+struct PlannerInfo;
+struct RelOptInfo;
+struct ForeignPath;
+struct ForeignScan;
+struct Plan;
+extern void LsmFdwDefinePlannerGUCs(void);
+extern const char *LsmFdwStrategyName(int strategy);
+extern void LsmFdwGetForeignRelSize(struct PlannerInfo *root,
+									struct RelOptInfo *baserel,
+									Oid foreigntableid);
+extern void LsmFdwGetForeignPaths(struct PlannerInfo *root,
+								  struct RelOptInfo *baserel,
+								  Oid foreigntableid);
+extern struct ForeignScan *LsmFdwGetForeignPlan(struct PlannerInfo *root,
+												struct RelOptInfo *baserel,
+												Oid foreigntableid,
+												struct ForeignPath *best_path,
+												List *tlist,
+												List *scan_clauses,
+												struct Plan *outer_plan);
 
 /* scan.c */
 struct FdwRoutine;

@@ -27,8 +27,10 @@
  */
 #include "postgres.h"
 
+#include "access/sysattr.h"
 #include "access/table.h"
 #include "access/xact.h"
+#include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "foreign/fdwapi.h"
 #include "miscadmin.h"
@@ -46,6 +48,7 @@ typedef struct LsmFdwModifyState
 	LsmFdwStore *store;			/* pinned until released */
 	bool		do_nothing;		/* ON CONFLICT DO NOTHING */
 	AttrNumber	key_junk;		/* the old key in the plan's output */
+	AttrNumber	ctid_junk;		/* the old row's version (ctid) */
 	MemoryContext row_cxt;		/* reset for every row */
 	MemoryContextCallback cleanup;	/* unpins the store on error */
 	bool		released;
@@ -94,6 +97,7 @@ static LsmFdwModifyState *begin_modify(EState *estate, Relation rel,
 static void release_modify(void *arg);
 static void old_key(LsmFdwModifyState *st, TupleTableSlot *planSlot,
 					StringInfo buf);
+static uint64 row_version(LsmFdwModifyState *st, TupleTableSlot *planSlot);
 static bool modified_by_command(LsmFdwModifyState *st, StringInfo key,
 								CommandId cid);
 static void report_duplicate(const LsmFdwTable *t, const char *key,
@@ -160,6 +164,11 @@ lsmfdwAddForeignUpdateTargets(PlannerInfo *root, Index rtindex,
 				  attr->attcollation, 0);
 	add_row_identity_var(root, var, rtindex,
 						 row_identity_name(target_relation, t));
+
+	/* the version of the row read, which the commit checks (xact.c) */
+	var = makeVar(rtindex, SelfItemPointerAttributeNumber, TIDOID, -1,
+				  InvalidOid, 0);
+	add_row_identity_var(root, var, rtindex, "ctid");
 }
 
 /* Passes ON CONFLICT DO NOTHING to the executor; refuses DO UPDATE. */
@@ -196,6 +205,10 @@ lsmfdwBeginForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo,
 		st->key_junk = ExecFindJunkAttributeInTlist(subplan->targetlist, name);
 		if (!AttributeNumberIsValid(st->key_junk))
 			elog(ERROR, "could not find junk column \"%s\"", name);
+		st->ctid_junk = ExecFindJunkAttributeInTlist(subplan->targetlist,
+													 "ctid");
+		if (!AttributeNumberIsValid(st->ctid_junk))
+			elog(ERROR, "could not find junk column \"ctid\"");
 	}
 	rinfo->ri_FdwState = st;
 }
@@ -248,7 +261,9 @@ lsmfdwExecForeignInsert(EState *estate, ResultRelInfo *rinfo,
 		return NULL;
 	}
 	LsmFdwPendingWrite(st->store, st->table->relname, key.data, key.len,
-					   row.data, row.len, false, true, estate->es_output_cid);
+					   row.data, row.len, false,
+					   st->do_nothing ? LSMFDW_BASE_ABSENT_SKIP
+					   : LSMFDW_BASE_ABSENT, 0, estate->es_output_cid);
 	MemoryContextSwitchTo(oldcxt);
 	return slot;
 }
@@ -269,6 +284,7 @@ lsmfdwExecForeignUpdate(EState *estate, ResultRelInfo *rinfo,
 	StringInfoData key;
 	StringInfoData row;
 	bool		pending;
+	uint64		version;
 
 	MemoryContextReset(st->row_cxt);
 	oldcxt = MemoryContextSwitchTo(st->row_cxt);
@@ -285,19 +301,21 @@ lsmfdwExecForeignUpdate(EState *estate, ResultRelInfo *rinfo,
 	initStringInfo(&row);
 	LsmFdwEncodeRow(t, slot->tts_values, slot->tts_isnull, &key, &row);
 
+	version = row_version(st, planSlot);
 	if (key.len == oldkey.len && memcmp(key.data, oldkey.data, key.len) == 0)
 		LsmFdwPendingWrite(st->store, t->relname, key.data, key.len,
-						   row.data, row.len, false, false,
-						   estate->es_output_cid);
+						   row.data, row.len, false, LSMFDW_BASE_VERSION,
+						   version, estate->es_output_cid);
 	else
 	{
 		if (LsmFdwKeyExists(st->store, t, key.data, key.len, &pending))
 			report_duplicate(t, key.data, key.len);
 		LsmFdwPendingWrite(st->store, t->relname, key.data, key.len,
-						   row.data, row.len, false, true,
+						   row.data, row.len, false, LSMFDW_BASE_ABSENT, 0,
 						   estate->es_output_cid);
 		LsmFdwPendingWrite(st->store, t->relname, oldkey.data, oldkey.len,
-						   NULL, 0, true, false, estate->es_output_cid);
+						   NULL, 0, true, LSMFDW_BASE_VERSION, version,
+						   estate->es_output_cid);
 	}
 	MemoryContextSwitchTo(oldcxt);
 	return slot;
@@ -355,7 +373,8 @@ lsmfdwExecForeignDelete(EState *estate, ResultRelInfo *rinfo,
 	}
 
 	LsmFdwPendingWrite(st->store, t->relname, key.data, key.len, NULL, 0,
-					   true, false, estate->es_output_cid);
+					   true, LSMFDW_BASE_VERSION, row_version(st, planSlot),
+					   estate->es_output_cid);
 	MemoryContextSwitchTo(oldcxt);
 	return slot;
 }
@@ -459,6 +478,19 @@ old_key(LsmFdwModifyState *st, TupleTableSlot *planSlot, StringInfo buf)
 			 t->relname);
 }
 
+/* The version of the row to modify: the junk ctid of planSlot. */
+static uint64
+row_version(LsmFdwModifyState *st, TupleTableSlot *planSlot)
+{
+	bool		isnull;
+	Datum		d = ExecGetJunkAttribute(planSlot, st->ctid_junk, &isnull);
+
+	if (isnull)
+		elog(ERROR, "version of the row to modify in \"%s\" is null",
+			 st->table->relname);
+	return LsmFdwRowVersion((ItemPointer) DatumGetPointer(d));
+}
+
 /*
  * Whether the command with id cid has already updated or deleted the row
  * of key (the scan under it produced the row twice).
@@ -538,7 +570,7 @@ truncate_one(Relation rel)
 			if (have_iter && (!have_pending || cmp < 0))
 			{
 				LsmFdwPendingWrite(s, t->relname, key, klen, NULL, 0, true,
-								   false, cid);
+								   LSMFDW_BASE_ANY, 0, cid);
 				lsm_iter_next(it);
 				continue;
 			}
@@ -546,8 +578,8 @@ truncate_one(Relation rel)
 				lsm_iter_next(it);
 			if (!pending[ppos].is_delete)
 				LsmFdwPendingWrite(s, t->relname, pending[ppos].key,
-								   pending[ppos].klen, NULL, 0, true, false,
-								   cid);
+								   pending[ppos].klen, NULL, 0, true,
+								   LSMFDW_BASE_ANY, 0, cid);
 			ppos++;
 		}
 	}

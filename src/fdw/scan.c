@@ -1,37 +1,42 @@
 /*-------------------------------------------------------------------------
  *
  * scan.c
- *		  Planning and execution of scans of lsm_fdw foreign tables.
+ *		  Execution of scans of lsm_fdw foreign tables, and their EXPLAIN.
  *
- * Access paths:
+ * plan.c chooses the access (LsmFdwAccess); this file carries it out:
  *
- *	key lookup	a qual "key = value" where value does not depend on the
- *				table and is not volatile: a constant, a Param (prepared
- *				statements' generic plans), or, in a parameterized path, a
- *				column of another relation of a join ("key = outer.col",
- *				from a join clause or an equivalence class).  The value is
- *				planned into fdw_exprs and evaluated when the scan starts and
- *				at every rescan; one lsm_get.
- *	full scan	an iterator over a snapshot of the store, in key order.
- *
- * The key lookup needs the qual's operator to be the equality of the key
- * type's btree family and its other input to be encodable like a key: the
- * key's own type, an integer of another width (converted, and a value out of
- * the key's range finds nothing), text for a varchar key.  A collatable key
- * compared under a nondeterministic collation is not looked up (equal
- * strings could have other bytes).  Every qual, the looked-up one included,
- * stays in the plan's qual list for the executor to check: the result is
- * always what a native table with the same rows would return.
+ *	key lookup		evaluates the value, encodes it as a key, one lsm_get
+ *	key list		evaluates the array, encodes, sorts and deduplicates its
+ *					elements, one lsm_multi_get; rows in key order
+ *	key range		evaluates the bounds (the tightest lower and upper win),
+ *					seeks an iterator to the lower bound and stops past the
+ *					upper one
+ *	full scan		an iterator from the first key to the end
+ *	value search	lsm_value_search_with on the column's row field with the
+ *					encoded value and the planned strategy
  *
  * Reads merge the transaction's pending writes (xact.c) into the committed
  * state: the versions written by earlier commands of the transaction, never
- * those of the scan's own command (see xact.c).  A full scan sorts them once
- * and merges them with the engine iterator by key.
+ * those of the scan's own command.  Lookups consult the pending writes
+ * first; ordered scans merge the sorted pending rows with the iterator by
+ * key, the pending version winning; a value search drops the committed rows
+ * the transaction has rewritten and adds its pending rows whose field holds
+ * the value.  The executor checks every qual again.
+ *
+ * Under an UPDATE or DELETE the plan reads ctid, which carries the row's
+ * version (a hash of its bytes, xact.c): the modification records it, and
+ * the commit fails if another transaction changed the row meanwhile.
  *
  * Each scan refreshes its store first (lsm_refresh), so it sees what other
- * backends committed before it began.  The iterator and the pin of the
- * store are released by EndForeignScan or, on error, by a reset callback of
- * the query's memory context.
+ * backends committed before it began.  Everything a (re)start reads lives
+ * in a memory context reset at the next one.  The iterator and the pin of
+ * the store are released by EndForeignScan or, on error, by a reset
+ * callback of the query's memory context.
+ *
+ * EXPLAIN names the access and the column; EXPLAIN ANALYZE adds what the
+ * engine did: for lookups the key hashes, filter probes and SSTables read
+ * (the handle's counters around each lookup), for a value search the
+ * search's own counters (lsm_iter_search_stats), summed over rescans.
  *
  * src/fdw/scan.c
  *
@@ -39,62 +44,28 @@
  */
 #include "postgres.h"
 
-#include <math.h>
-
-#include "access/stratnum.h"
-#include "access/table.h"
-#include "catalog/pg_am.h"
 #include "catalog/pg_type.h"
-#include "commands/defrem.h"
 #include "commands/explain.h"
 #include "executor/executor.h"
 #include "foreign/fdwapi.h"
-#include "nodes/makefuncs.h"
+#include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
-#include "optimizer/clauses.h"
-#include "optimizer/cost.h"
-#include "optimizer/optimizer.h"
-#include "optimizer/pathnode.h"
-#include "optimizer/paths.h"
-#include "optimizer/planmain.h"
-#include "optimizer/restrictinfo.h"
+#include "utils/array.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/rel.h"
-#include "utils/snapmgr.h"
 
 #include "lsm_fdw.h"
 
-/* How a scan reads its store */
-typedef enum LsmFdwAccess
+/* Engine counters of a scan's lookups, for EXPLAIN ANALYZE */
+typedef struct LookupCounters
 {
-	LSMFDW_ACCESS_FULL_SCAN,
-	LSMFDW_ACCESS_KEY_LOOKUP
-} LsmFdwAccess;
-
-/*
- * ForeignPath.fdw_private: the access (Integer), then for a key lookup the
- * value expression or the RestrictInfo of a join clause it comes from.
- *
- * ForeignScan.fdw_private: the items below.  ForeignScan.fdw_exprs: for a
- * key lookup, the value expression.
- */
-enum LsmFdwScanPrivate
-{
-	LSMFDW_PRIVATE_ACCESS,		/* Integer: LsmFdwAccess */
-	LSMFDW_PRIVATE_KEY_NAME,	/* String: the key column, for EXPLAIN */
-	LSMFDW_PRIVATE_ATTRS		/* IntList: attributes to decode */
-};
-
-/* Planner state of a foreign table: RelOptInfo.fdw_private */
-typedef struct LsmFdwRelInfo
-{
-	LsmFdwTable *table;
-	double		entries;		/* entries in the store: rows and, until
-								 * compaction, shadowed versions */
-	double		pages;			/* the store's size in BLCKSZ pages */
-	Expr	   *key_value;		/* value of a restriction "key = value" */
-} LsmFdwRelInfo;
+	uint64		keys;
+	uint64		key_hashes;
+	uint64		filter_probes;
+	uint64		filter_negatives;
+	uint64		sstable_reads;
+	uint64		false_positives;
+} LookupCounters;
 
 /* Executor state of a scan: ForeignScanState.fdw_state */
 typedef struct LsmFdwScanState
@@ -104,42 +75,46 @@ typedef struct LsmFdwScanState
 	LsmFdwStore *store;			/* pinned until the scan is released */
 	CommandId	curcid;			/* sees pending writes of earlier commands */
 	bool	   *needed;			/* needed[attnum - 1]: decode the attribute */
-	bool		started;		/* positioned (full scan) or done (lookup) */
+	bool		row_version;	/* set the slot's ctid to the row version */
+	bool		instrument;		/* EXPLAIN ANALYZE: count engine work */
+	bool		started;		/* (re)started since the last rescan */
+	MemoryContext start_cxt;	/* what a (re)start reads; reset by the next */
 
-	/* key lookup */
-	ExprState  *key_state;		/* the value */
-	Oid			key_valtype;	/* its (base) type */
-	StringInfoData keybuf;
+	/* the values of fdw_exprs */
+	List	   *value_states;	/* ExprState of each */
+	Oid		   *value_types;	/* (base) type of each */
+	List	   *bounds;			/* KEY_RANGE: LsmFdwBound of each */
 
-	/* full scan */
+	/* key lookup and key list: the rows found, in key order */
+	int			nfound;
+	int			fpos;
+	LsmFdwPendingRow *found;
+
+	/* full scan and key range: iterator and pending rows merged */
 	lsm_iter   *iter;
+	bool		has_upper;
+	bool		upper_strict;
+	StringInfoData upper;
 	LsmFdwPendingRow *pending;	/* visible pending writes, key order */
 	int			npending;
 	int			ppos;			/* next pending write to merge */
-	bool		pending_ready;
+	bool		empty;			/* the bounds exclude every key */
+
+	/* value search */
+	int			field;
+	int			strategy;
+	StringInfoData needle;
+	bool		search_done;	/* iterator exhausted: pending rows next */
+	lsm_search_stats search;	/* counters, summed over (re)starts */
+	int			searches;
+	int			strategy_used;
+
+	LookupCounters lookups;		/* summed over (re)starts */
 
 	MemoryContextCallback cleanup;	/* releases iter and the pin */
 	bool		released;
 } LsmFdwScanState;
 
-/* Argument of key_member_matches */
-typedef struct KeyVarRef
-{
-	Index		relid;
-	AttrNumber	attno;
-} KeyVarRef;
-
-static void lsmfdwGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel,
-									Oid foreigntableid);
-static void lsmfdwGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel,
-								  Oid foreigntableid);
-static ForeignScan *lsmfdwGetForeignPlan(PlannerInfo *root,
-										 RelOptInfo *baserel,
-										 Oid foreigntableid,
-										 ForeignPath *best_path,
-										 List *tlist,
-										 List *scan_clauses,
-										 Plan *outer_plan);
 static void lsmfdwBeginForeignScan(ForeignScanState *node, int eflags);
 static TupleTableSlot *lsmfdwIterateForeignScan(ForeignScanState *node);
 static void lsmfdwReScanForeignScan(ForeignScanState *node);
@@ -147,32 +122,34 @@ static void lsmfdwEndForeignScan(ForeignScanState *node);
 static void lsmfdwExplainForeignScan(ForeignScanState *node,
 									 ExplainState *es);
 
-static void estimate_store(LsmFdwRelInfo *info);
-static Expr *match_key_clause(PlannerInfo *root, RelOptInfo *baserel,
-							  const LsmFdwTable *t, Expr *clause);
-static bool is_key_var(Node *node, Index relid, AttrNumber attno);
-static bool key_operator_ok(const LsmFdwTable *t, Oid opno, Oid valtype,
-							Oid inputcollid);
-static bool key_member_matches(PlannerInfo *root, RelOptInfo *rel,
-							   EquivalenceClass *ec, EquivalenceMember *em,
-							   void *arg);
-static void add_parameterized_paths(PlannerInfo *root, RelOptInfo *baserel,
-									LsmFdwRelInfo *info, Cost lookup_cost);
-static void lookup_row(ForeignScanState *node, LsmFdwScanState *st,
-					   TupleTableSlot *slot);
-static void next_row(LsmFdwScanState *st, TupleTableSlot *slot);
+static void start_scan(ForeignScanState *node, LsmFdwScanState *st);
+static void start_lookup(ForeignScanState *node, LsmFdwScanState *st);
+static void start_range(ForeignScanState *node, LsmFdwScanState *st);
+static void start_search(ForeignScanState *node, LsmFdwScanState *st);
+static void fetch_keys(LsmFdwScanState *st, int n, char **keys,
+					   size_t *klens);
+static bool next_ordered(LsmFdwScanState *st, TupleTableSlot *slot);
+static bool next_found(LsmFdwScanState *st, TupleTableSlot *slot);
+static bool next_searched(LsmFdwScanState *st, TupleTableSlot *slot);
+static bool past_upper(LsmFdwScanState *st, const char *key, size_t klen);
 static void store_row(LsmFdwScanState *st, TupleTableSlot *slot,
 					  const char *key, size_t klen,
 					  const char *row, size_t rowlen);
+static void close_iter(LsmFdwScanState *st);
+static void collect_search_stats(LsmFdwScanState *st);
+static void count_lookups(LsmFdwScanState *st, const lsm_stats *before,
+						  uint64 keys);
+static int	key_cmp(const char *a, size_t alen, const char *b, size_t blen);
+static int	pending_cmp(const void *a, const void *b);
 static void release_scan(void *arg);
 
 /* Fills in the scan callbacks of the handler's FdwRoutine. */
 void
 LsmFdwSetScanRoutines(FdwRoutine *routine)
 {
-	routine->GetForeignRelSize = lsmfdwGetForeignRelSize;
-	routine->GetForeignPaths = lsmfdwGetForeignPaths;
-	routine->GetForeignPlan = lsmfdwGetForeignPlan;
+	routine->GetForeignRelSize = LsmFdwGetForeignRelSize;
+	routine->GetForeignPaths = LsmFdwGetForeignPaths;
+	routine->GetForeignPlan = LsmFdwGetForeignPlan;
 	routine->BeginForeignScan = lsmfdwBeginForeignScan;
 	routine->IterateForeignScan = lsmfdwIterateForeignScan;
 	routine->ReScanForeignScan = lsmfdwReScanForeignScan;
@@ -181,144 +158,8 @@ LsmFdwSetScanRoutines(FdwRoutine *routine)
 }
 
 /*
- * Resolves the table (key column, options: errors surface here, at
- * planning), reads the store's size and looks for a restriction on the key
- * that a lookup can serve; estimates the rows: at most one with such a
- * restriction, else the store's entries times the quals' selectivity.
- */
-static void
-lsmfdwGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel,
-						Oid foreigntableid)
-{
-	LsmFdwRelInfo *info = palloc0(sizeof(LsmFdwRelInfo));
-	Relation	rel;
-	ListCell   *lc;
-	double		rows;
-
-	rel = table_open(foreigntableid, NoLock);
-	info->table = LsmFdwGetTable(rel);
-	table_close(rel, NoLock);
-	estimate_store(info);
-
-	foreach(lc, baserel->baserestrictinfo)
-	{
-		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
-
-		info->key_value = match_key_clause(root, baserel, info->table,
-										   rinfo->clause);
-		if (info->key_value != NULL)
-			break;
-	}
-
-	baserel->tuples = info->entries;
-	rows = info->entries *
-		clauselist_selectivity(root, baserel->baserestrictinfo, 0,
-							   JOIN_INNER, NULL);
-	if (info->key_value != NULL)
-		rows = Min(rows, 1.0);
-	baserel->rows = clamp_row_est(rows);
-	baserel->fdw_private = info;
-}
-
-/*
- * Adds the access paths: a key lookup if a restriction allows one (it is
- * never worse than reading everything, so it is the only path); else a
- * full scan, plus a key lookup parameterized by each set of other relations
- * whose join clauses give the key's value.
- *
- * Costs: a lookup reads about one block (seq_page_cost: the store is read
- * through the page cache by mmap) and one tuple; a full scan every page and
- * every entry.
- */
-static void
-lsmfdwGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel,
-					  Oid foreigntableid)
-{
-	LsmFdwRelInfo *info = (LsmFdwRelInfo *) baserel->fdw_private;
-	Cost		startup = baserel->baserestrictcost.startup;
-	Cost		per_tuple = cpu_tuple_cost + baserel->baserestrictcost.per_tuple;
-	Cost		lookup = startup + seq_page_cost + per_tuple;
-	Cost		full = startup + seq_page_cost * info->pages +
-		per_tuple * info->entries;
-
-	List	   *private;
-
-	if (info->key_value != NULL)
-	{
-		private = list_make2(makeInteger(LSMFDW_ACCESS_KEY_LOOKUP),
-							 info->key_value);
-		add_path(baserel, (Path *)
-				 create_foreignscan_path(root, baserel, NULL, baserel->rows,
-										 startup, lookup, NIL, NULL, NULL,
-										 private));
-		return;
-	}
-
-	private = list_make1(makeInteger(LSMFDW_ACCESS_FULL_SCAN));
-	add_path(baserel, (Path *)
-			 create_foreignscan_path(root, baserel, NULL, baserel->rows,
-									 startup, full, NIL, NULL, NULL,
-									 private));
-	add_parameterized_paths(root, baserel, info, lookup);
-}
-
-/*
- * Makes the ForeignScan of the chosen path.  All quals are kept for the
- * executor; the lookup value goes to fdw_exprs (where the planner replaces
- * other relations' columns by the nested loop's Params).
- */
-static ForeignScan *
-lsmfdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
-					 Oid foreigntableid, ForeignPath *best_path,
-					 List *tlist, List *scan_clauses, Plan *outer_plan)
-{
-	LsmFdwRelInfo *info = (LsmFdwRelInfo *) baserel->fdw_private;
-	LsmFdwTable *t = info->table;
-	LsmFdwAccess access = intVal(linitial(best_path->fdw_private));
-	List	   *fdw_exprs = NIL;
-	List	   *attrs = NIL;
-	List	   *private;
-	Bitmapset  *used = NULL;
-	bool		whole_row;
-	int			i;
-
-	if (access == LSMFDW_ACCESS_KEY_LOOKUP)
-	{
-		Node	   *n = lsecond(best_path->fdw_private);
-		Expr	   *value;
-
-		if (IsA(n, RestrictInfo))
-			value = match_key_clause(root, baserel, t,
-									 ((RestrictInfo *) n)->clause);
-		else
-			value = (Expr *) n;
-		Assert(value != NULL);
-		fdw_exprs = list_make1(copyObject(value));
-	}
-
-	scan_clauses = extract_actual_clauses(scan_clauses, false);
-
-	/* the attributes the plan uses: the others need not be decoded */
-	pull_varattnos((Node *) baserel->reltarget->exprs, baserel->relid, &used);
-	pull_varattnos((Node *) scan_clauses, baserel->relid, &used);
-	whole_row = bms_is_member(0 - FirstLowInvalidHeapAttributeNumber, used);
-	for (i = 1; i <= t->natts; i++)
-	{
-		if (whole_row ||
-			bms_is_member(i - FirstLowInvalidHeapAttributeNumber, used))
-			attrs = lappend_int(attrs, i);
-	}
-
-	private = list_make3(makeInteger(access),
-						 makeString(pstrdup(t->cols[t->keyattno - 1].name)),
-						 attrs);
-	return make_foreignscan(tlist, scan_clauses, baserel->relid, fdw_exprs,
-							private, NIL, NIL, outer_plan);
-}
-
-/*
  * Sets up the scan: resolves the table, refreshes and pins its store,
- * prepares the lookup value.  Nothing is read before the first Iterate.
+ * prepares the values.  Nothing is read before the first Iterate.
  */
 static void
 lsmfdwBeginForeignScan(ForeignScanState *node, int eflags)
@@ -327,6 +168,7 @@ lsmfdwBeginForeignScan(ForeignScanState *node, int eflags)
 	EState	   *estate = node->ss.ps.state;
 	LsmFdwScanState *st = palloc0(sizeof(LsmFdwScanState));
 	ListCell   *lc;
+	int			i;
 
 	node->fdw_state = st;
 	st->access = intVal(list_nth(plan->fdw_private, LSMFDW_PRIVATE_ACCESS));
@@ -338,15 +180,30 @@ lsmfdwBeginForeignScan(ForeignScanState *node, int eflags)
 	st->needed = palloc0(sizeof(bool) * Max(st->table->natts, 1));
 	foreach(lc, (List *) list_nth(plan->fdw_private, LSMFDW_PRIVATE_ATTRS))
 		st->needed[lfirst_int(lc) - 1] = true;
+	st->bounds = (List *) list_nth(plan->fdw_private, LSMFDW_PRIVATE_BOUNDS);
+	st->field = intVal(list_nth(plan->fdw_private, LSMFDW_PRIVATE_FIELD));
+	st->strategy = intVal(list_nth(plan->fdw_private,
+								   LSMFDW_PRIVATE_STRATEGY));
+	st->row_version = intVal(list_nth(plan->fdw_private,
+									  LSMFDW_PRIVATE_ROW_VERSION)) != 0;
+	st->instrument = estate->es_instrument != 0;
 	st->curcid = estate->es_snapshot->curcid;
-	initStringInfo(&st->keybuf);
+	st->start_cxt = AllocSetContextCreate(estate->es_query_cxt,
+										  "lsm_fdw scan",
+										  ALLOCSET_DEFAULT_SIZES);
+	initStringInfo(&st->upper);
+	initStringInfo(&st->needle);
 
-	if (st->access == LSMFDW_ACCESS_KEY_LOOKUP)
+	st->value_types = palloc0(sizeof(Oid) *
+							  Max(list_length(plan->fdw_exprs), 1));
+	i = 0;
+	foreach(lc, plan->fdw_exprs)
 	{
-		Expr	   *value = (Expr *) linitial(plan->fdw_exprs);
+		Expr	   *value = (Expr *) lfirst(lc);
 
-		st->key_state = ExecInitExpr(value, (PlanState *) node);
-		st->key_valtype = getBaseType(exprType((Node *) value));
+		st->value_states = lappend(st->value_states,
+								   ExecInitExpr(value, (PlanState *) node));
+		st->value_types[i++] = getBaseType(exprType((Node *) value));
 	}
 
 	st->store = LsmFdwOpenStore(st->table, true);
@@ -369,23 +226,28 @@ lsmfdwIterateForeignScan(ForeignScanState *node)
 	TupleTableSlot *slot = node->ss.ss_ScanTupleSlot;
 
 	ExecClearTuple(slot);
-	if (st->access == LSMFDW_ACCESS_KEY_LOOKUP)
+	if (!st->started)
+		start_scan(node, st);
+	switch (st->access)
 	{
-		if (!st->started)
-		{
-			st->started = true;
-			lookup_row(node, st, slot);
-		}
+		case LSMFDW_ACCESS_KEY_LOOKUP:
+		case LSMFDW_ACCESS_KEY_LIST:
+			(void) next_found(st, slot);
+			break;
+		case LSMFDW_ACCESS_FULL_SCAN:
+		case LSMFDW_ACCESS_KEY_RANGE:
+			(void) next_ordered(st, slot);
+			break;
+		case LSMFDW_ACCESS_VALUE_SEARCH:
+			(void) next_searched(st, slot);
+			break;
 	}
-	else
-		next_row(st, slot);
 	return slot;
 }
 
 /*
- * Restarts the scan: a lookup evaluates its value again (a nested loop's
- * Params have changed); a full scan goes back to the first key of the same
- * snapshot.
+ * Restarts the scan: the values are evaluated again at the next Iterate (a
+ * nested loop's Params have changed), and the store read again.
  */
 static void
 lsmfdwReScanForeignScan(ForeignScanState *node)
@@ -405,286 +267,493 @@ lsmfdwEndForeignScan(ForeignScanState *node)
 		release_scan(st);
 }
 
-/* EXPLAIN: "LSM Access: full scan" or "LSM Access: key lookup (column)". */
+/*
+ * EXPLAIN: "LSM Access: key lookup (id)", "value search (usr)" and so on;
+ * with ANALYZE, the engine's counters.
+ */
 static void
 lsmfdwExplainForeignScan(ForeignScanState *node, ExplainState *es)
 {
 	ForeignScan *plan = castNode(ForeignScan, node->ss.ps.plan);
+	LsmFdwScanState *st = (LsmFdwScanState *) node->fdw_state;
 	LsmFdwAccess access = intVal(list_nth(plan->fdw_private,
 										  LSMFDW_PRIVATE_ACCESS));
-	const char *key = strVal(list_nth(plan->fdw_private,
-									  LSMFDW_PRIVATE_KEY_NAME));
+	const char *column = strVal(list_nth(plan->fdw_private,
+										 LSMFDW_PRIVATE_COLUMN));
+	static const char *const names[] = {
+		[LSMFDW_ACCESS_FULL_SCAN] = "full scan",
+		[LSMFDW_ACCESS_KEY_LOOKUP] = "key lookup",
+		[LSMFDW_ACCESS_KEY_LIST] = "key list",
+		[LSMFDW_ACCESS_KEY_RANGE] = "key range",
+		[LSMFDW_ACCESS_VALUE_SEARCH] = "value search"
+	};
 
-	if (access == LSMFDW_ACCESS_KEY_LOOKUP)
+	if (access == LSMFDW_ACCESS_FULL_SCAN)
+		ExplainPropertyText("LSM Access", names[access], es);
+	else
 		ExplainPropertyText("LSM Access",
-							psprintf("key lookup (%s)", key), es);
-	else
-		ExplainPropertyText("LSM Access", "full scan", es);
-}
+							psprintf("%s (%s)", names[access], column), es);
+	if (access == LSMFDW_ACCESS_VALUE_SEARCH)
+		ExplainPropertyText("LSM Strategy",
+							LsmFdwStrategyName(intVal(list_nth(plan->fdw_private,
+															   LSMFDW_PRIVATE_STRATEGY))),
+							es);
 
-/*
- * Reads the size of info's store from the engine's statistics: entries of
- * every level and of the memtable (an upper bound of the rows), and bytes.
- */
-static void
-estimate_store(LsmFdwRelInfo *info)
-{
-	LsmFdwStore *s = LsmFdwOpenStore(info->table, false);
-	lsm_stats	stats;
-	double		entries;
-	double		bytes;
-	int			rc;
-	int			l;
+	if (!es->analyze || st == NULL || st->table == NULL)
+		return;
 
-	rc = lsm_get_stats(s->db, &stats);
-	if (rc != LSM_OK)
-		LsmFdwReportError(rc, s->db, info->table->relname,
-						  "read the statistics of");
-	entries = (double) stats.memtable_entries;
-	bytes = (double) stats.memtable_bytes;
-	for (l = 0; l < stats.levels && l < LSM_MAX_LEVELS; l++)
+	/* a search that a LIMIT stopped early: count what it did so far */
+	if (access == LSMFDW_ACCESS_VALUE_SEARCH && st->iter != NULL &&
+		!st->search_done)
 	{
-		entries += (double) stats.level[l].entries;
-		bytes += (double) stats.level[l].bytes;
-	}
-	info->entries = entries;
-	info->pages = Max(1.0, ceil(bytes / BLCKSZ));
-}
-
-/*
- * If clause is "key = value" or "value = key" with an operator and a value
- * a key lookup can serve (see the file header), returns value; else NULL.
- * value may reference other relations (a join clause), never baserel, and
- * must contain no volatile function or subplan.
- */
-static Expr *
-match_key_clause(PlannerInfo *root, RelOptInfo *baserel,
-				 const LsmFdwTable *t, Expr *clause)
-{
-	OpExpr	   *op;
-	Node	   *value;
-
-	if (!IsA(clause, OpExpr))
-		return NULL;
-	op = (OpExpr *) clause;
-	if (list_length(op->args) != 2)
-		return NULL;
-	if (is_key_var(linitial(op->args), baserel->relid, t->keyattno))
-		value = lsecond(op->args);
-	else if (is_key_var(lsecond(op->args), baserel->relid, t->keyattno))
-		value = linitial(op->args);
-	else
-		return NULL;
-
-	if (!key_operator_ok(t, op->opno, getBaseType(exprType(value)),
-						 op->inputcollid))
-		return NULL;
-	if (bms_is_member(baserel->relid, pull_varnos(root, value)) ||
-		contain_volatile_functions(value) ||
-		contain_subplans(value))
-		return NULL;
-	return (Expr *) value;
-}
-
-/* Whether node is the key column of relation relid (relabelled or not). */
-static bool
-is_key_var(Node *node, Index relid, AttrNumber attno)
-{
-	while (node != NULL && IsA(node, RelabelType))
-		node = (Node *) ((RelabelType *) node)->arg;
-	return node != NULL && IsA(node, Var) &&
-		((Var *) node)->varno == relid &&
-		((Var *) node)->varattno == attno &&
-		((Var *) node)->varlevelsup == 0;
-}
-
-/*
- * Whether operator opno, comparing the key with a value of base type
- * valtype under collation inputcollid, is an equality a lookup of the
- * encoded value answers exactly.
- */
-static bool
-key_operator_ok(const LsmFdwTable *t, Oid opno, Oid valtype, Oid inputcollid)
-{
-	const LsmFdwColumn *key = &t->cols[t->keyattno - 1];
-	Oid			opclass;
-	bool		compatible;
-
-	switch (key->codec)
-	{
-		case LSMFDW_CODEC_INT2:
-		case LSMFDW_CODEC_INT4:
-		case LSMFDW_CODEC_INT8:
-			compatible = (valtype == INT2OID || valtype == INT4OID ||
-						  valtype == INT8OID);
-			break;
-		case LSMFDW_CODEC_TEXT:
-			compatible = (valtype == TEXTOID || valtype == VARCHAROID);
-			break;
-		default:
-			compatible = (valtype == key->basetypid);
-			break;
-	}
-	if (!compatible)
-		return false;
-
-	opclass = GetDefaultOpClass(key->basetypid, BTREE_AM_OID);
-	if (!OidIsValid(opclass) ||
-		get_op_opfamily_strategy(opno, get_opclass_family(opclass)) !=
-		BTEqualStrategyNumber)
-		return false;
-
-	if (key->codec == LSMFDW_CODEC_TEXT && OidIsValid(inputcollid) &&
-		!get_collation_isdeterministic(inputcollid))
-		return false;
-	return true;
-}
-
-/*
- * generate_implied_equalities_for_column callback: whether equivalence
- * member em is the key column (arg: a KeyVarRef).
- */
-static bool
-key_member_matches(PlannerInfo *root, RelOptInfo *rel, EquivalenceClass *ec,
-				   EquivalenceMember *em, void *arg)
-{
-	KeyVarRef  *ref = (KeyVarRef *) arg;
-
-	return is_key_var((Node *) em->em_expr, ref->relid, ref->attno);
-}
-
-/*
- * Adds a key lookup parameterized by the other relations of each join
- * clause "key = value" (written in the query, or implied by an equivalence
- * class such as a.key = b.col), one per distinct set of relations.
- */
-static void
-add_parameterized_paths(PlannerInfo *root, RelOptInfo *baserel,
-						LsmFdwRelInfo *info, Cost lookup_cost)
-{
-	List	   *clauses = NIL;
-	List	   *done = NIL;
-	ListCell   *lc;
-
-	foreach(lc, baserel->joininfo)
-	{
-		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
-
-		if (join_clause_is_movable_to(rinfo, baserel))
-			clauses = lappend(clauses, rinfo);
-	}
-	if (baserel->has_eclass_joins)
-	{
-		KeyVarRef	ref;
-		List	   *implied;
-
-		ref.relid = baserel->relid;
-		ref.attno = info->table->keyattno;
-		implied = generate_implied_equalities_for_column(root, baserel,
-														 key_member_matches,
-														 &ref,
-														 baserel->lateral_referencers);
-		clauses = list_concat(clauses, implied);
+		collect_search_stats(st);
+		st->search_done = true;
 	}
 
-	foreach(lc, clauses)
+	if (access == LSMFDW_ACCESS_VALUE_SEARCH && st->searches > 0)
 	{
-		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
-		Relids		required_outer;
-		List	   *private;
-		ListCell   *lc2;
-		bool		seen = false;
+		const lsm_search_stats *s = &st->search;
 
-		if (match_key_clause(root, baserel, info->table, rinfo->clause) == NULL)
-			continue;
-		required_outer = bms_union(rinfo->clause_relids,
-								   baserel->lateral_relids);
-		required_outer = bms_del_members(required_outer, baserel->relids);
-		if (bms_is_empty(required_outer))
-			continue;
-		foreach(lc2, done)
+		if (es->format == EXPLAIN_FORMAT_TEXT)
 		{
-			if (bms_equal((Relids) lfirst(lc2), required_outer))
-				seen = true;
+			ExplainPropertyText("LSM Search",
+								psprintf("strategy=%s searches=%d nodes=" UINT64_FORMAT
+										 " leaves probed=" UINT64_FORMAT
+										 " positive=" UINT64_FORMAT,
+										 LsmFdwStrategyName(st->strategy_used),
+										 st->searches, s->nodes_visited,
+										 s->leaves_probed, s->leaves_positive),
+								es);
+			ExplainPropertyText("LSM SSTables",
+								psprintf("read=" UINT64_FORMAT " false=" UINT64_FORMAT
+										 " unfiltered=" UINT64_FORMAT
+										 " blocks read=" UINT64_FORMAT
+										 " skipped=" UINT64_FORMAT,
+										 s->sstables_scanned, s->sstables_false,
+										 s->sstables_unfiltered,
+										 s->blocks_scanned, s->blocks_skipped),
+								es);
+			ExplainPropertyText("LSM Rows",
+								psprintf("validated=" UINT64_FORMAT
+										 " rejected=" UINT64_FORMAT
+										 " returned=" UINT64_FORMAT,
+										 s->rows_validated, s->rows_rejected,
+										 s->rows_returned),
+								es);
 		}
-		if (seen)
-			continue;
-		done = lappend(done, required_outer);
+		else
+		{
+			ExplainPropertyText("LSM Strategy Used",
+								LsmFdwStrategyName(st->strategy_used), es);
+			ExplainPropertyInteger("LSM Searches", NULL, st->searches, es);
+			ExplainPropertyInteger("LSM Nodes Visited", NULL, s->nodes_visited, es);
+			ExplainPropertyInteger("LSM Leaves Probed", NULL, s->leaves_probed, es);
+			ExplainPropertyInteger("LSM Leaves Positive", NULL, s->leaves_positive, es);
+			ExplainPropertyInteger("LSM SSTables Read", NULL, s->sstables_scanned, es);
+			ExplainPropertyInteger("LSM SSTables False", NULL, s->sstables_false, es);
+			ExplainPropertyInteger("LSM SSTables Unfiltered", NULL, s->sstables_unfiltered, es);
+			ExplainPropertyInteger("LSM Blocks Read", NULL, s->blocks_scanned, es);
+			ExplainPropertyInteger("LSM Blocks Skipped", NULL, s->blocks_skipped, es);
+			ExplainPropertyInteger("LSM Rows Validated", NULL, s->rows_validated, es);
+			ExplainPropertyInteger("LSM Rows Rejected", NULL, s->rows_rejected, es);
+		}
+	}
+	else if ((access == LSMFDW_ACCESS_KEY_LOOKUP ||
+			  access == LSMFDW_ACCESS_KEY_LIST) && st->lookups.keys > 0)
+	{
+		const LookupCounters *c = &st->lookups;
 
-		(void) get_baserel_parampathinfo(root, baserel, required_outer);
-		private = list_make2(makeInteger(LSMFDW_ACCESS_KEY_LOOKUP), rinfo);
-		add_path(baserel, (Path *)
-				 create_foreignscan_path(root, baserel, NULL, 1.0,
-										 baserel->baserestrictcost.startup,
-										 lookup_cost, NIL, required_outer,
-										 NULL, private));
+		if (es->format == EXPLAIN_FORMAT_TEXT)
+			ExplainPropertyText("LSM Lookups",
+								psprintf("keys=" UINT64_FORMAT " key hashes=" UINT64_FORMAT
+										 " filters probed=" UINT64_FORMAT
+										 " negative=" UINT64_FORMAT
+										 " SSTables read=" UINT64_FORMAT
+										 " false positives=" UINT64_FORMAT,
+										 c->keys, c->key_hashes, c->filter_probes,
+										 c->filter_negatives, c->sstable_reads,
+										 c->false_positives),
+								es);
+		else
+		{
+			ExplainPropertyInteger("LSM Keys", NULL, c->keys, es);
+			ExplainPropertyInteger("LSM Key Hashes", NULL, c->key_hashes, es);
+			ExplainPropertyInteger("LSM Filters Probed", NULL, c->filter_probes, es);
+			ExplainPropertyInteger("LSM Filter Negatives", NULL, c->filter_negatives, es);
+			ExplainPropertyInteger("LSM SSTables Read", NULL, c->sstable_reads, es);
+			ExplainPropertyInteger("LSM False Positives", NULL, c->false_positives, es);
+		}
 	}
 }
 
 /*
- * Key lookup: evaluates the value, encodes it as a key and looks it up in
- * the pending writes the scan sees, then in the store.  Leaves slot empty if
- * the value is null, cannot be a key, or is absent.
+ * (Re)starts the scan: forgets what the previous start read, evaluates the
+ * values, and positions the access.
  */
 static void
-lookup_row(ForeignScanState *node, LsmFdwScanState *st, TupleTableSlot *slot)
+start_scan(ForeignScanState *node, LsmFdwScanState *st)
+{
+	MemoryContext oldcxt;
+
+	close_iter(st);
+	MemoryContextReset(st->start_cxt);
+	st->found = NULL;
+	st->nfound = 0;
+	st->fpos = 0;
+	st->pending = NULL;
+	st->npending = 0;
+	st->ppos = 0;
+	st->empty = false;
+	st->has_upper = false;
+	st->search_done = false;
+	st->started = true;
+
+	oldcxt = MemoryContextSwitchTo(st->start_cxt);
+	switch (st->access)
+	{
+		case LSMFDW_ACCESS_KEY_LOOKUP:
+		case LSMFDW_ACCESS_KEY_LIST:
+			start_lookup(node, st);
+			break;
+		case LSMFDW_ACCESS_FULL_SCAN:
+		case LSMFDW_ACCESS_KEY_RANGE:
+			start_range(node, st);
+			break;
+		case LSMFDW_ACCESS_VALUE_SEARCH:
+			start_search(node, st);
+			break;
+	}
+	MemoryContextSwitchTo(oldcxt);
+}
+
+/*
+ * Key lookup and key list: encodes the value (the array's elements),
+ * sorts and deduplicates the keys, and fetches them.  Null values and
+ * values no key can equal are skipped.
+ */
+static void
+start_lookup(ForeignScanState *node, LsmFdwScanState *st)
 {
 	ExprContext *econtext = node->ss.ps.ps_ExprContext;
-	LsmFdwPendingRow pending;
+	ExprState  *state = linitial(st->value_states);
 	Datum		value;
 	bool		isnull;
-	char	   *row;
-	size_t		rowlen;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			nelems;
+	Oid			elemtype;
+	char	  **keys;
+	size_t	   *klens;
+	int			n = 0;
+	int			i;
 
-	value = ExecEvalExpr(st->key_state, econtext, &isnull);
+	value = ExecEvalExpr(state, econtext, &isnull);
 	if (isnull)
 		return;
-	resetStringInfo(&st->keybuf);
-	if (!LsmFdwEncodeKey(st->table, value, st->key_valtype, &st->keybuf))
-		return;
-
-	if (LsmFdwPendingLookup(st->table->relid, st->keybuf.data,
-							st->keybuf.len, st->curcid, &pending, NULL))
+	if (st->access == LSMFDW_ACCESS_KEY_LOOKUP)
 	{
-		if (!pending.is_delete)
-			store_row(st, slot, pending.key, pending.klen,
-					  pending.val, pending.vlen);
-		return;
+		elems = &value;
+		nulls = &isnull;
+		nelems = 1;
+		elemtype = st->value_types[0];
 	}
-	if (LsmFdwGet(st->store, st->table->relname, st->keybuf.data,
-				  st->keybuf.len, &row, &rowlen))
-		store_row(st, slot, st->keybuf.data, st->keybuf.len, row, rowlen);
+	else
+	{
+		ArrayType  *array = DatumGetArrayTypeP(value);
+		int16		elmlen;
+		bool		elmbyval;
+		char		elmalign;
+
+		elemtype = ARR_ELEMTYPE(array);
+		get_typlenbyvalalign(elemtype, &elmlen, &elmbyval, &elmalign);
+		deconstruct_array(array, elemtype, elmlen, elmbyval, elmalign,
+						  &elems, &nulls, &nelems);
+		elemtype = getBaseType(elemtype);
+	}
+
+	keys = palloc(sizeof(char *) * Max(nelems, 1));
+	klens = palloc(sizeof(size_t) * Max(nelems, 1));
+	for (i = 0; i < nelems; i++)
+	{
+		StringInfoData buf;
+
+		if (nulls[i])
+			continue;
+		initStringInfo(&buf);
+		if (!LsmFdwEncodeKey(st->table, elems[i], elemtype, &buf))
+			continue;
+		keys[n] = buf.data;
+		klens[n] = buf.len;
+		n++;
+	}
+	fetch_keys(st, n, keys, klens);
 }
 
 /*
- * Full scan: stores the next row in slot, merging the committed rows (the
- * iterator) with the pending writes the scan sees (a sorted array), the
- * pending write winning on equal keys; leaves slot empty at the end.
+ * Looks up n keys (sorted and deduplicated here) in the pending writes the
+ * scan sees, then the others in the store, into st->found in key order.
  */
 static void
-next_row(LsmFdwScanState *st, TupleTableSlot *slot)
+fetch_keys(LsmFdwScanState *st, int n, char **keys, size_t *klens)
+{
+	LsmFdwPendingRow *rows = palloc(sizeof(LsmFdwPendingRow) * Max(n, 1));
+	const void **mkeys = palloc(sizeof(void *) * Max(n, 1));
+	size_t	   *mklens = palloc(sizeof(size_t) * Max(n, 1));
+	void	  **vals;
+	size_t	   *vlens;
+	int		   *rcs;
+	int		   *slot_of;
+	int			nrows = 0;
+	int			m = 0;
+	int			i;
+	lsm_stats	before;
+	int			rc;
+
+	for (i = 0; i < n; i++)
+	{
+		rows[i].key = keys[i];
+		rows[i].klen = klens[i];
+	}
+	if (n > 1)
+		qsort(rows, n, sizeof(LsmFdwPendingRow), pending_cmp);
+
+	/* the transaction's own versions first; the rest from the store */
+	slot_of = palloc(sizeof(int) * Max(n, 1));
+	for (i = 0; i < n; i++)
+	{
+		LsmFdwPendingRow p;
+
+		if (nrows > 0 &&
+			key_cmp(rows[nrows - 1].key, rows[nrows - 1].klen,
+					rows[i].key, rows[i].klen) == 0)
+			continue;			/* a duplicate */
+		rows[nrows] = rows[i];
+		if (LsmFdwPendingLookup(st->table->relid, rows[i].key, rows[i].klen,
+								st->curcid, &p, NULL))
+		{
+			rows[nrows].is_delete = p.is_delete;
+			rows[nrows].val = p.val;
+			rows[nrows].vlen = p.vlen;
+		}
+		else
+		{
+			rows[nrows].is_delete = true;	/* until found */
+			rows[nrows].val = NULL;
+			mkeys[m] = rows[nrows].key;
+			mklens[m] = rows[nrows].klen;
+			slot_of[m] = nrows;
+			m++;
+		}
+		nrows++;
+	}
+	st->found = rows;
+	st->nfound = nrows;
+	if (m == 0)
+		return;
+
+	vals = palloc0(sizeof(void *) * m);
+	vlens = palloc0(sizeof(size_t) * m);
+	rcs = palloc0(sizeof(int) * m);
+	if (st->instrument)
+		(void) lsm_get_stats(st->store->db, &before);
+	if (m == 1)
+	{
+		rcs[0] = lsm_get(st->store->db, mkeys[0], mklens[0], &vals[0],
+						 &vlens[0]);
+		rc = rcs[0] == LSM_NOTFOUND ? LSM_OK : rcs[0];
+	}
+	else
+		rc = lsm_multi_get(st->store->db, m, mkeys, mklens, vals, vlens, rcs);
+	if (st->instrument)
+		count_lookups(st, &before, m);
+
+	/* copy the engine's allocations, then free them, errors or not */
+	PG_TRY();
+	{
+		for (i = 0; rc == LSM_OK && i < m; i++)
+		{
+			LsmFdwPendingRow *r = &rows[slot_of[i]];
+
+			if (rcs[i] == LSM_NOTFOUND)
+				continue;
+			if (rcs[i] != LSM_OK)
+			{
+				rc = rcs[i];
+				break;
+			}
+			r->val = palloc(vlens[i] + 1);
+			memcpy((char *) r->val, vals[i], vlens[i]);
+			r->vlen = vlens[i];
+			r->is_delete = false;
+		}
+	}
+	PG_FINALLY();
+	{
+		for (i = 0; i < m; i++)
+			if (vals[i] != NULL)
+				lsm_free(vals[i]);
+	}
+	PG_END_TRY();
+	if (rc != LSM_OK)
+		LsmFdwReportError(rc, st->store->db, st->table->relname, "read");
+}
+
+/*
+ * Full scan and key range: evaluates the bounds (the tightest lower and
+ * upper bound win), opens an iterator at the lower bound, and finds the
+ * pending rows from there.
+ */
+static void
+start_range(ForeignScanState *node, LsmFdwScanState *st)
+{
+	ExprContext *econtext = node->ss.ps.ps_ExprContext;
+	StringInfoData lower;
+	bool		has_lower = false;
+	ListCell   *lc1;
+	ListCell   *lc2;
+	int			i = 0;
+	int			rc;
+
+	initStringInfo(&lower);
+	resetStringInfo(&st->upper);
+	forboth(lc1, st->value_states, lc2, st->bounds)
+	{
+		LsmFdwBound kind = lfirst_int(lc2);
+		bool		upper = kind != LSMFDW_BOUND_LOWER;
+		StringInfoData b;
+		Datum		value;
+		bool		isnull;
+
+		value = ExecEvalExpr((ExprState *) lfirst(lc1), econtext, &isnull);
+		if (isnull)
+		{
+			st->empty = true;	/* key < NULL holds for no row */
+			return;
+		}
+		initStringInfo(&b);
+		if (!LsmFdwEncodeKeyBound(st->table, value, st->value_types[i++],
+								  upper, &b))
+			continue;
+		if (!upper)
+		{
+			if (!has_lower ||
+				key_cmp(b.data, b.len, lower.data, lower.len) > 0)
+			{
+				resetStringInfo(&lower);
+				appendBinaryStringInfo(&lower, b.data, b.len);
+				has_lower = true;
+			}
+		}
+		else
+		{
+			int			c = st->has_upper
+				? key_cmp(b.data, b.len, st->upper.data, st->upper.len) : -1;
+
+			if (c < 0 || (c == 0 && kind == LSMFDW_BOUND_UPPER_STRICT))
+			{
+				resetStringInfo(&st->upper);
+				appendBinaryStringInfo(&st->upper, b.data, b.len);
+				st->has_upper = true;
+				st->upper_strict = kind == LSMFDW_BOUND_UPPER_STRICT;
+			}
+		}
+	}
+
+	st->pending = LsmFdwPendingVisible(st->table->relid, st->curcid,
+									   &st->npending);
+	if (has_lower)
+	{
+		int			lo = 0;
+		int			hi = st->npending;
+
+		/* the first pending row at or after the lower bound */
+		while (lo < hi)
+		{
+			int			mid = lo + (hi - lo) / 2;
+
+			if (key_cmp(st->pending[mid].key, st->pending[mid].klen,
+						lower.data, lower.len) < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		st->ppos = lo;
+	}
+
+	if ((rc = lsm_iter_open(st->store->db, &st->iter)) != LSM_OK)
+		LsmFdwReportError(rc, st->store->db, st->table->relname, "read");
+	lsm_iter_seek(st->iter, has_lower ? lower.data : NULL,
+				  has_lower ? lower.len : 0);
+}
+
+/*
+ * Value search: evaluates and encodes the value, and opens the engine's
+ * search.  A null value, or one no field can hold, finds nothing.
+ */
+static void
+start_search(ForeignScanState *node, LsmFdwScanState *st)
+{
+	ExprContext *econtext = node->ss.ps.ps_ExprContext;
+	LsmFdwColumn *col = NULL;
+	Datum		value;
+	bool		isnull;
+	int			rc;
+	int			i;
+
+	for (i = 0; i < st->table->natts; i++)
+		if (st->table->cols[i].field == st->field)
+			col = &st->table->cols[i];
+	Assert(col != NULL);
+
+	value = ExecEvalExpr(linitial(st->value_states), econtext, &isnull);
+	resetStringInfo(&st->needle);
+	if (isnull ||
+		!LsmFdwEncodeNeedle(col, value, st->value_types[0], &st->needle))
+	{
+		st->empty = true;
+		return;
+	}
+	st->pending = LsmFdwPendingVisible(st->table->relid, st->curcid,
+									   &st->npending);
+	rc = lsm_value_search_with(st->store->db, st->field, st->needle.data,
+							   st->needle.len, st->strategy, &st->iter);
+	if (rc != LSM_OK)
+		LsmFdwReportError(rc, st->store->db, st->table->relname, "search");
+	st->searches++;
+}
+
+/*
+ * Key lookup and key list: stores the next row found in slot; returns
+ * false at the end.
+ */
+static bool
+next_found(LsmFdwScanState *st, TupleTableSlot *slot)
+{
+	while (st->fpos < st->nfound)
+	{
+		LsmFdwPendingRow *r = &st->found[st->fpos++];
+
+		if (r->is_delete)
+			continue;
+		store_row(st, slot, r->key, r->klen, r->val, r->vlen);
+		return true;
+	}
+	return false;
+}
+
+/*
+ * Full scan and key range: stores the next row in slot, merging the
+ * committed rows (the iterator) with the pending writes the scan sees (a
+ * sorted array), the pending write winning on equal keys, up to the upper
+ * bound; returns false at the end.
+ */
+static bool
+next_ordered(LsmFdwScanState *st, TupleTableSlot *slot)
 {
 	int			rc;
 
-	if (!st->started)
-	{
-		if (!st->pending_ready)
-		{
-			MemoryContext oldcxt = MemoryContextSwitchTo(GetMemoryChunkContext(st));
-
-			st->pending = LsmFdwPendingVisible(st->table->relid, st->curcid,
-											   &st->npending);
-			st->pending_ready = true;
-			MemoryContextSwitchTo(oldcxt);
-		}
-		if (st->iter == NULL &&
-			(rc = lsm_iter_open(st->store->db, &st->iter)) != LSM_OK)
-			LsmFdwReportError(rc, st->store->db, st->table->relname, "read");
-		lsm_iter_seek(st->iter, NULL, 0);
-		st->ppos = 0;
-		st->started = true;
-	}
-
+	if (st->empty)
+		return false;
 	for (;;)
 	{
 		bool		have_iter = lsm_iter_valid(st->iter);
@@ -692,23 +761,27 @@ next_row(LsmFdwScanState *st, TupleTableSlot *slot)
 		const char *key = NULL;
 		size_t		klen = 0;
 		int			cmp = 0;
-		LsmFdwPendingRow *p;
+		LsmFdwPendingRow *p = NULL;
 
 		if (!have_iter && (rc = lsm_iter_status(st->iter)) != LSM_OK)
 			LsmFdwReportError(rc, st->store->db, st->table->relname, "read");
-		if (!have_iter && !have_pending)
-			return;
-
 		if (have_iter)
+		{
 			key = lsm_iter_key(st->iter, &klen);
-		if (have_iter && have_pending)
+			if (past_upper(st, key, klen))
+				have_iter = false;
+		}
+		if (have_pending)
 		{
 			p = &st->pending[st->ppos];
-			cmp = memcmp(key, p->key, Min(klen, p->klen));
-			if (cmp == 0)
-				cmp = (klen > p->klen) - (klen < p->klen);
+			if (past_upper(st, p->key, p->klen))
+				have_pending = false;
 		}
+		if (!have_iter && !have_pending)
+			return false;
 
+		if (have_iter && have_pending)
+			cmp = key_cmp(key, klen, p->key, p->klen);
 		if (have_iter && (!have_pending || cmp < 0))
 		{
 			const char *row;
@@ -717,21 +790,100 @@ next_row(LsmFdwScanState *st, TupleTableSlot *slot)
 			row = lsm_iter_value(st->iter, &rowlen);
 			store_row(st, slot, key, klen, row, rowlen);	/* copies */
 			lsm_iter_next(st->iter);
-			return;
+			return true;
 		}
 
 		/* a pending write, alone or replacing the committed row */
-		p = &st->pending[st->ppos++];
+		st->ppos++;
 		if (have_iter && cmp == 0)
 			lsm_iter_next(st->iter);
 		if (p->is_delete)
+		{
+			CHECK_FOR_INTERRUPTS();
 			continue;
+		}
 		store_row(st, slot, p->key, p->klen, p->val, p->vlen);
-		return;
+		return true;
 	}
 }
 
-/* Decodes an entry into slot as a virtual tuple (current memory context). */
+/*
+ * Value search: stores the next row in slot: first the committed rows the
+ * engine finds, except those the transaction has rewritten, then the
+ * transaction's visible pending rows whose field holds the value; returns
+ * false at the end.
+ */
+static bool
+next_searched(LsmFdwScanState *st, TupleTableSlot *slot)
+{
+	int			rc;
+
+	if (st->empty)
+		return false;
+	while (!st->search_done)
+	{
+		const char *key;
+		const char *row;
+		size_t		klen;
+		size_t		rowlen;
+		LsmFdwPendingRow p;
+
+		if (!lsm_iter_valid(st->iter))
+		{
+			if ((rc = lsm_iter_status(st->iter)) != LSM_OK)
+				LsmFdwReportError(rc, st->store->db, st->table->relname,
+								  "search");
+			collect_search_stats(st);
+			st->search_done = true;
+			close_iter(st);
+			break;
+		}
+		key = lsm_iter_key(st->iter, &klen);
+		row = lsm_iter_value(st->iter, &rowlen);
+		if (st->npending > 0 &&
+			LsmFdwPendingLookup(st->table->relid, key, klen, st->curcid, &p,
+								NULL))
+		{
+			lsm_iter_next(st->iter);
+			continue;
+		}
+		store_row(st, slot, key, klen, row, rowlen);
+		lsm_iter_next(st->iter);
+		return true;
+	}
+
+	while (st->ppos < st->npending)
+	{
+		LsmFdwPendingRow *p = &st->pending[st->ppos++];
+		lsm_field	f;
+
+		if (p->is_delete ||
+			lsm_row_field(p->val, p->vlen, st->field, &f) != LSM_OK ||
+			f.is_null || f.len != st->needle.len ||
+			memcmp(f.data, st->needle.data, f.len) != 0)
+			continue;
+		store_row(st, slot, p->key, p->klen, p->val, p->vlen);
+		return true;
+	}
+	return false;
+}
+
+/* Whether key is beyond the scan's upper bound. */
+static bool
+past_upper(LsmFdwScanState *st, const char *key, size_t klen)
+{
+	int			c;
+
+	if (!st->has_upper)
+		return false;
+	c = key_cmp(key, klen, st->upper.data, st->upper.len);
+	return c > 0 || (c == 0 && st->upper_strict);
+}
+
+/*
+ * Decodes an entry into slot as a virtual tuple (current memory context);
+ * under an UPDATE or DELETE, sets its ctid to the row's version.
+ */
 static void
 store_row(LsmFdwScanState *st, TupleTableSlot *slot, const char *key,
 		  size_t klen, const char *row, size_t rowlen)
@@ -739,6 +891,87 @@ store_row(LsmFdwScanState *st, TupleTableSlot *slot, const char *key,
 	LsmFdwDecodeRow(st->table, key, klen, row, rowlen, st->needed,
 					slot->tts_values, slot->tts_isnull);
 	ExecStoreVirtualTuple(slot);
+	if (st->row_version)
+		LsmFdwSetRowVersion(&slot->tts_tid, row, rowlen);
+}
+
+/* Closes the scan's iterator, if open. */
+static void
+close_iter(LsmFdwScanState *st)
+{
+	if (st->iter != NULL)
+	{
+		if (st->access == LSMFDW_ACCESS_VALUE_SEARCH && !st->search_done)
+			collect_search_stats(st);
+		lsm_iter_close(st->iter);
+		st->iter = NULL;
+	}
+}
+
+/* Adds the counters of the scan's value search iterator to its sums. */
+static void
+collect_search_stats(LsmFdwScanState *st)
+{
+	lsm_search_stats s;
+
+	if (lsm_iter_search_stats(st->iter, &s) != LSM_OK)
+		return;
+	st->strategy_used = s.strategy;
+	st->search.nodes_visited += s.nodes_visited;
+	st->search.leaves_probed += s.leaves_probed;
+	st->search.leaves_positive += s.leaves_positive;
+	st->search.flat_words += s.flat_words;
+	st->search.sstables_unfiltered += s.sstables_unfiltered;
+	st->search.sstables_scanned += s.sstables_scanned;
+	st->search.sstables_false += s.sstables_false;
+	st->search.blocks_scanned += s.blocks_scanned;
+	st->search.blocks_skipped += s.blocks_skipped;
+	st->search.memtable_scanned += s.memtable_scanned;
+	st->search.rows_validated += s.rows_validated;
+	st->search.rows_rejected += s.rows_rejected;
+	st->search.rows_returned += s.rows_returned;
+}
+
+/*
+ * Adds to the scan's lookup counters the handle's counters since before,
+ * for a lookup of keys keys.
+ */
+static void
+count_lookups(LsmFdwScanState *st, const lsm_stats *before, uint64 keys)
+{
+	lsm_stats	after;
+
+	if (lsm_get_stats(st->store->db, &after) != LSM_OK)
+		return;
+	st->lookups.keys += keys;
+	st->lookups.key_hashes += after.key_hashes - before->key_hashes;
+	st->lookups.filter_probes += after.filter_probes - before->filter_probes;
+	st->lookups.filter_negatives += after.filter_negatives -
+		before->filter_negatives;
+	st->lookups.sstable_reads += after.sstable_reads - before->sstable_reads;
+	st->lookups.false_positives += after.false_positives -
+		before->false_positives;
+}
+
+/* The engine's key order: memcmp, the shorter first on a tie. */
+static int
+key_cmp(const char *a, size_t alen, const char *b, size_t blen)
+{
+	int			c = memcmp(a, b, Min(alen, blen));
+
+	if (c != 0)
+		return c;
+	return (alen > blen) - (alen < blen);
+}
+
+/* qsort comparator of LsmFdwPendingRow by key. */
+static int
+pending_cmp(const void *a, const void *b)
+{
+	const LsmFdwPendingRow *x = (const LsmFdwPendingRow *) a;
+	const LsmFdwPendingRow *y = (const LsmFdwPendingRow *) b;
+
+	return key_cmp(x->key, x->klen, y->key, y->klen);
 }
 
 /*

@@ -39,8 +39,20 @@
  * store are serialized between backends), catches up with the store and
  * checks again that every key the transaction inserted is still absent;
  * if not, the commit fails with unique_violation, as a deferred unique
- * constraint would.  Updates of existing keys are not checked: between
- * concurrent transactions the last to commit wins (there are no row locks).
+ * constraint would (an INSERT ... ON CONFLICT DO NOTHING drops its row
+ * instead).  The check is skipped when nothing was committed to the store
+ * since the transaction's first write to it.
+ *
+ * Updates and deletes: there are no row locks, so the first of two
+ * concurrent transactions to commit a change of a row wins, and the other
+ * fails at commit with serialization_failure, as under REPEATABLE READ.
+ * The scan under an UPDATE or DELETE hands the row's version (a 47-bit
+ * hash of its bytes) to the modification through ctid; the first write of
+ * the key records it, and the pre-commit, under the commit lock, checks that
+ * the store still holds a row of that version.  No update is ever lost.
+ *
+ * Every store the transaction wrote is locked and checked before any is
+ * written, so a failed check leaves all of them untouched.
  *
  * Store directories scheduled for removal (the default-located store of a
  * table dropped by this transaction, or created by it for a table that the
@@ -49,8 +61,9 @@
  *
  * Limits of this version: the pending writes live in memory for the whole
  * transaction (no spilling); a transaction that writes several stores
- * commits them one by one, so a failure in the middle of pre-commit can
- * leave the stores before it committed while the transaction aborts.
+ * writes them one by one after all the checks, so an engine failure (disk
+ * full, I/O error) or a crash in the middle of that can leave the stores
+ * before it committed while the transaction aborts.
  *
  * src/fdw/xact.c
  *
@@ -61,6 +74,7 @@
 #include "access/table.h"
 #include "access/xact.h"
 #include "common/hashfn.h"
+#include "storage/itemptr.h"
 #include "miscadmin.h"
 #include "storage/lock.h"
 #include "utils/hsearch.h"
@@ -102,8 +116,8 @@ typedef struct PendingKey
 {
 	KeyRef		ref;			/* hash key (must be first); data copied */
 	PendingVersion *newest;
-	bool		base_absent;	/* the store lacked the key at the first
-								 * write */
+	LsmFdwBase	base;			/* the store's row at the first write */
+	uint64		base_version;	/* LSMFDW_BASE_VERSION: its version */
 } PendingKey;
 
 /* The pending writes of one store */
@@ -113,6 +127,8 @@ typedef struct PendingStore
 	LsmFdwStore *store;			/* pinned until the transaction ends */
 	char	   *relname;
 	HTAB	   *keys;			/* PendingKey */
+	uint64		first_seq;		/* the store's last sequence number when
+								 * the transaction first wrote to it */
 } PendingStore;
 
 /* Where the first write of a subtransaction went in the undo log */
@@ -152,8 +168,9 @@ static int	key_match(const void *key1, const void *key2, Size keysize);
 static int	pending_row_cmp(const void *a, const void *b);
 static void record_mark(void);
 static void undo_to(int pos);
+static void lock_and_check_store(PendingStore *ps);
 static void write_store(PendingStore *ps);
-static void check_inserted_keys(PendingStore *ps);
+static uint64 last_sequence(PendingStore *ps);
 static int	pending_store_cmp(const void *a, const void *b);
 static void remove_dirs(bool commit, SubTransactionId subid);
 static void end_xact(bool commit);
@@ -170,17 +187,41 @@ LsmFdwInitXact(void)
 }
 
 /*
+ * Sets *tid to the version of the encoded row (a 47-bit hash of its bytes,
+ * never an invalid item pointer), which a scan under an UPDATE or DELETE
+ * returns as ctid.
+ */
+void
+LsmFdwSetRowVersion(ItemPointer tid, const char *row, size_t rowlen)
+{
+	uint64		v = hash_bytes_extended((const unsigned char *) row,
+										(int) rowlen, 0) >> 17;
+
+	ItemPointerSet(tid, (BlockNumber) (v >> 15),
+				   (OffsetNumber) ((v & 0x7FFF) + 1));
+}
+
+/* The row version that LsmFdwSetRowVersion put in *tid. */
+uint64
+LsmFdwRowVersion(ItemPointer tid)
+{
+	return ((uint64) ItemPointerGetBlockNumberNoCheck(tid) << 15) |
+		(uint64) (ItemPointerGetOffsetNumberNoCheck(tid) - 1);
+}
+
+/*
  * Adds a write of key to the pending writes of store s (table relname): a
  * delete, or a put of the encoded row val.  cid is the writing command's id;
- * base_absent says whether the store lacks the key, should this be the
- * transaction's first write of it (true for an INSERT, which checked).
+ * base and version say what the store holds, should this be the
+ * transaction's first write of the key: nothing (an INSERT, which checked),
+ * the row of that version (an UPDATE or DELETE), or unknown (TRUNCATE).
  * Copies key and val.
  */
 void
 LsmFdwPendingWrite(LsmFdwStore *s, const char *relname,
 				   const char *key, size_t klen,
 				   const char *val, size_t vlen, bool is_delete,
-				   bool base_absent, CommandId cid)
+				   LsmFdwBase base, uint64 version, CommandId cid)
 {
 	MemoryContext oldcxt;
 	PendingStore *ps;
@@ -232,7 +273,8 @@ LsmFdwPendingWrite(LsmFdwStore *s, const char *relname,
 		pk = hash_search(ps->keys, &ref, HASH_ENTER, &found);
 		Assert(!found);
 		pk->newest = NULL;
-		pk->base_absent = base_absent;
+		pk->base = base;
+		pk->base_version = version;
 	}
 	v->key = pk;
 	v->older = pk->newest;
@@ -401,7 +443,9 @@ get_pending_store(LsmFdwStore *s, const char *relname)
 		ps->relname = name;
 		ps->keys = keys;
 		ps->store = s;
+		ps->first_seq = 0;
 		LsmFdwPinStore(s);
+		ps->first_seq = last_sequence(ps);
 	}
 	return ps;
 }
@@ -516,10 +560,104 @@ undo_to(int pos)
 }
 
 /*
- * Writes the net changes of one store as one atomic batch, under the
- * store's commit lock, after checking that the keys it inserts are still
- * absent.  Raises an error if one is not, or if the engine fails (the batch
- * is freed first).
+ * The last sequence number of ps's store as its handle sees it; 0 if the
+ * statistics cannot be read (then every check is made).
+ */
+static uint64
+last_sequence(PendingStore *ps)
+{
+	lsm_stats	st;
+
+	if (lsm_get_stats(ps->store->db, &st) != LSM_OK)
+		return 0;
+	return st.last_sequence;
+}
+
+/*
+ * Takes the commit lock of ps's store (held until the transaction ends),
+ * catches up with it, and checks the transaction's writes against what
+ * other transactions committed meanwhile: a key it inserted must still be
+ * absent (else unique_violation, or the write is dropped for ON CONFLICT DO
+ * NOTHING), a row it updated or deleted must still have the version it
+ * read (else serialization_failure).
+ */
+static void
+lock_and_check_store(PendingStore *ps)
+{
+	HASH_SEQ_STATUS status;
+	PendingKey *pk;
+	LOCKTAG		tag;
+	bool		check_inserts;
+	int			rc;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, ps->relid, 0,
+						 LSMFDW_LOCKTAG_FIELD4);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+	if ((rc = lsm_refresh(ps->store->db)) != LSM_OK)
+		LsmFdwReportError(rc, ps->store->db, ps->relname, "refresh");
+	check_inserts = ps->first_seq == 0 || last_sequence(ps) != ps->first_seq;
+
+	hash_seq_init(&status, ps->keys);
+	while ((pk = hash_seq_search(&status)) != NULL)
+	{
+		char	   *row;
+		size_t		rowlen;
+		bool		present;
+		Relation	rel;
+		LsmFdwTable *t;
+		ItemPointerData tid;
+
+		if (pk->base == LSMFDW_BASE_ANY ||
+			(pk->base != LSMFDW_BASE_VERSION &&
+			 (!check_inserts || pk->newest->is_delete)))
+			continue;
+		CHECK_FOR_INTERRUPTS();
+		present = LsmFdwGet(ps->store, ps->relname, pk->ref.data,
+							pk->ref.len, &row, &rowlen);
+		if (pk->base == LSMFDW_BASE_VERSION)
+		{
+			if (present)
+				LsmFdwSetRowVersion(&tid, row, rowlen);
+			if (present && LsmFdwRowVersion(&tid) == pk->base_version)
+				continue;
+			hash_seq_term(&status);
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("could not serialize access due to concurrent update"),
+					 errdetail("Another transaction %s a row of foreign table \"%s\" that this transaction updated or deleted.",
+							   present ? "changed" : "deleted", ps->relname),
+					 errhint("Retry the transaction.")));
+		}
+		if (!present)
+			continue;
+		if (pk->base == LSMFDW_BASE_ABSENT_SKIP)
+		{
+			/* ON CONFLICT DO NOTHING: the other transaction's row stays */
+			pk->newest->is_delete = true;
+			continue;
+		}
+
+		/* (an error ends the scan of the hash table with the transaction) */
+		hash_seq_term(&status);
+
+		/* the table is alive (dropped ones are not written): name the key */
+		rel = table_open(ps->relid, NoLock);
+		t = LsmFdwGetTable(rel);
+		table_close(rel, NoLock);
+		ereport(ERROR,
+				(errcode(ERRCODE_UNIQUE_VIOLATION),
+				 errmsg("duplicate key value violates the key of foreign table \"%s\"",
+						ps->relname),
+				 errdetail("Key (%s)=(%s) was inserted by another transaction that committed first.",
+						   t->cols[t->keyattno - 1].name,
+						   LsmFdwKeyToString(t, pk->ref.data, pk->ref.len))));
+	}
+}
+
+/*
+ * Writes the net changes of one store as one atomic batch.  REQUIRES: the
+ * store's commit lock, and its checks done (lock_and_check_store).  Raises
+ * an error if the engine fails (the batch is freed first).
  */
 static void
 write_store(PendingStore *ps)
@@ -527,15 +665,7 @@ write_store(PendingStore *ps)
 	HASH_SEQ_STATUS status;
 	PendingKey *pk;
 	lsm_batch  *b;
-	LOCKTAG		tag;
 	int			rc = LSM_OK;
-
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, ps->relid, 0,
-						 LSMFDW_LOCKTAG_FIELD4);
-	(void) LockAcquire(&tag, ExclusiveLock, false, false);
-	if ((rc = lsm_refresh(ps->store->db)) != LSM_OK)
-		LsmFdwReportError(rc, ps->store->db, ps->relname, "refresh");
-	check_inserted_keys(ps);
 
 	b = lsm_batch_new();
 	if (b == NULL)
@@ -550,7 +680,8 @@ write_store(PendingStore *ps)
 	{
 		PendingVersion *v = pk->newest;
 
-		if (v->is_delete && pk->base_absent)
+		if (v->is_delete && pk->base != LSMFDW_BASE_VERSION &&
+			pk->base != LSMFDW_BASE_ANY)
 			continue;			/* inserted, then deleted: nothing to do */
 		if (v->is_delete)
 			rc = lsm_batch_delete(b, pk->ref.data, pk->ref.len);
@@ -567,47 +698,6 @@ write_store(PendingStore *ps)
 	lsm_batch_free(b);
 	if (rc != LSM_OK)
 		LsmFdwReportError(rc, ps->store->db, ps->relname, "write");
-}
-
-/*
- * Raises unique_violation if a key the transaction inserted (absent when it
- * first wrote it, present at the end) is in the store now: another
- * transaction committed it meanwhile.  REQUIRES: the store's commit lock,
- * and the store refreshed under it.
- */
-static void
-check_inserted_keys(PendingStore *ps)
-{
-	HASH_SEQ_STATUS status;
-	PendingKey *pk;
-
-	hash_seq_init(&status, ps->keys);
-	while ((pk = hash_seq_search(&status)) != NULL)
-	{
-		char	   *row;
-		size_t		rowlen;
-		Relation	rel;
-		LsmFdwTable *t;
-
-		/* (an error ends the scan of the hash table with the transaction) */
-		if (!pk->base_absent || pk->newest->is_delete ||
-			!LsmFdwGet(ps->store, ps->relname, pk->ref.data, pk->ref.len,
-					   &row, &rowlen))
-			continue;
-		hash_seq_term(&status);
-
-		/* the table is alive (dropped ones are not written): name the key */
-		rel = table_open(ps->relid, NoLock);
-		t = LsmFdwGetTable(rel);
-		table_close(rel, NoLock);
-		ereport(ERROR,
-				(errcode(ERRCODE_UNIQUE_VIOLATION),
-				 errmsg("duplicate key value violates the key of foreign table \"%s\"",
-						ps->relname),
-				 errdetail("Key (%s)=(%s) was inserted by another transaction that committed first.",
-						   t->cols[t->keyattno - 1].name,
-						   LsmFdwKeyToString(t, pk->ref.data, pk->ref.len))));
-	}
 }
 
 /* qsort comparator of PendingStore pointers: by relation OID. */
@@ -704,6 +794,8 @@ xact_callback(XactEvent event, void *arg)
 						order[n++] = ps;
 				}
 				qsort(order, n, sizeof(PendingStore *), pending_store_cmp);
+				for (i = 0; i < n; i++)
+					lock_and_check_store(order[i]);
 				for (i = 0; i < n; i++)
 					write_store(order[i]);
 				pfree(order);

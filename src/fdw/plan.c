@@ -1,0 +1,942 @@
+/*-------------------------------------------------------------------------
+ *
+ * plan.c
+ *		  Planning of scans of lsm_fdw foreign tables: which quals an access
+ *		  path can serve, what each path costs, and the ForeignScan.
+ *
+ * Access paths (LsmFdwAccess; scan.c carries them out):
+ *
+ *	key lookup		"key = value": one lsm_get.  The value is a constant, a
+ *					Param (prepared statements' generic plans) or, in a
+ *					parameterized path, a column of another relation of a
+ *					join ("key = outer.col", from a join clause or an
+ *					equivalence class).
+ *	key list		"key IN (...)", "key = ANY(array)": the distinct keys
+ *					sorted, one lsm_multi_get.
+ *	key range		"key < value", "<=", ">", ">=", BETWEEN: a seek to the
+ *					lower bound, then entries in key order up to the upper.
+ *	value search	"col = value" on a value-indexed column: the engine's
+ *					value search (Bloom filter hierarchy) instead of reading
+ *					every SSTable.  Also parameterized by a join clause.
+ *	full scan		every entry, in key order.
+ *
+ * Full scans, ranges and key lists return rows in key order, which is the
+ * key type's btree order (codec.c; for text, only under the "C"
+ * collation): their paths carry the pathkey of ORDER BY key when the query
+ * wants it, so that no Sort is needed and a LIMIT stops the scan early.
+ *
+ * A value is usable if it does not depend on the scanned table and is not
+ * volatile, the operator is of the key's (column's) btree operator family,
+ * and the value's type can be encoded like the column: its own type, an
+ * integer of another width, text for varchar.  A collatable column
+ * compared under a nondeterministic collation is never looked up (equal
+ * strings may have different bytes).  Every qual, the ones a path serves
+ * included, stays in the plan's qual list for the executor to check: the
+ * result is always what a native table with the same rows would return, and
+ * a path may read a little more than its quals select (a range bound
+ * clamped to the key type, an exclusive lower bound read inclusively).
+ *
+ * Costs: pages are read through the page cache (mmap), at seq_page_cost.
+ * A lookup reads about one block; a full scan every page and every entry; a
+ * range the fraction of both that its quals select; a value search the
+ * blocks the engine's estimate names (lsm_value_search_estimate runs the
+ * filter probes for a constant; for a Param, the rows the statistics
+ * expect), plus a scan of the memtable and a check of each row found
+ * against newer versions.  The GUC lsm_fdw.value_search forces a strategy
+ * (the value search is then the only path where one applies) or turns the
+ * value search off.
+ *
+ * src/fdw/plan.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/stratnum.h"
+#include "access/sysattr.h"
+#include "access/table.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_type.h"
+#include "commands/defrem.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/clauses.h"
+#include "optimizer/cost.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
+#include "optimizer/paths.h"
+#include "optimizer/planmain.h"
+#include "optimizer/restrictinfo.h"
+#include "utils/array.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/pg_locale.h"
+#include "utils/rel.h"
+
+#include "lsm_fdw.h"
+
+/* lsm_fdw.value_search: LSMFDW_VALUE_SEARCH_OFF or an LSM_SEARCH_* */
+int			lsm_fdw_value_search = LSM_SEARCH_AUTO;
+
+static const struct config_enum_entry value_search_options[] = {
+	{"auto", LSM_SEARCH_AUTO, false},
+	{"hierarchy", LSM_SEARCH_TREE, false},
+	{"tree", LSM_SEARCH_TREE, true},
+	{"flat", LSM_SEARCH_FLAT, false},
+	{"leaves", LSM_SEARCH_LEAVES, false},
+	{"scan", LSM_SEARCH_SCAN, false},
+	{"off", LSMFDW_VALUE_SEARCH_OFF, false},
+	{NULL, 0, false}
+};
+
+/*
+ * A row found by a value search is checked against newer versions of its
+ * key: a key filter probe per newer table, in cpu_operator_cost units.
+ */
+#define VALIDATION_PROBES	4.0
+
+/* Planner state of a foreign table: RelOptInfo.fdw_private */
+typedef struct LsmFdwRelInfo
+{
+	LsmFdwTable *table;
+	LsmFdwStore *store;			/* for estimates (not pinned) */
+	double		entries;		/* entries in the store: rows and, until
+								 * compaction, shadowed versions */
+	double		pages;			/* the store's size in BLCKSZ pages */
+	double		memtable_entries;
+	double		files;			/* SSTables */
+	Expr	   *key_value;		/* value of a restriction "key = value" */
+	Cost		startup;		/* of every path: the quals' startup cost */
+	Cost		per_tuple;		/* per row returned or examined */
+} LsmFdwRelInfo;
+
+/* A qual "column op value" of the scanned relation */
+typedef struct ColumnQual
+{
+	RestrictInfo *rinfo;
+	AttrNumber	attno;
+	Oid			opno;			/* with the column on the left */
+	Expr	   *value;
+	Oid			valtype;		/* base type of value */
+} ColumnQual;
+
+/* Argument of key_member_matches */
+typedef struct KeyVarRef
+{
+	Index		relid;
+	AttrNumber	attno;
+} KeyVarRef;
+
+static void estimate_store(LsmFdwRelInfo *info);
+static bool match_column_qual(PlannerInfo *root, RelOptInfo *baserel,
+							  RestrictInfo *rinfo, ColumnQual *q);
+static bool is_column_var(Node *node, Index relid, AttrNumber *attno);
+static bool value_type_ok(const LsmFdwColumn *col, Oid valtype);
+static int	column_strategy(const LsmFdwColumn *col, Oid opno);
+static Expr *key_equality_value(PlannerInfo *root, RelOptInfo *baserel,
+								const LsmFdwTable *t, RestrictInfo *rinfo);
+static bool key_equality_ok(const LsmFdwTable *t, const ColumnQual *q,
+							Oid inputcollid);
+static bool key_range_ok(const LsmFdwTable *t, const ColumnQual *q,
+						 Oid inputcollid, int *strategy);
+static bool value_search_ok(const LsmFdwTable *t, const ColumnQual *q,
+							Oid inputcollid);
+static Expr *key_list_array(PlannerInfo *root, RelOptInfo *baserel,
+							const LsmFdwTable *t, Expr *clause,
+							double *nkeys);
+static List *key_order_pathkeys(PlannerInfo *root, RelOptInfo *baserel,
+								const LsmFdwTable *t);
+static void add_key_list_path(PlannerInfo *root, RelOptInfo *baserel,
+							  LsmFdwRelInfo *info, List *pathkeys);
+static void add_range_path(PlannerInfo *root, RelOptInfo *baserel,
+						   LsmFdwRelInfo *info, List *pathkeys);
+static bool add_value_search_path(PlannerInfo *root, RelOptInfo *baserel,
+								  LsmFdwRelInfo *info);
+static Cost value_search_cost(LsmFdwRelInfo *info, const ColumnQual *q,
+							  double rows);
+static bool key_member_matches(PlannerInfo *root, RelOptInfo *rel,
+							   EquivalenceClass *ec, EquivalenceMember *em,
+							   void *arg);
+static void add_parameterized_paths(PlannerInfo *root, RelOptInfo *baserel,
+									LsmFdwRelInfo *info);
+static List *access_private(LsmFdwAccess access, Node *what);
+
+/* Defines the GUCs of the planner (from _PG_init). */
+void
+LsmFdwDefinePlannerGUCs(void)
+{
+	DefineCustomEnumVariable("lsm_fdw.value_search",
+							 "How equality on a non-key column searches an lsm_fdw table.",
+							 "auto chooses by cost between a value search and a full scan, "
+							 "and lets the engine pick the search's strategy; hierarchy, flat, "
+							 "leaves and scan force a value search with that strategy; off "
+							 "never searches by value.",
+							 &lsm_fdw_value_search,
+							 LSM_SEARCH_AUTO,
+							 value_search_options,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+}
+
+/* The name of value search strategy s (an LSM_SEARCH_*), for EXPLAIN. */
+const char *
+LsmFdwStrategyName(int s)
+{
+	const struct config_enum_entry *e;
+
+	for (e = value_search_options; e->name != NULL; e++)
+		if (e->val == s && !e->hidden)
+			return e->name;
+	return "unknown";
+}
+
+/*
+ * Resolves the table (key column, options: errors surface here, at
+ * planning), reads the store's size and looks for a restriction "key =
+ * value"; estimates the rows: at most one with such a restriction, else
+ * the store's entries times the quals' selectivity.
+ */
+void
+LsmFdwGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel,
+						Oid foreigntableid)
+{
+	LsmFdwRelInfo *info = palloc0(sizeof(LsmFdwRelInfo));
+	Relation	rel;
+	ListCell   *lc;
+	double		rows;
+
+	rel = table_open(foreigntableid, NoLock);
+	info->table = LsmFdwGetTable(rel);
+	table_close(rel, NoLock);
+	estimate_store(info);
+
+	foreach(lc, baserel->baserestrictinfo)
+	{
+		info->key_value = key_equality_value(root, baserel, info->table,
+											 lfirst_node(RestrictInfo, lc));
+		if (info->key_value != NULL)
+			break;
+	}
+
+	baserel->tuples = info->entries;
+	rows = info->entries *
+		clauselist_selectivity(root, baserel->baserestrictinfo, 0,
+							   JOIN_INNER, NULL);
+	if (info->key_value != NULL)
+		rows = Min(rows, 1.0);
+	baserel->rows = clamp_row_est(rows);
+	baserel->fdw_private = info;
+}
+
+/*
+ * Adds the access paths (see the file header).  A key lookup is never
+ * worse than anything else, so it is the only path when a restriction
+ * allows one; a forced value search strategy likewise.  Otherwise the full
+ * scan (ordered if the query wants key order), a key list, a range and a
+ * value search compete by cost, and key lookups and value searches
+ * parameterized by join clauses are added for nested loops.
+ */
+void
+LsmFdwGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel,
+					  Oid foreigntableid)
+{
+	LsmFdwRelInfo *info = (LsmFdwRelInfo *) baserel->fdw_private;
+	List	   *pathkeys;
+	Cost		full;
+
+	info->startup = baserel->baserestrictcost.startup;
+	info->per_tuple = cpu_tuple_cost + baserel->baserestrictcost.per_tuple;
+
+	if (info->key_value != NULL)
+	{
+		add_path(baserel, (Path *)
+				 create_foreignscan_path(root, baserel, NULL, baserel->rows,
+										 info->startup,
+										 info->startup + seq_page_cost +
+										 info->per_tuple,
+										 NIL, NULL, NULL,
+										 access_private(LSMFDW_ACCESS_KEY_LOOKUP,
+														(Node *) info->key_value)));
+		return;
+	}
+
+	if (lsm_fdw_value_search != LSM_SEARCH_AUTO &&
+		lsm_fdw_value_search != LSMFDW_VALUE_SEARCH_OFF &&
+		add_value_search_path(root, baserel, info))
+		return;
+
+	pathkeys = key_order_pathkeys(root, baserel, info->table);
+	full = info->startup + seq_page_cost * info->pages +
+		info->per_tuple * info->entries;
+	add_path(baserel, (Path *)
+			 create_foreignscan_path(root, baserel, NULL, baserel->rows,
+									 info->startup, full, NIL, NULL, NULL,
+									 access_private(LSMFDW_ACCESS_FULL_SCAN,
+													NULL)));
+	if (pathkeys != NIL)
+		add_path(baserel, (Path *)
+				 create_foreignscan_path(root, baserel, NULL, baserel->rows,
+										 info->startup, full, pathkeys, NULL,
+										 NULL,
+										 access_private(LSMFDW_ACCESS_FULL_SCAN,
+														NULL)));
+	add_key_list_path(root, baserel, info, pathkeys);
+	add_range_path(root, baserel, info, pathkeys);
+	if (lsm_fdw_value_search != LSMFDW_VALUE_SEARCH_OFF)
+		(void) add_value_search_path(root, baserel, info);
+	add_parameterized_paths(root, baserel, info);
+}
+
+/*
+ * Makes the ForeignScan of the chosen path.  All quals are kept for the
+ * executor; the values the access needs go to fdw_exprs (where the planner
+ * replaces other relations' columns by the nested loop's Params).
+ */
+ForeignScan *
+LsmFdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
+					 Oid foreigntableid, ForeignPath *best_path,
+					 List *tlist, List *scan_clauses, Plan *outer_plan)
+{
+	LsmFdwRelInfo *info = (LsmFdwRelInfo *) baserel->fdw_private;
+	LsmFdwTable *t = info->table;
+	LsmFdwAccess access = intVal(linitial(best_path->fdw_private));
+	Node	   *what = lsecond(best_path->fdw_private);
+	List	   *fdw_exprs = NIL;
+	List	   *bounds = NIL;
+	List	   *attrs = NIL;
+	List	   *private;
+	AttrNumber	column = t->keyattno;
+	int			strategy = LSM_SEARCH_AUTO;
+	Bitmapset  *used = NULL;
+	bool		whole_row;
+	bool		row_version;
+	ListCell   *lc;
+	int			i;
+
+	/* a join clause's RestrictInfo stands for its value */
+	if (what != NULL && IsA(what, RestrictInfo))
+	{
+		ColumnQual	q;
+
+		if (!match_column_qual(root, baserel, (RestrictInfo *) what, &q))
+			elog(ERROR, "lsm_fdw: parameterized qual no longer matches");
+		what = (Node *) q.value;
+		column = q.attno;
+	}
+
+	switch (access)
+	{
+		case LSMFDW_ACCESS_FULL_SCAN:
+			break;
+		case LSMFDW_ACCESS_KEY_LOOKUP:
+		case LSMFDW_ACCESS_KEY_LIST:
+			fdw_exprs = list_make1(copyObject(what));
+			break;
+		case LSMFDW_ACCESS_VALUE_SEARCH:
+			if (IsA(what, List))	/* (attno, value) of a restriction */
+			{
+				column = intVal(linitial((List *) what));
+				what = lsecond((List *) what);
+			}
+			fdw_exprs = list_make1(copyObject(what));
+			strategy = lsm_fdw_value_search == LSMFDW_VALUE_SEARCH_OFF
+				? LSM_SEARCH_AUTO : lsm_fdw_value_search;
+			break;
+		case LSMFDW_ACCESS_KEY_RANGE:
+			/* what: the RestrictInfos of the bounds */
+			foreach(lc, (List *) what)
+			{
+				ColumnQual	q;
+				int			s;
+
+				if (!match_column_qual(root, baserel, lfirst(lc), &q) ||
+					!key_range_ok(t, &q, ((OpExpr *) ((RestrictInfo *) lfirst(lc))->clause)->inputcollid, &s))
+					elog(ERROR, "lsm_fdw: range qual no longer matches");
+				fdw_exprs = lappend(fdw_exprs, copyObject(q.value));
+				bounds = lappend_int(bounds,
+									 s == BTGreaterStrategyNumber ||
+									 s == BTGreaterEqualStrategyNumber
+									 ? LSMFDW_BOUND_LOWER
+									 : s == BTLessStrategyNumber
+									 ? LSMFDW_BOUND_UPPER_STRICT
+									 : LSMFDW_BOUND_UPPER);
+			}
+			break;
+	}
+
+	scan_clauses = extract_actual_clauses(scan_clauses, false);
+
+	/* the attributes the plan uses: the others need not be decoded */
+	pull_varattnos((Node *) baserel->reltarget->exprs, baserel->relid, &used);
+	pull_varattnos((Node *) scan_clauses, baserel->relid, &used);
+	whole_row = bms_is_member(0 - FirstLowInvalidHeapAttributeNumber, used);
+	row_version = bms_is_member(SelfItemPointerAttributeNumber -
+								FirstLowInvalidHeapAttributeNumber, used);
+	for (i = 1; i <= t->natts; i++)
+	{
+		if (whole_row ||
+			bms_is_member(i - FirstLowInvalidHeapAttributeNumber, used))
+			attrs = lappend_int(attrs, i);
+	}
+
+	/* in the order of enum LsmFdwScanPrivate */
+	private = list_make4(makeInteger(access),
+						 makeString(pstrdup(t->cols[column - 1].name)),
+						 attrs, bounds);
+	private = lappend(private, makeInteger(t->cols[column - 1].field));
+	private = lappend(private, makeInteger(strategy));
+	private = lappend(private, makeInteger(row_version));
+	return make_foreignscan(tlist, scan_clauses, baserel->relid, fdw_exprs,
+							private, NIL, NIL, outer_plan);
+}
+
+/*
+ * Reads the size of info's store from the engine's statistics: entries of
+ * every level and of the memtable (an upper bound of the rows), bytes and
+ * files.
+ */
+static void
+estimate_store(LsmFdwRelInfo *info)
+{
+	LsmFdwStore *s = LsmFdwOpenStore(info->table, false);
+	lsm_stats	stats;
+	double		bytes;
+	int			rc;
+	int			l;
+
+	rc = lsm_get_stats(s->db, &stats);
+	if (rc != LSM_OK)
+		LsmFdwReportError(rc, s->db, info->table->relname,
+						  "read the statistics of");
+	info->store = s;
+	info->memtable_entries = (double) stats.memtable_entries;
+	info->entries = info->memtable_entries;
+	bytes = (double) stats.memtable_bytes;
+	for (l = 0; l < stats.levels && l < LSM_MAX_LEVELS; l++)
+	{
+		info->entries += (double) stats.level[l].entries;
+		info->files += stats.level[l].files;
+		bytes += (double) stats.level[l].bytes;
+	}
+	info->pages = Max(1.0, ceil(bytes / BLCKSZ));
+}
+
+/*
+ * If rinfo's clause is "column op value" or "value op column" on a column
+ * of baserel, with a binary operator and a value that does not reference
+ * baserel and has no volatile function or subplan, fills *q (the operator
+ * commuted if the column was on the right) and returns true.
+ */
+static bool
+match_column_qual(PlannerInfo *root, RelOptInfo *baserel, RestrictInfo *rinfo,
+				  ColumnQual *q)
+{
+	OpExpr	   *op;
+	Node	   *value;
+
+	if (!IsA(rinfo->clause, OpExpr))
+		return false;
+	op = (OpExpr *) rinfo->clause;
+	if (list_length(op->args) != 2)
+		return false;
+	q->rinfo = rinfo;
+	q->opno = op->opno;
+	if (is_column_var(linitial(op->args), baserel->relid, &q->attno))
+		value = lsecond(op->args);
+	else if (is_column_var(lsecond(op->args), baserel->relid, &q->attno))
+	{
+		value = linitial(op->args);
+		q->opno = get_commutator(op->opno);
+		if (!OidIsValid(q->opno))
+			return false;
+	}
+	else
+		return false;
+
+	if (bms_is_member(baserel->relid, pull_varnos(root, value)) ||
+		contain_volatile_functions(value) ||
+		contain_subplans(value))
+		return false;
+	q->value = (Expr *) value;
+	q->valtype = getBaseType(exprType(value));
+	return true;
+}
+
+/*
+ * Whether node is a column (relabelled or not) of relation relid; sets
+ * *attno if so.
+ */
+static bool
+is_column_var(Node *node, Index relid, AttrNumber *attno)
+{
+	while (node != NULL && IsA(node, RelabelType))
+		node = (Node *) ((RelabelType *) node)->arg;
+	if (node == NULL || !IsA(node, Var) ||
+		((Var *) node)->varno != relid ||
+		((Var *) node)->varlevelsup != 0 ||
+		((Var *) node)->varattno <= 0)
+		return false;
+	*attno = ((Var *) node)->varattno;
+	return true;
+}
+
+/*
+ * Whether a value of base type valtype can be encoded like column col (the
+ * key or a field): the column's own type, an integer of another width for
+ * an integer column, text or varchar for a text column.
+ */
+static bool
+value_type_ok(const LsmFdwColumn *col, Oid valtype)
+{
+	switch (col->codec)
+	{
+		case LSMFDW_CODEC_INT2:
+		case LSMFDW_CODEC_INT4:
+		case LSMFDW_CODEC_INT8:
+			return valtype == INT2OID || valtype == INT4OID ||
+				valtype == INT8OID;
+		case LSMFDW_CODEC_TEXT:
+			return valtype == TEXTOID || valtype == VARCHAROID;
+		default:
+			return valtype == col->basetypid;
+	}
+}
+
+/*
+ * The strategy of operator opno (column on the left) in the btree operator
+ * family of col's type, or 0 if it has none there.
+ */
+static int
+column_strategy(const LsmFdwColumn *col, Oid opno)
+{
+	Oid			opclass = GetDefaultOpClass(col->basetypid, BTREE_AM_OID);
+
+	if (!OidIsValid(opclass))
+		return 0;
+	return get_op_opfamily_strategy(opno, get_opclass_family(opclass));
+}
+
+/*
+ * If rinfo's clause is an equality "key = value" that a key lookup
+ * answers exactly, returns value; else NULL.
+ */
+static Expr *
+key_equality_value(PlannerInfo *root, RelOptInfo *baserel,
+				   const LsmFdwTable *t, RestrictInfo *rinfo)
+{
+	ColumnQual	q;
+
+	if (match_column_qual(root, baserel, rinfo, &q) &&
+		key_equality_ok(t, &q, ((OpExpr *) rinfo->clause)->inputcollid))
+		return q.value;
+	return NULL;
+}
+
+/* Whether q is "key = value" and a lookup of the encoded value answers it. */
+static bool
+key_equality_ok(const LsmFdwTable *t, const ColumnQual *q, Oid inputcollid)
+{
+	const LsmFdwColumn *key = &t->cols[t->keyattno - 1];
+
+	/* (a key's collation is deterministic: option.c refuses others) */
+	return q->attno == t->keyattno &&
+		value_type_ok(key, q->valtype) &&
+		column_strategy(key, q->opno) == BTEqualStrategyNumber &&
+		(!OidIsValid(inputcollid) ||
+		 get_collation_isdeterministic(inputcollid));
+}
+
+/*
+ * Whether q is a bound "key < value" (<=, >, >=) that a scan in key order
+ * can serve: the key's byte order must be the operator's order, which for
+ * text keys holds under the "C" collation only.  Sets *strategy.
+ */
+static bool
+key_range_ok(const LsmFdwTable *t, const ColumnQual *q, Oid inputcollid,
+			 int *strategy)
+{
+	const LsmFdwColumn *key = &t->cols[t->keyattno - 1];
+
+	if (q->attno != t->keyattno || !value_type_ok(key, q->valtype))
+		return false;
+	*strategy = column_strategy(key, q->opno);
+	if (*strategy == 0 || *strategy == BTEqualStrategyNumber)
+		return false;
+	return key->codec != LSMFDW_CODEC_TEXT || lc_collate_is_c(inputcollid);
+}
+
+/*
+ * Whether q is "column = value" on a non-key column a value search answers:
+ * its bytes are canonical and in the value filters, and the operator is its
+ * type's btree equality under a deterministic collation.
+ */
+static bool
+value_search_ok(const LsmFdwTable *t, const ColumnQual *q, Oid inputcollid)
+{
+	const LsmFdwColumn *col = &t->cols[q->attno - 1];
+
+	return q->attno != t->keyattno && !col->dropped && col->canonical &&
+		col->field >= 0 && col->field < 64 &&
+		(t->opts.value_unindexed & ((uint64) 1 << col->field)) == 0 &&
+		value_type_ok(col, q->valtype) &&
+		column_strategy(col, q->opno) == BTEqualStrategyNumber &&
+		(!OidIsValid(inputcollid) ||
+		 get_collation_isdeterministic(inputcollid));
+}
+
+/*
+ * If clause is "key IN (...)" or "key = ANY(array)" that a multi-get
+ * answers, returns the array expression and sets *nkeys to the number of
+ * elements (a guess if unknown before execution); else NULL.
+ */
+static Expr *
+key_list_array(PlannerInfo *root, RelOptInfo *baserel, const LsmFdwTable *t,
+			   Expr *clause, double *nkeys)
+{
+	ScalarArrayOpExpr *saop;
+	const LsmFdwColumn *key = &t->cols[t->keyattno - 1];
+	AttrNumber	attno;
+	Node	   *array;
+	Oid			elemtype;
+
+	if (!IsA(clause, ScalarArrayOpExpr))
+		return NULL;
+	saop = (ScalarArrayOpExpr *) clause;
+	if (!saop->useOr || list_length(saop->args) != 2 ||
+		!is_column_var(linitial(saop->args), baserel->relid, &attno) ||
+		attno != t->keyattno)
+		return NULL;
+	array = lsecond(saop->args);
+	elemtype = get_element_type(getBaseType(exprType(array)));
+	if (!OidIsValid(elemtype) ||
+		!value_type_ok(key, getBaseType(elemtype)) ||
+		column_strategy(key, saop->opno) != BTEqualStrategyNumber ||
+		(OidIsValid(saop->inputcollid) &&
+		 !get_collation_isdeterministic(saop->inputcollid)) ||
+		bms_is_member(baserel->relid, pull_varnos(root, array)) ||
+		contain_volatile_functions(array) || contain_subplans(array))
+		return NULL;
+
+	*nkeys = 10;				/* a Param's array */
+	if (IsA(array, Const) && !((Const *) array)->constisnull)
+	{
+		ArrayType  *a = DatumGetArrayTypeP(((Const *) array)->constvalue);
+
+		*nkeys = ArrayGetNItems(ARR_NDIM(a), ARR_DIMS(a));
+	}
+	else if (IsA(array, ArrayExpr))
+		*nkeys = list_length(((ArrayExpr *) array)->elements);
+	return (Expr *) array;
+}
+
+/*
+ * The pathkeys of key order, if the query's first sort key is the key
+ * column ascending and the key's byte order is that sort's order; else
+ * NIL.  Descending order is not offered (the engine's iterators only move
+ * forward).
+ */
+static List *
+key_order_pathkeys(PlannerInfo *root, RelOptInfo *baserel,
+				   const LsmFdwTable *t)
+{
+	const LsmFdwColumn *key = &t->cols[t->keyattno - 1];
+	PathKey    *pk;
+	ListCell   *lc;
+	Oid			opclass;
+
+	if (root->query_pathkeys == NIL)
+		return NIL;
+	pk = linitial(root->query_pathkeys);
+	opclass = GetDefaultOpClass(key->basetypid, BTREE_AM_OID);
+	if (!OidIsValid(opclass) ||
+		pk->pk_opfamily != get_opclass_family(opclass) ||
+		pk->pk_strategy != BTLessStrategyNumber ||
+		(key->codec == LSMFDW_CODEC_TEXT &&
+		 !lc_collate_is_c(pk->pk_eclass->ec_collation)))
+		return NIL;
+	foreach(lc, pk->pk_eclass->ec_members)
+	{
+		EquivalenceMember *em = lfirst(lc);
+		AttrNumber	attno;
+
+		if (bms_equal(em->em_relids, baserel->relids) &&
+			is_column_var((Node *) em->em_expr, baserel->relid, &attno) &&
+			attno == t->keyattno)
+			return list_make1(pk);
+	}
+	return NIL;
+}
+
+/* Adds a key list path for a restriction "key IN (...)", if there is one. */
+static void
+add_key_list_path(PlannerInfo *root, RelOptInfo *baserel, LsmFdwRelInfo *info,
+				  List *pathkeys)
+{
+	ListCell   *lc;
+
+	foreach(lc, baserel->baserestrictinfo)
+	{
+		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+		double		nkeys;
+		Expr	   *array = key_list_array(root, baserel, info->table,
+										   rinfo->clause, &nkeys);
+		double		rows;
+
+		if (array == NULL)
+			continue;
+		rows = Min(baserel->rows, nkeys);
+		add_path(baserel, (Path *)
+				 create_foreignscan_path(root, baserel, NULL, rows,
+										 info->startup,
+										 info->startup +
+										 nkeys * (seq_page_cost + info->per_tuple),
+										 pathkeys, NULL, NULL,
+										 access_private(LSMFDW_ACCESS_KEY_LIST,
+														(Node *) array)));
+		return;
+	}
+}
+
+/*
+ * Adds a range path if restrictions bound the key: it reads the fraction
+ * of the store that they select.
+ */
+static void
+add_range_path(PlannerInfo *root, RelOptInfo *baserel, LsmFdwRelInfo *info,
+			   List *pathkeys)
+{
+	List	   *bounds = NIL;
+	ListCell   *lc;
+	Selectivity sel;
+	Cost		run;
+
+	foreach(lc, baserel->baserestrictinfo)
+	{
+		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+		ColumnQual	q;
+		int			strategy;
+
+		if (match_column_qual(root, baserel, rinfo, &q) &&
+			key_range_ok(info->table, &q,
+						 ((OpExpr *) rinfo->clause)->inputcollid, &strategy))
+			bounds = lappend(bounds, rinfo);
+	}
+	if (bounds == NIL)
+		return;
+
+	sel = clauselist_selectivity(root, bounds, baserel->relid, JOIN_INNER,
+								 NULL);
+	run = seq_page_cost * Max(1.0, info->pages * sel) +
+		info->per_tuple * info->entries * sel;
+	add_path(baserel, (Path *)
+			 create_foreignscan_path(root, baserel, NULL, baserel->rows,
+									 info->startup, info->startup + run,
+									 pathkeys, NULL,
+									 NULL,
+									 access_private(LSMFDW_ACCESS_KEY_RANGE,
+													(Node *) bounds)));
+}
+
+/*
+ * Adds a value search path for the cheapest restriction "column = value"
+ * it can serve; returns whether there was one.
+ */
+static bool
+add_value_search_path(PlannerInfo *root, RelOptInfo *baserel,
+					  LsmFdwRelInfo *info)
+{
+	ColumnQual	best;
+	Cost		best_cost = 0;
+	bool		found = false;
+	ListCell   *lc;
+
+	foreach(lc, baserel->baserestrictinfo)
+	{
+		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+		ColumnQual	q;
+		Cost		cost;
+
+		if (!match_column_qual(root, baserel, rinfo, &q) ||
+			!value_search_ok(info->table, &q,
+							 ((OpExpr *) rinfo->clause)->inputcollid))
+			continue;
+		cost = value_search_cost(info, &q, baserel->rows);
+		if (!found || cost < best_cost)
+		{
+			best = q;
+			best_cost = cost;
+			found = true;
+		}
+	}
+	if (!found)
+		return false;
+
+	add_path(baserel, (Path *)
+			 create_foreignscan_path(root, baserel, NULL, baserel->rows,
+									 info->startup, info->startup + best_cost,
+									 NIL, NULL, NULL,
+									 access_private(LSMFDW_ACCESS_VALUE_SEARCH,
+													(Node *) list_make2(makeInteger(best.attno),
+																		best.value))));
+	return true;
+}
+
+/*
+ * The run cost of a value search for q expected to return rows rows: the
+ * filter probes and the blocks the engine's estimate names for a constant
+ * (for another value, a block per row, at most every page), a pass over
+ * the memtable, and per row the tuple and its check against newer
+ * versions.
+ */
+static Cost
+value_search_cost(LsmFdwRelInfo *info, const ColumnQual *q, double rows)
+{
+	const LsmFdwColumn *col = &info->table->cols[q->attno - 1];
+	double		probes = info->files;
+	double		blocks = Min(info->pages, rows + 1.0);
+
+	if (IsA(q->value, Const) && !((Const *) q->value)->constisnull)
+	{
+		StringInfoData needle;
+		lsm_search_stats st;
+
+		initStringInfo(&needle);
+		if (!LsmFdwEncodeNeedle((LsmFdwColumn *) col,
+								((Const *) q->value)->constvalue, q->valtype,
+								&needle))
+			return 0;			/* nothing can match */
+		if (lsm_value_search_estimate(info->store->db, col->field,
+									  needle.data, needle.len,
+									  lsm_fdw_value_search == LSMFDW_VALUE_SEARCH_OFF
+									  ? LSM_SEARCH_AUTO : lsm_fdw_value_search,
+									  &st) == LSM_OK)
+		{
+			probes = (double) (st.nodes_visited + st.leaves_probed +
+							   st.flat_words / 64);
+			blocks = (double) st.blocks_scanned;
+		}
+		pfree(needle.data);
+	}
+	return cpu_operator_cost * (probes + info->memtable_entries) +
+		seq_page_cost * blocks +
+		rows * (info->per_tuple + cpu_operator_cost * VALIDATION_PROBES);
+}
+
+/*
+ * generate_implied_equalities_for_column callback: whether equivalence
+ * member em is a column a parameterized path can serve (arg: the
+ * RelOptInfo's LsmFdwRelInfo).
+ */
+static bool
+key_member_matches(PlannerInfo *root, RelOptInfo *rel, EquivalenceClass *ec,
+				   EquivalenceMember *em, void *arg)
+{
+	LsmFdwRelInfo *info = (LsmFdwRelInfo *) arg;
+	AttrNumber	attno;
+
+	if (!is_column_var((Node *) em->em_expr, rel->relid, &attno))
+		return false;
+	if (attno == info->table->keyattno)
+		return true;
+	return lsm_fdw_value_search != LSMFDW_VALUE_SEARCH_OFF &&
+		info->table->cols[attno - 1].canonical;
+}
+
+/*
+ * Adds a key lookup or a value search parameterized by the other relations
+ * of each join clause "column = value" (written in the query, or implied
+ * by an equivalence class such as a.key = b.col), one per distinct set of
+ * relations and column.
+ */
+static void
+add_parameterized_paths(PlannerInfo *root, RelOptInfo *baserel,
+						LsmFdwRelInfo *info)
+{
+	List	   *clauses = NIL;
+	List	   *done = NIL;
+	ListCell   *lc;
+
+	foreach(lc, baserel->joininfo)
+	{
+		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+
+		if (join_clause_is_movable_to(rinfo, baserel))
+			clauses = lappend(clauses, rinfo);
+	}
+	if (baserel->has_eclass_joins)
+		clauses = list_concat(clauses,
+							  generate_implied_equalities_for_column(root, baserel,
+																	 key_member_matches,
+																	 info,
+																	 baserel->lateral_referencers));
+
+	foreach(lc, clauses)
+	{
+		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+		Oid			collid;
+		ColumnQual	q;
+		LsmFdwAccess access;
+		Relids		required_outer;
+		double		rows;
+		Cost		cost;
+		ListCell   *lc2;
+		bool		seen = false;
+
+		if (!match_column_qual(root, baserel, rinfo, &q))
+			continue;
+		collid = ((OpExpr *) rinfo->clause)->inputcollid;
+		if (key_equality_ok(info->table, &q, collid))
+		{
+			access = LSMFDW_ACCESS_KEY_LOOKUP;
+			rows = 1.0;
+			cost = seq_page_cost + info->per_tuple;
+		}
+		else if (lsm_fdw_value_search != LSMFDW_VALUE_SEARCH_OFF &&
+				 value_search_ok(info->table, &q, collid))
+		{
+			access = LSMFDW_ACCESS_VALUE_SEARCH;
+			rows = clamp_row_est(info->entries *
+								 clause_selectivity(root, (Node *) rinfo,
+													baserel->relid,
+													JOIN_INNER, NULL));
+			cost = value_search_cost(info, &q, rows);
+		}
+		else
+			continue;
+
+		required_outer = bms_union(rinfo->clause_relids,
+								   baserel->lateral_relids);
+		required_outer = bms_del_members(required_outer, baserel->relids);
+		if (bms_is_empty(required_outer))
+			continue;
+		foreach(lc2, done)
+		{
+			List	   *d = (List *) lfirst(lc2);
+
+			if (intVal(linitial(d)) == q.attno &&
+				bms_equal((Relids) lsecond(d), required_outer))
+				seen = true;
+		}
+		if (seen)
+			continue;
+		done = lappend(done, list_make2(makeInteger(q.attno), required_outer));
+
+		(void) get_baserel_parampathinfo(root, baserel, required_outer);
+		add_path(baserel, (Path *)
+				 create_foreignscan_path(root, baserel, NULL, rows,
+										 info->startup, info->startup + cost,
+										 NIL, required_outer, NULL,
+										 access_private(access,
+														(Node *) rinfo)));
+	}
+}
+
+/* ForeignPath.fdw_private: the access (Integer), then what it uses. */
+static List *
+access_private(LsmFdwAccess access, Node *what)
+{
+	return list_make2(makeInteger(access), what);
+}
