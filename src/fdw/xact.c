@@ -171,6 +171,7 @@ static void undo_to(int pos);
 static void lock_and_check_store(PendingStore *ps);
 static void write_store(PendingStore *ps);
 static uint64 last_sequence(PendingStore *ps);
+static char *describe_key(PendingStore *ps, PendingKey *pk);
 static int	pending_store_cmp(const void *a, const void *b);
 static void remove_dirs(bool commit, SubTransactionId subid);
 static void end_xact(bool commit);
@@ -603,8 +604,6 @@ lock_and_check_store(PendingStore *ps)
 		char	   *row;
 		size_t		rowlen;
 		bool		present;
-		Relation	rel;
-		LsmFdwTable *t;
 		ItemPointerData tid;
 
 		if (pk->base == LSMFDW_BASE_ANY ||
@@ -624,9 +623,11 @@ lock_and_check_store(PendingStore *ps)
 			ereport(ERROR,
 					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 					 errmsg("could not serialize access due to concurrent update"),
-					 errdetail("Another transaction %s a row of foreign table \"%s\" that this transaction updated or deleted.",
-							   present ? "changed" : "deleted", ps->relname),
-					 errhint("Retry the transaction.")));
+					 errdetail("%s was %s by another transaction after this transaction read it.",
+							   describe_key(ps, pk),
+							   present ? "updated" : "deleted"),
+					 errhint("Retry the transaction."),
+					 errcontext("foreign table \"%s\"", ps->relname)));
 		}
 		if (!present)
 			continue;
@@ -637,21 +638,29 @@ lock_and_check_store(PendingStore *ps)
 			continue;
 		}
 
-		/* (an error ends the scan of the hash table with the transaction) */
 		hash_seq_term(&status);
-
-		/* the table is alive (dropped ones are not written): name the key */
-		rel = table_open(ps->relid, NoLock);
-		t = LsmFdwGetTable(rel);
-		table_close(rel, NoLock);
 		ereport(ERROR,
 				(errcode(ERRCODE_UNIQUE_VIOLATION),
 				 errmsg("duplicate key value violates the key of foreign table \"%s\"",
 						ps->relname),
-				 errdetail("Key (%s)=(%s) was inserted by another transaction that committed first.",
-						   t->cols[t->keyattno - 1].name,
-						   LsmFdwKeyToString(t, pk->ref.data, pk->ref.len))));
+				 errdetail("%s was inserted by another transaction that committed first.",
+						   describe_key(ps, pk))));
 	}
+}
+
+/*
+ * "Key (col)=(value)" for pk, for messages.  The table is alive (dropped
+ * ones are not written).
+ */
+static char *
+describe_key(PendingStore *ps, PendingKey *pk)
+{
+	Relation	rel = table_open(ps->relid, NoLock);
+	LsmFdwTable *t = LsmFdwGetTable(rel);
+
+	table_close(rel, NoLock);
+	return psprintf("Key (%s)=(%s)", t->cols[t->keyattno - 1].name,
+					LsmFdwKeyToString(t, pk->ref.data, pk->ref.len));
 }
 
 /*
