@@ -75,6 +75,7 @@ lsm_fdw_handler(PG_FUNCTION_ARGS)
 
 	LsmFdwSetScanRoutines(routine);
 	LsmFdwSetModifyRoutines(routine);
+	LsmFdwSetAnalyzeRoutines(routine);
 	PG_RETURN_POINTER(routine);
 }
 

@@ -292,4 +292,7 @@ extern void LsmFdwSetModifyRoutines(struct FdwRoutine *routine);
 extern bool LsmFdwKeyExists(LsmFdwStore *s, LsmFdwTable *t,
 							const char *key, size_t klen, bool *pending);
 
+/* analyze.c */
+extern void LsmFdwSetAnalyzeRoutines(struct FdwRoutine *routine);
+
 #endif							/* LSM_FDW_H */
