@@ -88,6 +88,10 @@ lsm_table_status(const lsm_table *t, lsm_err *e)
 {
 	if (t->broken_rc == LSM_OK)
 		return LSM_OK;
+	/* an iterator found the index damaged after load() (no message kept) */
+	if (t->broken_msg == NULL)
+		return lsm_err_set(e, t->broken_rc, "malformed index block in %s",
+						   t->name);
 	return lsm_err_set(e, t->broken_rc, "%s", t->broken_msg);
 }
 
