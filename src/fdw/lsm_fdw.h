@@ -21,6 +21,8 @@
  *				pathkeys, the ForeignScan; the GUC lsm_fdw.value_search
  *	scan.c		the scan callbacks (every access path) and EXPLAIN
  *	modify.c	INSERT, UPDATE, DELETE, COPY FROM and TRUNCATE
+ *	analyze.c	ANALYZE: a sample of the store's rows
+ *	functions.c	the lsm_ SQL functions: statistics, flush, compact, verify
  *
  * A foreign table is stored in one engine store.  The engine key is the
  * table's key column encoded so that memcmp order is the type's btree order;
