@@ -57,9 +57,7 @@
 #include "access/stratnum.h"
 #include "access/sysattr.h"
 #include "access/table.h"
-#include "catalog/pg_am.h"
 #include "catalog/pg_type.h"
-#include "commands/defrem.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/clauses.h"
@@ -74,6 +72,7 @@
 #include "utils/lsyscache.h"
 #include "utils/pg_locale.h"
 #include "utils/rel.h"
+#include "utils/typcache.h"
 
 #include "lsm_fdw.h"
 
@@ -134,6 +133,7 @@ static bool match_column_qual(PlannerInfo *root, RelOptInfo *baserel,
 							  RestrictInfo *rinfo, ColumnQual *q);
 static bool is_column_var(Node *node, Index relid, AttrNumber *attno);
 static bool value_type_ok(const LsmFdwColumn *col, Oid valtype);
+static Oid	btree_family(const LsmFdwColumn *col);
 static int	column_strategy(const LsmFdwColumn *col, Oid opno);
 static Expr *key_equality_value(PlannerInfo *root, RelOptInfo *baserel,
 								const LsmFdwTable *t, RestrictInfo *rinfo);
@@ -506,17 +506,28 @@ value_type_ok(const LsmFdwColumn *col, Oid valtype)
 }
 
 /*
+ * The btree operator family of the default operator class of col's type
+ * (from the type cache: planning runs for every statement), or InvalidOid.
+ */
+static Oid
+btree_family(const LsmFdwColumn *col)
+{
+	return lookup_type_cache(col->basetypid,
+							 TYPECACHE_BTREE_OPFAMILY)->btree_opf;
+}
+
+/*
  * The strategy of operator opno (column on the left) in the btree operator
  * family of col's type, or 0 if it has none there.
  */
 static int
 column_strategy(const LsmFdwColumn *col, Oid opno)
 {
-	Oid			opclass = GetDefaultOpClass(col->basetypid, BTREE_AM_OID);
+	Oid			opfamily = btree_family(col);
 
-	if (!OidIsValid(opclass))
+	if (!OidIsValid(opfamily))
 		return 0;
-	return get_op_opfamily_strategy(opno, get_opclass_family(opclass));
+	return get_op_opfamily_strategy(opno, opfamily);
 }
 
 /*
@@ -645,14 +656,14 @@ key_order_pathkeys(PlannerInfo *root, RelOptInfo *baserel,
 	const LsmFdwColumn *key = &t->cols[t->keyattno - 1];
 	PathKey    *pk;
 	ListCell   *lc;
-	Oid			opclass;
+	Oid			opfamily;
 
 	if (root->query_pathkeys == NIL)
 		return NIL;
 	pk = linitial(root->query_pathkeys);
-	opclass = GetDefaultOpClass(key->basetypid, BTREE_AM_OID);
-	if (!OidIsValid(opclass) ||
-		pk->pk_opfamily != get_opclass_family(opclass) ||
+	opfamily = btree_family(key);
+	if (!OidIsValid(opfamily) ||
+		pk->pk_opfamily != opfamily ||
 		pk->pk_strategy != BTLessStrategyNumber ||
 		(key->codec == LSMFDW_CODEC_TEXT &&
 		 !lc_collate_is_c(pk->pk_eclass->ec_collation)))
