@@ -27,7 +27,10 @@ SELECT * FROM tweets WHERE id = :lookup_id;
 \echo 'A heap table without an index on usr reads every row to answer this. The'
 \echo 'foreign scan''s "LSM Access" line says how the store answered: a full scan'
 \echo 'reads every row; a value search probes the Bloom filters of values kept for'
-\echo 'every column and reads only the SSTables and blocks that may hold the value.'
+\echo 'every column and reads only the SSTables and blocks that may hold the value:'
+\echo '"nodes" and "leaves probed" count the filters of the hierarchy it probed,'
+\echo '"SSTables read" the files it opened, "false" those that did not hold it.'
+\echo 'The planner chose it by cost, from the engine''s estimate and ANALYZE.'
 \echo
 EXPLAIN ANALYZE SELECT count(*) FROM tweets WHERE usr = 'user031337';
 \echo 'The same answer as the heap table:'
@@ -51,8 +54,7 @@ ORDER BY t.ts DESC LIMIT 3;
 \echo
 \echo 'Tweets by id with their authors: the foreign scan is the inner side of a'
 \echo 'nested loop, one key lookup per outer row (loops=5), parameterized by the'
-\echo 'outer id. The planner has no statistics of foreign tables yet (no ANALYZE),'
-\echo 'so its row estimates for the lookups are guesses.'
+\echo 'outer id; the users are then found by their primary key.'
 \echo
 EXPLAIN ANALYZE
 SELECT t.id, u.name, u.country, t.lang, t.body
