@@ -35,10 +35,12 @@
 
 #include "common/file_perm.h"
 #include "miscadmin.h"
+#include "storage/fd.h"
 #include "storage/ipc.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/memutils.h"
+#include "utils/syscache.h"
 
 #include "lsm_fdw.h"
 
@@ -48,6 +50,7 @@ static HTAB *stores = NULL;
 static void init_cache(void);
 static void close_store(LsmFdwStore *s);
 static void make_parent_directory(const LsmFdwTable *t);
+static void remove_dropped_databases(void);
 static int	interrupt_pending(void *arg);
 static void relcache_invalidated(Datum arg, Oid relid);
 static void close_all_stores(int code, Datum arg);
@@ -103,6 +106,8 @@ LsmFdwOpenStore(LsmFdwTable *t, bool refresh)
 		lsm_db	   *db;
 		char	   *path;
 
+		if (t->default_location)
+			remove_dropped_databases();
 		make_parent_directory(t);
 		existed = (stat(t->path, &st) == 0);
 		path = MemoryContextStrdup(TopMemoryContext, t->path);
@@ -330,6 +335,49 @@ make_parent_directory(const LsmFdwTable *t)
 					 errcontext("foreign table \"%s\"", t->relname)));
 	}
 	pfree(parent);
+}
+
+/*
+ * Removes the default-location stores of databases that no longer exist
+ * ($PGDATA/lsm_fdw/<OID> where no database has that OID).  DROP DATABASE
+ * runs in another database, where nothing of ours hears of it, so the
+ * first backend that opens a store afterwards cleans up; once per backend.
+ * A database being dropped is still in pg_database until the drop commits;
+ * a database being created has no stores yet.  Failures are only logged.
+ */
+static void
+remove_dropped_databases(void)
+{
+	static bool done = false;
+	DIR		   *dir;
+	struct dirent *de;
+
+	if (done)
+		return;
+	done = true;
+	dir = AllocateDir(LSMFDW_DEFAULT_DIR);
+	if (dir == NULL)
+		return;					/* no store yet */
+	while ((de = ReadDirExtended(dir, LSMFDW_DEFAULT_DIR, LOG)) != NULL)
+	{
+		char	   *end;
+		unsigned long oid;
+		char	   *path;
+
+		errno = 0;
+		oid = strtoul(de->d_name, &end, 10);
+		if (de->d_name[0] < '1' || de->d_name[0] > '9' || *end != '\0' ||
+			errno != 0 || oid > PG_UINT32_MAX ||
+			SearchSysCacheExists1(DATABASEOID, ObjectIdGetDatum((Oid) oid)))
+			continue;
+		path = psprintf("%s/%s", LSMFDW_DEFAULT_DIR, de->d_name);
+		ereport(LOG,
+				(errmsg("lsm_fdw: removing \"%s\", the stores of a dropped database",
+						path)));
+		(void) rmtree(path, true);
+		pfree(path);
+	}
+	FreeDir(dir);
 }
 
 /*

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# test/pg/drop_database.sh: DROP DATABASE must take its tables' stores.
+#
+# A foreign table's store lives at $PGDATA/lsm_fdw/<database oid>/<table
+# oid> (without a directory option on the server) and goes when a DROP of
+# the table commits: DROP FOREIGN TABLE, DROP SCHEMA/SERVER/EXTENSION ...
+# CASCADE all pass through the object access hook (sql/xact.sql).  DROP
+# DATABASE does not: it runs in another database, where no hook sees the
+# tables.  So the first backend that opens a store afterwards removes the
+# directories of databases that no longer exist (store.c); this test checks
+# that $PGDATA/lsm_fdw/<database oid> is gone after that.
+#
+# Environment: see common.bash.
+
+# shellcheck source-path=SCRIPTDIR source=common.bash
+source "$(dirname "${BASH_SOURCE[0]}")/common.bash"
+
+db=lsm_drop_database
+
+main() {
+	local dboid reloid dir
+
+	create_db "$db"
+	sql "$db" "CREATE FOREIGN TABLE doomed (k int4 OPTIONS (key 'true'), v text)
+		SERVER lsm" \
+		"INSERT INTO doomed SELECT g, md5(g::text) FROM generate_series(1, 1000) g"
+	dboid=$(sql postgres "SELECT oid FROM pg_database WHERE datname = '$db'")
+	reloid=$(sql "$db" "SELECT 'doomed'::regclass::oid")
+	dir=$PGDATA/lsm_fdw/$dboid
+	if [ -d "$dir/$reloid" ]; then
+		ok store_created
+	else
+		fail store_created "no store directory $dir/$reloid"
+	fi
+
+	# DROP DATABASE runs in another database, where lsm_fdw hears nothing
+	# of it: the next backend that opens a store removes what is left
+	sql postgres "DROP DATABASE $db"
+	create_db "${db}_next"
+	sql "${db}_next" "CREATE FOREIGN TABLE t (k int4 OPTIONS (key 'true')) SERVER lsm" \
+		"INSERT INTO t VALUES (1)"
+	drop_db "${db}_next"
+	if [ -e "$dir" ]; then
+		fail drop_database_removes_stores \
+			"DROP DATABASE $db (oid $dboid) left $dir behind:" \
+			"$(cd "$PGDATA" && find "lsm_fdw/$dboid" | head -n 10)"
+		# ours, and nobody else's: do not leave it in the cluster
+		rm -rf "$dir"
+	else
+		ok drop_database_removes_stores
+	fi
+}
+
+main
