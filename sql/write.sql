@@ -111,6 +111,11 @@ SELECT count(*) FROM acc;
 INSERT INTO acc VALUES (1, 'after truncate', 0);
 SELECT * FROM acc;
 
+-- synchronous_commit = off: the commit does not wait for the log's fsync
+SET synchronous_commit = off;
+INSERT INTO acc VALUES (2, 'asynchronous commit', 0);
+RESET synchronous_commit;
+
 -- the writes are in the store: a new session sees them
 \c -
 SELECT * FROM acc;

@@ -59,6 +59,11 @@
  * transaction created) follow the subtransactions as well: each entry names
  * the subtransaction whose commit (a DROP) or abort (a CREATE) it waits for.
  *
+ * Durability follows synchronous_commit: off writes each store's batch to
+ * its log without syncing it (a crash of the server process loses nothing,
+ * a crash of the machine may lose the last commits, as for PostgreSQL's
+ * own WAL); any other value syncs it (unless fsync = off).
+ *
  * Limits of this version: the pending writes live in memory for the whole
  * transaction (no spilling); a transaction that writes several stores
  * writes them one by one after all the checks, so an engine failure (disk
@@ -702,8 +707,11 @@ write_store(PendingStore *ps)
 			break;
 		}
 	}
+	/* synchronous_commit = off: the WAL record is written, not synced */
 	if (rc == LSM_OK && lsm_batch_count(b) > 0)
-		rc = lsm_write(ps->store->db, b);
+		rc = lsm_write_opt(ps->store->db, b,
+						   synchronous_commit > SYNCHRONOUS_COMMIT_OFF
+						   ? LSM_WRITE_DEFAULT : LSM_WRITE_NOSYNC);
 	lsm_batch_free(b);
 	if (rc != LSM_OK)
 		LsmFdwReportError(rc, ps->store->db, ps->relname, "write");
