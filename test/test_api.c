@@ -692,7 +692,26 @@ TEST(key_limits)
 	CHECK_RC(LSM_INVALID, lsm_delete(db, big, 65536));
 	CHECK_RC(LSM_INVALID, lsm_batch_put(b, big, 65536, "v", 1));
 	CHECK_EQ_U(lsm_batch_count(b), 0);
-	CHECK_RC(LSM_NOTFOUND, lsm_get(db, big, 65536, &val, &vlen));
+	CHECK_EQ(LSM_MAX_KEY_LEN, 65535);
+	/* every function that takes a key checks it (lsm.h) */
+	CHECK_RC(LSM_INVALID, lsm_get(db, big, 65536, &val, &vlen));
+	CHECK(lsm_errmsg(db)[0] != '\0');
+	{
+		const void *keys[2] = {"a", big};
+		size_t		klens[2] = {1, 65536};
+		void	   *vals[2];
+		size_t		vlens[2];
+		int			rcs[2];
+
+		CHECK_DB_OK(db, lsm_multi_get(db, 2, keys, klens, vals, vlens, rcs));
+		CHECK_RC(LSM_NOTFOUND, rcs[0]);
+		CHECK_RC(LSM_INVALID, rcs[1]);
+	}
+	CHECK_DB_OK(db, lsm_iter_open(db, &it));
+	lsm_iter_seek(it, big, 65536);
+	CHECK(!lsm_iter_valid(it));
+	CHECK_RC(LSM_INVALID, lsm_iter_status(it));
+	lsm_iter_close(it);
 
 	/* 65535 bytes: fine in the memtable, an SSTable, after compaction */
 	CHECK_DB_OK(db, lsm_put(db, big, 65535, "max", 3));

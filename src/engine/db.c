@@ -1188,6 +1188,10 @@ lsm_get(lsm_db *db, const void *key, size_t klen, void **val, size_t *vlen)
 		return LSM_INVALID;
 	*val = NULL;
 	*vlen = 0;
+	if (klen > LSM_MAX_KEY_LEN)
+		return lsm_err_set(&db->err, LSM_INVALID,
+						   "key of %zu bytes is longer than %d", klen,
+						   LSM_MAX_KEY_LEN);
 	db->ctr.gets++;
 	if (lsm_memtable_get(db->mem, key, klen, UINT64_MAX, &kind, &mv, &mvlen, &seq))
 		return found(db, kind == LSM_KIND_DEL, mv, mvlen, val, vlen);
@@ -1237,6 +1241,13 @@ lsm_multi_get(lsm_db *db, size_t n, const void *const *keys,
 		vlens[i] = 0;
 		rcs[i] = LSM_NOTFOUND;
 		st[i].done = false;
+		if (klens[i] > LSM_MAX_KEY_LEN || (keys[i] == NULL && klens[i] > 0))
+		{
+			rcs[i] = LSM_INVALID;
+			st[i].done = true;
+			left--;
+			continue;
+		}
 		db->ctr.gets++;
 		if (lsm_memtable_get(db->mem, keys[i], klens[i], UINT64_MAX, &kind,
 							 &mv, &mvlen, &seq))

@@ -376,6 +376,13 @@ lsm_iter_seek(lsm_iter *it, const void *key, size_t klen)
 	if (it == NULL || it->rc != LSM_OK)
 		return;
 	it->positioned = true;
+	if (key != NULL && klen > LSM_MAX_KEY_LEN)
+	{
+		it->rc = lsm_err_set(&it->err, LSM_INVALID,
+							 "seek key of %zu bytes is longer than %d", klen,
+							 LSM_MAX_KEY_LEN);
+		return;
+	}
 	lsm_iiter_seek(it->m, key, key ? klen : 0);
 	iter_skip(it);
 }

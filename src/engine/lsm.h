@@ -51,6 +51,9 @@ typedef struct lsm_iter lsm_iter;	/* an ordered cursor over a snapshot */
 #define LSM_INTERRUPTED (-30808)	/* the interrupt callback asked to stop */
 #define LSM_EXISTS		(-30809)	/* lsm_open with error_if_exists */
 
+/* Longest key: every function that takes a key refuses longer ones. */
+#define LSM_MAX_KEY_LEN 65535
+
 /*
  * Returns a static, human-readable name for a return code.
  */
@@ -161,7 +164,9 @@ void		lsm_batch_free(lsm_batch *b);
  * wholly absent.  With o->sync it is durable on return.  Takes the write lock
  * (bounded wait, LSM_BUSY on timeout), catches up with other writers, appends
  * one WAL record, and flushes the memtable if it is over its threshold.  The
- * batch is not consumed.  Keys must be non-empty and at most 64 KiB - 1.
+ * batch is not consumed.  Keys must be non-empty and at most
+ * LSM_MAX_KEY_LEN bytes (lsm_batch_put and lsm_batch_delete refuse others
+ * with LSM_INVALID).
  */
 int			lsm_write(lsm_db *db, lsm_batch *b);
 
@@ -173,7 +178,8 @@ int			lsm_delete(lsm_db *db, const void *key, size_t klen);
 /*
  * Looks key up.  On LSM_OK *val is a new allocation of *vlen bytes (release
  * with lsm_free; it is NUL-terminated for convenience); LSM_NOTFOUND if the
- * key is absent or deleted.  The key is hashed exactly once.
+ * key is absent or deleted; LSM_INVALID if klen > LSM_MAX_KEY_LEN.  The key
+ * is hashed exactly once.
  */
 int			lsm_get(lsm_db *db, const void *key, size_t klen,
 					void **val, size_t *vlen);
@@ -183,7 +189,8 @@ void		lsm_free(void *p);
  * Batched point lookup of n keys.  Each key is hashed once and every filter
  * line it needs is prefetched before probing.  For each i, rcs[i] is LSM_OK
  * (vals[i]/vlens[i] set, release vals[i] with lsm_free) or LSM_NOTFOUND, or
- * an error code.  Returns LSM_OK unless an error stopped the whole call.
+ * an error code (LSM_INVALID for a key longer than LSM_MAX_KEY_LEN).
+ * Returns LSM_OK unless an error stopped the whole call.
  */
 int			lsm_multi_get(lsm_db *db, size_t n, const void *const *keys,
 						  const size_t *klens, void **vals, size_t *vlens,
@@ -193,7 +200,8 @@ int			lsm_multi_get(lsm_db *db, size_t n, const void *const *keys,
  * Iterators.  The snapshot is taken at lsm_iter_open: later writes, flushes
  * and compactions (in any process) don't show.  The iterator is unpositioned
  * until the first seek.  Key and value pointers are valid until the next
- * move or close.
+ * move or close.  A seek to a key longer than LSM_MAX_KEY_LEN stops the
+ * iterator with status LSM_INVALID.
  */
 int			lsm_iter_open(lsm_db *db, lsm_iter **out);
 void		lsm_iter_seek(lsm_iter *it, const void *key, size_t klen);

@@ -180,7 +180,7 @@ lsm_key_cmp(const void *a, size_t alen, const void *b, size_t blen)
 	return (alen > blen) - (alen < blen);
 }
 
-#define LSM_MAX_KEY_LEN 65535
+/* LSM_MAX_KEY_LEN is public (lsm.h) */
 #define LSM_MAX_VALUE_LEN ((size_t) 1 << 30)
 
 /* ---------- hashing and checksums ---------- */
