@@ -991,39 +991,62 @@ needs_compaction(const lsm_db *db)
 int
 lsm_write(lsm_db *db, lsm_batch *b)
 {
+	return lsm_write_opt(db, b, LSM_WRITE_DEFAULT);
+}
+
+int
+lsm_write_opt(lsm_db *db, lsm_batch *b, int flags)
+{
 	lsm_err		e;
+	bool		sync;
+	int			rc;
+
+	if (db == NULL || b == NULL)
+		return LSM_INVALID;
+	if (flags == LSM_WRITE_DEFAULT)
+		sync = db->opt.sync != 0;
+	else if (flags == LSM_WRITE_SYNC || flags == LSM_WRITE_NOSYNC)
+		sync = flags == LSM_WRITE_SYNC;
+	else
+		return lsm_err_set(&db->err, LSM_INVALID, "unknown write flags %d",
+						   flags);
+	lsm_err_clear(&e);
+	rc = lsm_db_write(db, b, sync, &e);
+	return lsm_db_fail(db, rc, &e);
+}
+
+int
+lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, lsm_err *e)
+{
 	char		name[32];
 	uint64_t	first;
 	bool		flushed = false;
 	int			rc;
 
-	if (db == NULL || b == NULL)
-		return LSM_INVALID;
 	if (b->count == 0)
 		return LSM_OK;
-	lsm_err_clear(&e);
-	rc = lsm_db_write_lock(db, &e);
+	rc = lsm_db_write_lock(db, e);
 	if (rc != LSM_OK)
-		return lsm_db_fail(db, rc, &e);
+		return rc;
 
 	first = db->last_seq + 1;
 	lsm_put_u64(b->rep.data + LSM_WAL_HEADER, first);
 	lsm_put_u32(b->rep.data + LSM_WAL_HEADER + 8, b->count);
 	lsm_wal_filename(db->log_number, name, sizeof(name));
-	rc = lsm_wal_append(db->log_fd, name, b->rep.data, b->rep.len, &e);
-	if (rc == LSM_OK && db->opt.sync)
-		rc = lsm_env_fsync(db->log_fd, name, &e);
+	rc = lsm_wal_append(db->log_fd, name, b->rep.data, b->rep.len, e);
+	if (rc == LSM_OK && sync)
+		rc = lsm_env_fsync(db->log_fd, name, e);
 	if (rc != LSM_OK)
 	{
 		/* invariant (7): no partial or unacknowledged record stays behind */
 		(void) lsm_env_ftruncate(db->log_fd, (off_t) db->log_off, name, NULL);
 		lsm_db_write_unlock(db);
-		return lsm_db_fail(db, rc, &e);
+		return rc;
 	}
 	db->ctr.wal_bytes_written += b->rep.len;
 	db->ctr.user_bytes_written += b->user_bytes;
 	rc = lsm_batch_iterate(b->rep.data + LSM_WAL_HEADER,
-						   b->rep.len - LSM_WAL_HEADER, apply_entry, db->mem, &e);
+						   b->rep.len - LSM_WAL_HEADER, apply_entry, db->mem, e);
 	if (rc != LSM_OK)
 	{
 		/* committed, but our memtable is incomplete: rebuild it from the log */
@@ -1037,13 +1060,13 @@ lsm_write(lsm_db *db, lsm_batch *b)
 			db->last_seq = db->current->last_seq;
 		}
 		lsm_db_write_unlock(db);
-		return lsm_db_fail(db, rc, &e);
+		return rc;
 	}
 	db->log_off += b->rep.len;
 	db->last_seq = first + b->count - 1;
 	if (lsm_memtable_bytes(db->mem) >= db->opt.memtable_bytes)
 	{
-		rc = flush_locked(db, &e);
+		rc = flush_locked(db, e);
 		flushed = rc == LSM_OK;
 		if (rc != LSM_OK)
 		{
@@ -1053,7 +1076,13 @@ lsm_write(lsm_db *db, lsm_batch *b)
 	}
 	lsm_db_write_unlock(db);
 	if (flushed && db->opt.auto_compact && needs_compaction(db))
-		(void) lsm_db_compact(db, false, &e);
+	{
+		lsm_err		ce;
+
+		/* the write is committed: a failed compaction is retried later */
+		lsm_err_clear(&ce);
+		(void) lsm_db_compact(db, false, &ce);
+	}
 	return LSM_OK;
 }
 

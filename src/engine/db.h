@@ -103,6 +103,9 @@ int			lsm_db_version_get(lsm_db *db, lsm_version *v, const void *key,
 /* Gives a new table the store's value filter parameters. */
 int			lsm_db_value_params(lsm_db *db, lsm_table_builder *b, lsm_err *e);
 
+/* The write path of lsm_write_opt with sync resolved (true: fdatasync). */
+int			lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, lsm_err *e);
+
 /* Is the interrupt callback asking to stop? */
 bool		lsm_db_interrupted(lsm_db *db);
 

@@ -170,6 +170,21 @@ void		lsm_batch_free(lsm_batch *b);
  */
 int			lsm_write(lsm_db *db, lsm_batch *b);
 
+/* Flags of lsm_write_opt and lsm_stage_commit. */
+#define LSM_WRITE_DEFAULT	0	/* as the handle's sync option says */
+#define LSM_WRITE_SYNC		1	/* fdatasync the WAL before returning */
+#define LSM_WRITE_NOSYNC	2	/* leave the WAL record in the page cache:
+								 * survives a crash of the process, not of
+								 * the machine */
+
+/*
+ * lsm_write with the durability of this one write chosen by flags (one of
+ * LSM_WRITE_*), overriding the handle's sync option.  LSM_INVALID for
+ * unknown flags.  (The PostgreSQL glue maps synchronous_commit = off to
+ * LSM_WRITE_NOSYNC.)
+ */
+int			lsm_write_opt(lsm_db *db, lsm_batch *b, int flags);
+
 /* Convenience wrappers around a one-entry batch. */
 int			lsm_put(lsm_db *db, const void *key, size_t klen,
 					const void *val, size_t vlen);
