@@ -522,7 +522,8 @@ update_tree(lsm_db *db, lsm_version *v, const lsm_hnode *base,
 
 			if (f->table == NULL && lsm_hier_is_leaf(f, l))
 			{
-				rc = lsm_table_open(db->dir, f->meta.number, &f->table, e);
+				rc = lsm_table_open(db->dir, f->meta.number, f->meta.global_seq,
+											&f->table, e);
 				if (rc != LSM_OK)
 					return rc;
 			}

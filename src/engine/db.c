@@ -470,7 +470,8 @@ open_tables(lsm_db *db, lsm_version *v, lsm_err *e)
 				lsm_table_ref(f->table);
 				continue;
 			}
-			rc = lsm_table_open(db->dir, f->meta.number, &f->table, e);
+			rc = lsm_table_open(db->dir, f->meta.number, f->meta.global_seq,
+										&f->table, e);
 		}
 	free(old);
 	if (rc == LSM_OK && lsm_version_bind_filters(v) != LSM_OK)
