@@ -484,9 +484,10 @@ struct lsm_iter
 	bool		positioned;
 	int			rc;
 	bool		search;			/* m is a value search (vsearch.c) */
+	bool		deletes;		/* show tombstones (a stage's iterator) */
 };
 
-/* Skips tombstones. */
+/* Skips tombstones (unless the iterator shows them). */
 static void
 iter_skip(lsm_iter *it)
 {
@@ -494,7 +495,7 @@ iter_skip(lsm_iter *it)
 
 	while (it->m->valid)
 	{
-		if (!it->m->del)
+		if (!it->m->del || it->deletes)
 			return;
 		if ((++steps & 4095) == 0 && lsm_db_interrupted(it->db))
 		{
@@ -532,6 +533,29 @@ iter_open(lsm_db *db, lsm_iter **out)
 }
 
 int
+lsm_iter_build(lsm_db *db, bool deletes, lsm_iiter *(*build) (void *arg,
+															   lsm_err *err),
+			   void *arg, lsm_iter **out)
+{
+	lsm_iter   *it = calloc(1, sizeof(*it));
+
+	*out = NULL;
+	if (it == NULL)
+		return LSM_NOMEM;
+	it->db = db;
+	it->deletes = deletes;
+	it->m = build(arg, &it->err);
+	if (it->m == NULL)
+	{
+		free(it);
+		return LSM_NOMEM;
+	}
+	db->open_iters++;
+	*out = it;
+	return LSM_OK;
+}
+
+int
 lsm_iter_open(lsm_db *db, lsm_iter **out)
 {
 	if (db == NULL || out == NULL)
@@ -554,6 +578,12 @@ lsm_iter_seek(lsm_iter *it, const void *key, size_t klen)
 	}
 	lsm_iiter_seek(it->m, key, key ? klen : 0);
 	iter_skip(it);
+}
+
+int
+lsm_iter_is_delete(const lsm_iter *it)
+{
+	return lsm_iter_valid(it) && it->m->del;
 }
 
 int
