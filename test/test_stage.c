@@ -846,6 +846,114 @@ TEST(stage_basic)
 	free(big);
 }
 
+/*
+ * Lookups in the runs compare keys by their first 8 bytes first: keys that
+ * share them (long common prefixes), keys with zero bytes where the fence
+ * pads with zeros, keys that are prefixes of others, spread over many
+ * runs; every staged key is found with its newest write, every key around
+ * them is not, before and after the commit.
+ */
+TEST(stage_key_shapes)
+{
+	static const char *const prefixes[] = {"", "a", "ab", "ab\0", "ab\0\0\0\0\0\0",
+		"prefix__", "prefix__x", "prefix_", "\xff\xff\xff\xff\xff\xff\xff\xff",
+	"\xff\xff\xff\xff\xff\xff\xff\xff\xff"};
+	static const size_t plen[] = {0, 1, 2, 3, 8, 8, 9, 7, 8, 9};
+	char	   *dir = harness_tmpdir("stage-keys");
+	lsm_db	   *db = open_store(dir, 1);
+	lsm_stage  *st;
+	uint64_t	rng = harness_seed() ^ 0x4e75;
+	enum
+	{
+		NP = 10,
+		NS = 300
+	};
+	static int	state[NP][NS];	/* 0 absent, 1 put (version), 2 deleted */
+	static int	ver[NP][NS];
+	int			p,
+				n,
+				round;
+
+	memset(state, 0, sizeof(state));
+	CHECK_DB_OK(db, lsm_stage_open(db, 4096, &st));
+	for (round = 0; round < 3000; round++)
+	{
+		char		k[32],
+					v[32];
+		size_t		klen;
+
+		p = (int) (harness_rand64(&rng) % NP);
+		n = (int) (harness_rand64(&rng) % NS);
+		memcpy(k, prefixes[p], plen[p]);
+		k[plen[p]] = (char) (n >> 8);	/* zero bytes in most keys */
+		k[plen[p] + 1] = (char) (n & 0xff);
+		klen = plen[p] + 2;
+		if (harness_rand64(&rng) % 4 == 0)
+		{
+			CHECK_DB_OK(db, lsm_stage_delete(st, k, klen));
+			state[p][n] = 2;
+		}
+		else
+		{
+			ver[p][n] = round;
+			CHECK_DB_OK(db, lsm_stage_put(st, k, klen, v,
+										  (size_t) sprintf(v, "%d", round)));
+			state[p][n] = 1;
+		}
+	}
+	CHECK_GT(lsm_stage_runs(st), 10);
+	for (round = 0; round < 2; round++)
+	{
+		for (p = 0; p < NP; p++)
+			for (n = 0; n < NS; n++)
+			{
+				char		k[32],
+							w[32];
+				size_t		klen,
+							vlen;
+				void	   *v;
+				int			rc,
+							t;
+
+				memcpy(k, prefixes[p], plen[p]);
+				k[plen[p]] = (char) (n >> 8);
+				k[plen[p] + 1] = (char) (n & 0xff);
+				klen = plen[p] + 2;
+				for (t = 0; t < 3; t++)
+				{
+					/* the key, a longer one with a zero byte, a shorter one */
+					size_t		l = t == 0 ? klen : t == 1 ? klen + 1 : klen - 1;
+
+					k[klen] = '\0';
+					if (t > 0 && (l == klen || l == 0))
+						continue;
+					rc = round == 0 ? lsm_stage_get(st, k, l, &v, &vlen) :
+						lsm_get(db, k, l, &v, &vlen);
+					if (t > 0 || state[p][n] == 0)
+					{
+						/* never written by this test, unless it is another key's */
+						if (rc == LSM_OK)
+							lsm_free(v);
+						continue;
+					}
+					if (state[p][n] == 2)
+						CHECK_RC(round == 0 ? LSM_DELETED : LSM_NOTFOUND, rc);
+					else
+					{
+						CHECK_MSG(rc == LSM_OK, "prefix %d key %d: %s", p, n,
+								  lsm_strerror(rc));
+						CHECK_MEMEQ(v, vlen, w, (size_t) sprintf(w, "%d", ver[p][n]));
+						lsm_free(v);
+					}
+				}
+			}
+		if (round == 0)
+			CHECK_DB_OK(db, lsm_stage_commit(st, LSM_WRITE_DEFAULT));
+	}
+	CHECK_DB_OK(db, lsm_verify(db));
+	CHECK_DB_OK(db, lsm_close(db));
+}
+
 /* lsm_write_opt: the flag, not the handle's option, decides the fsync. */
 TEST(write_opt_sync)
 {
@@ -1930,6 +2038,7 @@ main(int argc, char **argv)
 	harness_init(argc, argv);
 	signal(SIGPIPE, SIG_IGN);	/* a dead child fails a check, not us */
 	RUN(stage_basic);
+	RUN(stage_key_shapes);
 	RUN(write_opt_sync);
 	RUN(stage_model);
 	RUN(stage_deletes_deep_keys);

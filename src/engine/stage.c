@@ -72,6 +72,8 @@ typedef struct stage_run
 	lsm_table_meta meta;		/* number: its file in the stage directory */
 	lsm_table  *table;
 	lsm_bloom	filter;			/* copied out of the table (0 lines: none) */
+	uint64_t	lo,				/* fences of its smallest and largest key */
+				hi;
 } stage_run;
 
 struct lsm_stage
@@ -87,7 +89,44 @@ struct lsm_stage
 	int			nruns;
 	int			cap;
 	stage_run  *runs;			/* oldest first */
+	int		   *cand;			/* scratch of lookups: cap run indexes */
+	bool		have_range;		/* lo and hi hold the range of all runs */
+	lsm_buf		lo,				/* smallest and largest key of all runs */
+				hi;
+	uint64_t	lo_fence,
+				hi_fence;
 };
+
+/*
+ * The first 8 bytes of a key as a big-endian integer, zero-padded: keys
+ * compare like their fences whenever the fences differ, so most range
+ * checks of a lookup cost an integer comparison.
+ */
+static inline uint64_t
+fence_of(const uint8_t *key, size_t klen)
+{
+	uint64_t	f = 0;
+	size_t		i;
+
+	for (i = 0; i < 8; i++)
+		f = f << 8 | (i < klen ? key[i] : 0);
+	return f;
+}
+
+/* Is key (fence kf) within [lo, hi] (fences lof, hif)? */
+static inline bool
+range_covers(uint64_t lof, const uint8_t *lo, size_t lolen, uint64_t hif,
+			 const uint8_t *hi, size_t hilen, uint64_t kf, const void *key,
+			 size_t klen)
+{
+	if (kf < lof || kf > hif)
+		return false;
+	if (kf == lof && lsm_key_cmp(lo, lolen, key, klen) > 0)
+		return false;
+	if (kf == hif && lsm_key_cmp(hi, hilen, key, klen) < 0)
+		return false;
+	return true;
+}
 
 /* ---------- staging directories ---------- */
 
@@ -270,6 +309,9 @@ stage_free(lsm_stage *st)
 		lsm_table_meta_free(&st->runs[i].meta);
 	}
 	free(st->runs);
+	free(st->cand);
+	lsm_buf_free(&st->lo);
+	lsm_buf_free(&st->hi);
 	if (st->dir)
 		remove_dir(st->dir);
 	/* the lock goes last: until then no sweeper touches the directory */
@@ -342,10 +384,15 @@ spill(lsm_stage *st, lsm_err *e)
 	{
 		int			cap = st->cap ? st->cap * 2 : 8;
 		stage_run  *g = realloc(st->runs, sizeof(stage_run) * (size_t) cap);
+		int		   *c;
 
 		if (g == NULL)
 			return LSM_NOMEM_ERR(e);
 		st->runs = g;
+		c = realloc(st->cand, sizeof(int) * (size_t) cap);
+		if (c == NULL)
+			return LSM_NOMEM_ERR(e);
+		st->cand = c;
 		st->cap = cap;
 	}
 	/* taken now so that nothing can fail once the run is written */
@@ -407,6 +454,34 @@ spill(lsm_stage *st, lsm_err *e)
 		return rc;
 	}
 	lsm_table_filter(r->table, &r->filter);
+	r->lo = fence_of(r->meta.smallest, r->meta.smallest_len);
+	r->hi = fence_of(r->meta.largest, r->meta.largest_len);
+	/*
+	 * The range of all runs, so that a lookup outside it (every lookup of
+	 * an ascending load) touches no run.  Out of memory, lookups go without.
+	 */
+	if (st->nruns == 0)
+		st->have_range = true;
+	if (st->have_range &&
+		(st->nruns == 0 ||
+		 lsm_key_cmp(r->meta.smallest, r->meta.smallest_len, st->lo.data,
+					 st->lo.len) < 0))
+	{
+		st->lo.len = 0;
+		st->have_range = lsm_buf_append(&st->lo, r->meta.smallest,
+										r->meta.smallest_len) == LSM_OK;
+		st->lo_fence = fence_of(st->lo.data, st->lo.len);
+	}
+	if (st->have_range &&
+		(st->nruns == 0 ||
+		 lsm_key_cmp(r->meta.largest, r->meta.largest_len, st->hi.data,
+					 st->hi.len) > 0))
+	{
+		st->hi.len = 0;
+		st->have_range = lsm_buf_append(&st->hi, r->meta.largest,
+										r->meta.largest_len) == LSM_OK;
+		st->hi_fence = fence_of(st->hi.data, st->hi.len);
+	}
 	db->ctr.sst_bytes_written += r->meta.size;
 	st->nruns++;
 	lsm_memtable_unref(st->mem);
@@ -482,12 +557,12 @@ lsm_stage_delete(lsm_stage *st, const void *key, size_t klen)
 
 /* ---------- reads ---------- */
 
-/* Does run r's key range hold key? */
+/* Does run r's key range hold key (fence kf)? */
 static inline bool
-run_covers(const stage_run *r, const void *key, size_t klen)
+run_covers(const stage_run *r, uint64_t kf, const void *key, size_t klen)
 {
-	return lsm_key_cmp(r->meta.smallest, r->meta.smallest_len, key, klen) <= 0 &&
-		lsm_key_cmp(r->meta.largest, r->meta.largest_len, key, klen) >= 0;
+	return range_covers(r->lo, r->meta.smallest, r->meta.smallest_len, r->hi,
+						r->meta.largest, r->meta.largest_len, kf, key, klen);
 }
 
 /* Hands a found version to the caller: LSM_OK with a copy, or LSM_DELETED. */
@@ -511,9 +586,11 @@ lsm_stage_get(lsm_stage *st, const void *key, size_t klen, void **val,
 	const uint8_t *mv;
 	size_t		mvlen;
 	uint64_t	mseq,
+				kf,
 				h;
 	lsm_err		e;
 	int			kind,
+				ncand = 0,
 				i,
 				rc;
 
@@ -530,21 +607,31 @@ lsm_stage_get(lsm_stage *st, const void *key, size_t klen, void **val,
 		return stage_found(st, kind == LSM_KIND_DEL, mv, mvlen, val, vlen);
 	if (st->nruns == 0)
 		return LSM_NOTFOUND;
+	kf = fence_of(key, klen);
+	if (st->have_range &&
+		!range_covers(st->lo_fence, st->lo.data, st->lo.len, st->hi_fence,
+					  st->hi.data, st->hi.len, kf, key, klen))
+		return LSM_NOTFOUND;
 
-	/* one hash for every run; their filter lines are fetched together */
+	/*
+	 * The runs whose range holds the key, newest first, with their filter
+	 * lines fetched together; one hash for all of them.
+	 */
 	h = lsm_key_hash(key, klen);
 	for (i = st->nruns - 1; i >= 0; i--)
-		if (st->runs[i].filter.num_lines > 0 &&
-			run_covers(&st->runs[i], key, klen))
-			lsm_bloom_prefetch(&st->runs[i].filter, h);
+		if (run_covers(&st->runs[i], kf, key, klen))
+		{
+			st->cand[ncand++] = i;
+			if (st->runs[i].filter.num_lines > 0)
+				lsm_bloom_prefetch(&st->runs[i].filter, h);
+		}
 	lsm_err_clear(&e);
-	for (i = st->nruns - 1; i >= 0; i--)
+	for (i = 0; i < ncand; i++)
 	{
-		stage_run  *r = &st->runs[i];
+		stage_run  *r = &st->runs[st->cand[i]];
 		lsm_table_hit hit;
 
-		if (!run_covers(r, key, klen) ||
-			(r->filter.num_lines > 0 && !lsm_bloom_may_match(&r->filter, h)))
+		if (r->filter.num_lines > 0 && !lsm_bloom_may_match(&r->filter, h))
 			continue;
 		rc = lsm_table_get(r->table, key, klen, &hit, &e);
 		if (rc == LSM_NOTFOUND)
