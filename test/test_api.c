@@ -1738,7 +1738,7 @@ scan_tables(const char *dir, int bits_per_key, dir_tables *out)
 			strcmp(ext, "sst") != 0)
 			continue;
 		lsm_err_clear(&e);
-		CHECK_OK(lsm_table_open(dir, num, &t, &e));
+		CHECK_OK(lsm_table_open(dir, num, 0, &t, &e));
 		CHECK_OK(lsm_table_status(t, &e));
 		it = lsm_table_iter(t, &e);
 		CHECK(it != NULL);

@@ -10,6 +10,11 @@
  * prefixes of others), inserted in random sequence order.  They also cover
  * entries larger than an arena chunk (64 KiB), many entries, and reference
  * counting: an iterator keeps its memtable alive after the owner lets go.
+ *
+ * merge_many_children checks the merging iterator (iter.h) over memtables
+ * as its children, from 1 to 200 of them: with few children it scans for
+ * the minimum, with many it keeps a heap; both must give the newest
+ * version of every key once, in order, after any seek.
  */
 #include "harness.h"
 
@@ -694,6 +699,107 @@ TEST(refcount_lifetime)
 }
 
 /* Runs the tests named on the command line, or all of them. */
+/*
+ * The merging iterator over n memtables holding random versions of 300
+ * keys (each key at most once per memtable, random distinct sequences, so
+ * the newest version may be in any child): per key the version with the
+ * highest sequence, tombstones included, in key order, from the start and
+ * after seeks.
+ */
+TEST(merge_many_children)
+{
+	static const int counts[] = {1, 2, 8, 9, 17, 64, 200};
+	uint64_t	rng = harness_seed() ^ 0x3e79e;
+	int			c;
+
+	for (c = 0; c < (int) (sizeof(counts) / sizeof(counts[0])); c++)
+	{
+		enum
+		{
+			NKEY = 300
+		};
+		int			n = counts[c],
+					i,
+					k;
+		uint64_t	best_seq[NKEY];
+		int			best_kind[NKEY];
+		lsm_memtable **mts = calloc((size_t) n, sizeof(lsm_memtable *));
+		lsm_iiter **kids = calloc((size_t) n, sizeof(lsm_iiter *));
+		lsm_iiter  *m;
+		lsm_err		e;
+
+		CHECK(mts != NULL && kids != NULL);
+		lsm_err_clear(&e);
+		memset(best_seq, 0, sizeof(best_seq));
+		memset(best_kind, 0, sizeof(best_kind));
+		for (i = 0; i < n; i++)
+		{
+			mts[i] = lsm_memtable_new();
+			CHECK(mts[i] != NULL);
+			for (k = 0; k < NKEY; k++)
+			{
+				char		key[16],
+							val[32];
+				uint64_t	seq;
+				int			kind;
+
+				if (harness_rand64(&rng) % 4 != 0)
+					continue;
+				seq = 1 + (harness_rand64(&rng) >> 12);
+				kind = harness_rand64(&rng) % 5 == 0 ? LSM_KIND_DEL : LSM_KIND_PUT;
+				sprintf(key, "k%04d", k);
+				sprintf(val, "%d:%" PRIu64, k, seq);
+				CHECK_OK(lsm_memtable_add(mts[i], seq, kind, key, 5, val,
+										  kind == LSM_KIND_PUT ? strlen(val) : 0));
+				CHECK(seq != best_seq[k]);
+				if (seq > best_seq[k])
+				{
+					best_seq[k] = seq;
+					best_kind[k] = kind;
+				}
+			}
+			kids[i] = lsm_memtable_iter(mts[i], UINT64_MAX, &e);
+			CHECK(kids[i] != NULL);
+		}
+		m = lsm_merge_iter_new(kids, n, &e);
+		CHECK(m != NULL);
+		for (i = 0; i < 20; i++)
+		{
+			int			from = i == 0 ? 0 : (int) (harness_rand64(&rng) % (NKEY + 5));
+			char		key[16];
+
+			sprintf(key, "k%04d", from);
+			lsm_iiter_seek(m, i == 0 ? NULL : (const uint8_t *) key, 5);
+			for (k = from; k < NKEY; k++)
+			{
+				char		want[32];
+
+				if (best_seq[k] == 0)
+					continue;
+				CHECK_MSG(m->valid, "%d children: merge ended before k%04d", n, k);
+				CHECK_EQ(m->klen, 5);
+				CHECK_EQ((m->key[1] - '0') * 1000 + (m->key[2] - '0') * 100 +
+						 (m->key[3] - '0') * 10 + (m->key[4] - '0'), k);
+				CHECK_EQ_U(m->seq, best_seq[k]);
+				CHECK_EQ(m->del, best_kind[k] == LSM_KIND_DEL);
+				if (!m->del)
+				{
+					sprintf(want, "%d:%" PRIu64, k, best_seq[k]);
+					CHECK_MEMEQ(m->val, m->vlen, want, strlen(want));
+				}
+				lsm_iiter_next(m);
+			}
+			CHECK_MSG(!m->valid, "%d children: merge returned an extra key", n);
+			CHECK_EQ(m->rc, LSM_OK);
+		}
+		lsm_iiter_destroy(m);
+		for (i = 0; i < n; i++)
+			lsm_memtable_unref(mts[i]);
+		free(mts);
+		free(kids);
+	}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -705,5 +811,6 @@ main(int argc, char **argv)
 	RUN(big_entries);
 	RUN(many_entries);
 	RUN(refcount_lifetime);
+	RUN(merge_many_children);
 	return harness_done();
 }

@@ -593,7 +593,7 @@ check_table(const char *dir, uint64_t number, const entry *es, size_t n,
 				rejected = 0;
 
 	lsm_err_clear(&e);
-	CHECK_OK(lsm_table_open(dir, number, &t, &e));
+	CHECK_OK(lsm_table_open(dir, number, 0, &t, &e));
 	CHECK_OK(lsm_table_status(t, &e));
 	CHECK_EQ_U(lsm_table_number(t), number);
 	CHECK_EQ_U(lsm_table_size(t), meta->size);
@@ -874,7 +874,7 @@ TEST(builder_exclusive_and_abandon)
 	CHECK_OK(lsm_table_builder_finish(b, &meta, &e));
 	CHECK_RC(LSM_EXISTS, lsm_table_builder_open(path, 7, 4096, 10, &b2, &e));
 	CHECK_EQ(file_size(path), (long long) meta.size);
-	CHECK_OK(lsm_table_open(dir, 7, &t, &e));
+	CHECK_OK(lsm_table_open(dir, 7, 0, &t, &e));
 	CHECK_OK(lsm_table_get(t, "a", 1, &hit, &e));
 	CHECK_MEMEQ(hit.val, hit.vlen, "1", 1);
 	lsm_table_unref(t);
@@ -882,7 +882,7 @@ TEST(builder_exclusive_and_abandon)
 
 	/* a missing table is LSM_NOTFOUND (a reader racing a compaction) */
 	t = (lsm_table *) 1;
-	CHECK_RC(LSM_NOTFOUND, lsm_table_open(dir, 8, &t, &e));
+	CHECK_RC(LSM_NOTFOUND, lsm_table_open(dir, 8, 0, &t, &e));
 	CHECK(t == NULL);
 	free(path);
 }
@@ -905,7 +905,7 @@ TEST(table_empty)
 	CHECK_RC(LSM_INVALID, lsm_table_builder_finish(b, &meta, &e));
 	CHECK(e.msg[0] != '\0');
 	CHECK(access(path, F_OK) != 0);
-	CHECK_RC(LSM_NOTFOUND, lsm_table_open(dir, 9, &t, &e));
+	CHECK_RC(LSM_NOTFOUND, lsm_table_open(dir, 9, 0, &t, &e));
 	free(path);
 }
 
@@ -927,7 +927,7 @@ TEST(table_refcount)
 	make_entries(&es, 2000, false, 0, &rnd);
 	write_table(dir, 4, es.e, es.n, 512, 10, &meta);
 	lsm_err_clear(&e);
-	CHECK_OK(lsm_table_open(dir, 4, &t, &e));
+	CHECK_OK(lsm_table_open(dir, 4, 0, &t, &e));
 	it = lsm_table_iter(t, &e);
 	CHECK(it != NULL);
 	lsm_table_unref(t);
@@ -946,6 +946,80 @@ TEST(table_refcount)
 	}
 	check_iter(it, es.e, es.n, es.n);
 	lsm_iiter_destroy(it);
+	lsm_table_meta_free(&meta);
+	entries_free(&es);
+}
+
+/* Counts block-scan entries and checks their sequence is *(uint64_t *) arg. */
+static int
+check_scan_seq(void *arg, const uint8_t *key, size_t klen, uint64_t seq,
+			   int del, const uint8_t *row, size_t rowlen)
+{
+	uint64_t   *want = arg;
+
+	(void) key;
+	(void) klen;
+	(void) del;
+	(void) row;
+	(void) rowlen;
+	CHECK_EQ_U(seq, want[0]);
+	want[1]++;
+	return LSM_OK;
+}
+
+/*
+ * A table opened with a global sequence (an ingested table) reads every
+ * entry with that sequence: gets, iterators and block scans; everything
+ * else is as stored, and the same file opened without one reads the
+ * stored sequences.
+ */
+TEST(table_global_seq)
+{
+	uint64_t	rnd = harness_seed() ^ 0x6e9;
+	char	   *dir = harness_tmpdir("sstg");
+	entries		es;
+	lsm_table_meta meta;
+	lsm_table  *t,
+			   *plain;
+	lsm_table_hit hit;
+	lsm_iiter  *it;
+	lsm_err		e;
+	uint64_t	want[2];
+	uint32_t	b;
+	size_t		i;
+	bool		skipped;
+
+	make_entries(&es, 1500, false, 0, &rnd);
+	write_table(dir, 6, es.e, es.n, 512, 10, &meta);
+	lsm_err_clear(&e);
+	CHECK_OK(lsm_table_open(dir, 6, 777, &t, &e));
+	CHECK_OK(lsm_table_open(dir, 6, 0, &plain, &e));
+	for (i = 0; i < es.n; i++)
+	{
+		CHECK_OK(lsm_table_get(t, es.e[i].key, es.e[i].klen, &hit, &e));
+		CHECK_EQ_U(hit.seq, 777);
+		CHECK_EQ(hit.del, es.e[i].del);
+		CHECK_MEMEQ(hit.val, hit.vlen, es.e[i].val, es.e[i].vlen);
+		CHECK_OK(lsm_table_get(plain, es.e[i].key, es.e[i].klen, &hit, &e));
+		check_hit(&hit, &es.e[i]);
+	}
+	it = lsm_table_iter(t, &e);
+	CHECK(it != NULL);
+	for (lsm_iiter_seek(it, NULL, 0), i = 0; it->valid; lsm_iiter_next(it), i++)
+	{
+		CHECK_MEMEQ(it->key, it->klen, es.e[i].key, es.e[i].klen);
+		CHECK_EQ_U(it->seq, 777);
+	}
+	CHECK_EQ_U(i, es.n);
+	lsm_iiter_destroy(it);
+	want[0] = 777;
+	want[1] = 0;
+	for (b = 0; b < lsm_table_nblocks(t); b++)
+		CHECK_OK(lsm_table_block_scan(t, b, NULL, 0, check_scan_seq, want,
+									  &skipped, &e));
+	CHECK_EQ_U(want[1], es.n);
+	lsm_table_unref(t);
+	lsm_table_unref(plain);
 	lsm_table_meta_free(&meta);
 	entries_free(&es);
 }
@@ -1024,7 +1098,7 @@ TEST(table_block_scan_needle)
 	}
 	write_table(dir, 5, es, 2000, 1024, 10, &meta);
 	lsm_err_clear(&e);
-	CHECK_OK(lsm_table_open(dir, 5, &t, &e));
+	CHECK_OK(lsm_table_open(dir, 5, 0, &t, &e));
 	nblocks = lsm_table_nblocks(t);
 	CHECK_GT(nblocks, 10);
 	for (b = 0; b < nblocks; b++)
@@ -1094,6 +1168,7 @@ main(int argc, char **argv)
 	RUN(builder_exclusive_and_abandon);
 	RUN(table_empty);
 	RUN(table_refcount);
+	RUN(table_global_seq);
 	RUN(table_block_scan_needle);
 	return harness_done();
 }

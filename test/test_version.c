@@ -72,6 +72,7 @@ check_meta(const lsm_table_meta *a, const lsm_table_meta *b)
 	CHECK_EQ_U(a->min_seq, b->min_seq);
 	CHECK_EQ_U(a->max_seq, b->max_seq);
 	CHECK_EQ_U(a->filter_bytes, b->filter_bytes);
+	CHECK_EQ_U(a->global_seq, b->global_seq);
 	CHECK_MEMEQ(a->smallest, a->smallest_len, b->smallest, b->smallest_len);
 	CHECK_MEMEQ(a->largest, a->largest_len, b->largest, b->largest_len);
 }
@@ -310,6 +311,55 @@ TEST(manifest_roundtrip)
 	}
 	lsm_version_unref(v);
 	free(tmp);
+}
+
+/*
+ * Global sequences of ingested tables: a manifest holding one is format 3
+ * and carries it per file; without any it stays format 2 (readable by
+ * earlier readers).  A global sequence past last_seq is malformed.
+ */
+TEST(manifest_global_seq)
+{
+	char	   *dir = harness_tmpdir("mang");
+	lsm_version *v = sample_version();
+	lsm_version *r;
+	uint8_t    *buf;
+	size_t		len;
+	lsm_err		e;
+	int			fd;
+
+	lsm_err_clear(&e);
+	v->last_seq = 500;
+	CHECK_OK(lsm_manifest_write(dir, v, NULL, &e));
+	buf = slurp(dir, "MANIFEST", &len);
+	CHECK_EQ(lsm_get_u32(buf + 8), LSM_MANIFEST_FORMAT);
+	free(buf);
+
+	/* level-0 tables as an ingest leaves them */
+	v->files[0][0]->meta.global_seq = 400;
+	v->files[0][0]->meta.min_seq = v->files[0][0]->meta.max_seq = 400;
+	v->files[0][1]->meta.global_seq = 401;
+	v->files[0][1]->meta.min_seq = v->files[0][1]->meta.max_seq = 401;
+	lsm_version_sort(v);
+	CHECK_EQ_U(v->files[0][0]->meta.global_seq, 401);	/* newest first */
+	CHECK_OK(lsm_manifest_write(dir, v, NULL, &e));
+	buf = slurp(dir, "MANIFEST", &len);
+	CHECK_EQ(lsm_get_u32(buf + 8), LSM_MANIFEST_FORMAT_GSEQ);
+	free(buf);
+	fd = open_manifest(dir);
+	CHECK_OK(lsm_manifest_read(fd, "MANIFEST", &r, &e));
+	lsm_env_close(fd);
+	check_same_version(v, r);
+	CHECK_EQ_U(r->files[0][0]->meta.global_seq, 401);
+	CHECK_EQ_U(r->files[0][1]->meta.global_seq, 400);
+	CHECK_EQ_U(r->files[1][0]->meta.global_seq, 0);
+	lsm_version_unref(r);
+
+	/* a global sequence the store never handed out */
+	v->last_seq = 400;
+	CHECK_OK(lsm_manifest_write(dir, v, NULL, &e));
+	CHECK_RC(LSM_CORRUPTION, read_named(dir, "MANIFEST", &e));
+	lsm_version_unref(v);
 }
 
 /*
@@ -810,6 +860,7 @@ main(int argc, char **argv)
 	harness_init(argc, argv);
 	RUN(sort_levels);
 	RUN(manifest_roundtrip);
+	RUN(manifest_global_seq);
 	RUN(manifest_replace);
 	RUN(version_edit);
 	RUN(find_file_and_overlaps);

@@ -227,9 +227,11 @@ is_bottom_for(const lsm_version *v, int level, const uint8_t *key, size_t klen)
 
 /*
  * Removes table and log files of dir that v does not name (compaction
- * inputs, and leftovers of a flush or compaction that died), or with
- * dry_run only counts them.  REQUIRES for removal: both locks held, so no
- * flush or compaction is writing a file the manifest does not name yet.
+ * inputs, and leftovers of a flush, compaction or ingest that died), or
+ * with dry_run only counts them (and removes the staging directories of
+ * dead processes, which needs no lock: stage.c).  REQUIRES for removal:
+ * both locks held, so no flush or compaction is writing a file the
+ * manifest does not name yet, and no ingest is moving one in.
  */
 static int
 remove_obsolete(lsm_db *db, const lsm_version *v, bool dry_run)
@@ -249,6 +251,9 @@ remove_obsolete(lsm_db *db, const lsm_version *v, bool dry_run)
 		int			l,
 					i;
 
+		/* the final sweep also clears stages of dead processes */
+		if (dry_run && lsm_stage_gc_entry(db, de->d_name))
+			continue;
 		if (sscanf(de->d_name, "%llu.%3s", &num, ext) != 2)
 			continue;
 		if (strcmp(ext, "sst") == 0)
@@ -522,7 +527,8 @@ update_tree(lsm_db *db, lsm_version *v, const lsm_hnode *base,
 
 			if (f->table == NULL && lsm_hier_is_leaf(f, l))
 			{
-				rc = lsm_table_open(db->dir, f->meta.number, &f->table, e);
+				rc = lsm_table_open(db->dir, f->meta.number, f->meta.global_seq,
+											&f->table, e);
 				if (rc != LSM_OK)
 					return rc;
 			}

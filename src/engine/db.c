@@ -42,6 +42,15 @@
  *	(7) A failed append is cut off before the lock is released, so later
  *		records never follow a partial one (the next writer also cuts any
  *		torn tail it finds before appending).
+ *	(8) An ingest's tables are fsynced in their staging directory, renamed
+ *		into the store directory (never over an existing name) only under
+ *		the write lock, and that directory is fsynced before the one
+ *		manifest switch that names them all; a table moved in but never
+ *		named is moved back, or swept as an orphan after a crash.
+ *	(9) A staging directory is removed by another process only when that
+ *		process can take the flock of its LOCK file (which its owner took
+ *		before the file got its name and holds until commit or abort), or,
+ *		if it has no LOCK yet, when the process named in it is dead.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE				/* flock, fdatasync, strdup, timespec */
@@ -470,7 +479,8 @@ open_tables(lsm_db *db, lsm_version *v, lsm_err *e)
 				lsm_table_ref(f->table);
 				continue;
 			}
-			rc = lsm_table_open(db->dir, f->meta.number, &f->table, e);
+			rc = lsm_table_open(db->dir, f->meta.number, f->meta.global_seq,
+										&f->table, e);
 		}
 	free(old);
 	if (rc == LSM_OK && lsm_version_bind_filters(v) != LSM_OK)
@@ -725,7 +735,11 @@ open_store(lsm_db *db, lsm_err *e)
 			return rc;
 		db->lock_held = true;
 	}
-	return lsm_db_catch_up(db, e);
+	rc = lsm_db_catch_up(db, e);
+	/* staging directories of processes that died (invariant 9) */
+	if (rc == LSM_OK && !db->opt.read_only)
+		lsm_stage_gc(db);
+	return rc;
 }
 
 int
@@ -781,6 +795,9 @@ lsm_close(lsm_db *db)
 	if (db->open_iters > 0)
 		return lsm_err_set(&db->err, LSM_INVALID,
 						   "%d iterators still open", db->open_iters);
+	if (db->open_stages > 0)
+		return lsm_err_set(&db->err, LSM_INVALID,
+						   "%d stages still open", db->open_stages);
 	lsm_db_write_unlock(db);
 	release_lock(db);
 	if (db->gen)
@@ -817,29 +834,40 @@ lsm_refresh(lsm_db *db)
 
 /*
  * Writes the memtable to a new level-0 table, starts a new WAL and installs
- * both in one manifest.  REQUIRES: the write lock, caught up.
+ * both in one manifest, together with the ningest tables of an ingest
+ * (already in the store directory, numbered, with their global sequences
+ * db->last_seq + 1 ..  db->last_seq + ningest): the manifest's last_seq
+ * then covers them, and the new WAL starts after them.  *installed tells
+ * whether the manifest was switched in, even if a later step failed.
+ * REQUIRES: the write lock, caught up.
  */
 static int
-flush_locked(lsm_db *db, lsm_err *e)
+flush_install(lsm_db *db, lsm_file **ingest, int ningest, bool *installed,
+			  lsm_err *e)
 {
 	lsm_table_builder *b = NULL;
 	lsm_table_meta meta;
 	lsm_file   *f = NULL;
+	lsm_file  **add = NULL;
+	lsm_memtable *fresh = NULL;
 	lsm_iiter  *it;
 	lsm_version *v;
 	uint64_t	number,
 				lognum,
+				maxnum,
 				old_log = db->log_number;
 	char		name[32],
 				path[4096];
-	bool		bottom,
-				installed = false;
+	bool		bottom;
 	int			logfd = -1,
+				nadd = 0,
 				l,
+				i,
 				rc = LSM_OK;
 
+	*installed = false;
 	memset(&meta, 0, sizeof(meta));
-	if (lsm_memtable_entries(db->mem) == 0)
+	if (lsm_memtable_entries(db->mem) == 0 && ningest == 0)
 		return LSM_OK;
 	/* with no table below, tombstones shadow nothing and can go */
 	bottom = true;
@@ -847,73 +875,102 @@ flush_locked(lsm_db *db, lsm_err *e)
 		if (db->current->nfiles[l] > 0)
 			bottom = false;
 
-	it = lsm_memtable_iter(db->mem, UINT64_MAX, e);
-	if (it == NULL)
+	/*
+	 * After an ingest the old memtable must go: its entries are older than
+	 * the ingested tables, and reads look in the memtable first.
+	 */
+	if (ningest > 0 && (fresh = new_memtable(db)) == NULL)
 		return LSM_NOMEM_ERR(e);
-	for (number = db->current->next_file;; number++)
+	number = db->current->next_file;
+	if (lsm_memtable_entries(db->mem) > 0)
 	{
-		lsm_table_filename(number, name, sizeof(name));
-		path_of(db, name, path, sizeof(path));
-		rc = lsm_table_builder_open(path, number, db->opt.block_bytes,
-									db->opt.key_bits_per_key, &b, e);
-		if (rc != LSM_EXISTS)
-			break;
-	}
-	if (rc == LSM_OK)
-		rc = lsm_db_value_params(db, b, e);
-	for (lsm_iiter_seek(it, NULL, 0); rc == LSM_OK && it->valid; lsm_iiter_next(it))
-		if (!(it->del && bottom))
-			rc = lsm_table_builder_add(b, it->key, it->klen, it->seq, it->del,
-									   it->val, it->vlen, e);
-	lsm_iiter_destroy(it);
-	if (rc == LSM_OK && lsm_table_builder_entries(b) == 0)
-	{
-		lsm_table_builder_abandon(b);
-		b = NULL;
-	}
-	else if (rc == LSM_OK)
-	{
-		rc = lsm_table_builder_finish(b, &meta, e);
-		b = NULL;
-		if (rc == LSM_OK)
+		it = lsm_memtable_iter(db->mem, UINT64_MAX, e);
+		if (it == NULL)
 		{
-			db->ctr.sst_bytes_written += meta.size;
-			f = lsm_file_new();
-			if (f == NULL)
-				rc = LSM_NOMEM_ERR(e);
-			else
+			lsm_memtable_unref(fresh);
+			return LSM_NOMEM_ERR(e);
+		}
+		for (;; number++)
+		{
+			lsm_table_filename(number, name, sizeof(name));
+			path_of(db, name, path, sizeof(path));
+			rc = lsm_table_builder_open(path, number, db->opt.block_bytes,
+										db->opt.key_bits_per_key, &b, e);
+			if (rc != LSM_EXISTS)
+				break;
+		}
+		if (rc == LSM_OK)
+			rc = lsm_db_value_params(db, b, e);
+		for (lsm_iiter_seek(it, NULL, 0); rc == LSM_OK && it->valid; lsm_iiter_next(it))
+			if (!(it->del && bottom))
+				rc = lsm_table_builder_add(b, it->key, it->klen, it->seq, it->del,
+										   it->val, it->vlen, e);
+		lsm_iiter_destroy(it);
+		if (rc == LSM_OK && lsm_table_builder_entries(b) == 0)
+		{
+			lsm_table_builder_abandon(b);
+			b = NULL;
+		}
+		else if (rc == LSM_OK)
+		{
+			rc = lsm_table_builder_finish(b, &meta, e);
+			b = NULL;
+			if (rc == LSM_OK)
 			{
-				f->meta = meta;
-				memset(&meta, 0, sizeof(meta));
+				db->ctr.sst_bytes_written += meta.size;
+				f = lsm_file_new();
+				if (f == NULL)
+					rc = LSM_NOMEM_ERR(e);
+				else
+				{
+					f->meta = meta;
+					memset(&meta, 0, sizeof(meta));
+				}
 			}
 		}
+		else
+		{
+			lsm_table_builder_abandon(b);
+			b = NULL;
+		}
 	}
-	else
-	{
-		lsm_table_builder_abandon(b);
-		b = NULL;
-	}
+	/* the new WAL is numbered past every table of this switch */
+	maxnum = f ? f->meta.number : number;
+	for (i = 0; i < ningest; i++)
+		if (ingest[i]->meta.number > maxnum)
+			maxnum = ingest[i]->meta.number;
 	if (rc == LSM_OK)
-		rc = create_log(db, (f ? f->meta.number : number) + 1, &lognum, &logfd, e);
-	/* invariants (1) and (4): the new files' names are durable */
+		rc = create_log(db, maxnum + 1, &lognum, &logfd, e);
+	/* invariants (1), (4) and (8): the new files' names are durable */
 	if (rc == LSM_OK)
 		rc = lsm_env_fsync_dir(db->dir, e);
 	if (rc == LSM_OK)
 	{
-		v = lsm_version_edit(db->current, NULL, 0, &f, f ? 1 : 0, 0);
+		add = malloc(sizeof(lsm_file *) * (ningest + 1));
+		if (add == NULL)
+			rc = LSM_NOMEM_ERR(e);
+	}
+	if (rc == LSM_OK)
+	{
+		if (f)
+			add[nadd++] = f;
+		for (i = 0; i < ningest; i++)
+			add[nadd++] = ingest[i];
+		v = lsm_version_edit(db->current, NULL, 0, add, nadd, 0);
 		if (v == NULL)
 			rc = LSM_NOMEM_ERR(e);
 		else
 		{
 			v->log_number = lognum;
-			v->last_seq = db->last_seq;
+			v->last_seq = db->last_seq + (uint64_t) ningest;
 			v->next_file = lognum + 1;
 			rc = lsm_db_install(db, v, e);
-			installed = db->current == v;
+			*installed = db->current == v;
 			lsm_version_unref(v);
 		}
 	}
-	if (rc != LSM_OK && !installed)
+	free(add);
+	if (rc != LSM_OK && !*installed)
 	{
 		/* nothing references the new files: remove them */
 		if (f)
@@ -931,27 +988,30 @@ flush_locked(lsm_db *db, lsm_err *e)
 		}
 		lsm_file_unref(f);
 		lsm_table_meta_free(&meta);
+		lsm_memtable_unref(fresh);
 		return rc;
 	}
 	lsm_file_unref(f);
+	if (fresh == NULL)
+		fresh = new_memtable(db);
+	if (fresh)
 	{
-		lsm_memtable *fresh = new_memtable(db);
-
-		if (fresh)
-		{
-			lsm_memtable_unref(db->mem);
-			db->mem = fresh;
-		}
-		else
-		{
-			/* keep the old one: its entries are also in the table */
-		}
+		lsm_memtable_unref(db->mem);
+		db->mem = fresh;
+	}
+	else
+	{
+		/* keep the old one: its entries are also in the table */
 	}
 	lsm_env_close(db->log_fd);
 	db->log_fd = logfd;
 	db->log_number = lognum;
 	db->log_off = 0;
-	db->ctr.flushes++;
+	db->last_seq += (uint64_t) ningest;
+	if (ningest == 0 || f != NULL)
+		db->ctr.flushes++;
+	if (ningest > 0)
+		db->ctr.ingests++;
 	/* invariant (5): the manifest that moved past the old log is durable */
 	if (rc == LSM_OK)
 	{
@@ -960,6 +1020,15 @@ flush_locked(lsm_db *db, lsm_err *e)
 		(void) lsm_env_unlink(path, NULL);
 	}
 	return rc;
+}
+
+/* flush_install without an ingest.  REQUIRES: the write lock, caught up. */
+static int
+flush_locked(lsm_db *db, lsm_err *e)
+{
+	bool		installed;
+
+	return flush_install(db, NULL, 0, &installed, e);
 }
 
 int
@@ -1084,6 +1153,108 @@ lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, lsm_err *e)
 		(void) lsm_db_compact(db, false, &ce);
 	}
 	return LSM_OK;
+}
+
+int
+lsm_db_ingest(lsm_db *db, const char *stage_dir, const lsm_table_meta *runs,
+			  int n, bool *installed, lsm_err *e)
+{
+	lsm_file  **files;
+	char		name[32],
+				from[4096],
+				to[4096];
+	uint64_t	number;
+	int			moved = 0,
+				i,
+				rc;
+
+	*installed = false;
+	if (n <= 0)
+		return LSM_OK;
+	files = calloc((size_t) n, sizeof(lsm_file *));
+	if (files == NULL)
+		return LSM_NOMEM_ERR(e);
+	rc = lsm_db_write_lock(db, e);
+	if (rc != LSM_OK)
+	{
+		free(files);
+		return rc;
+	}
+	if (db->last_seq + (uint64_t) n > LSM_MAX_SEQUENCE)
+		rc = lsm_err_set(e, LSM_INVALID, "sequence numbers exhausted");
+
+	/*
+	 * Invariant (8): each run moves into the store under a number nobody
+	 * uses (a compaction in another process may be creating files past
+	 * next_file right now: a name that exists is skipped, never replaced),
+	 * and only under the write lock, so the orphan sweep, which holds it
+	 * too, never sees a moved run before the manifest that names it.
+	 */
+	number = db->current->next_file;
+	for (i = 0; i < n && rc == LSM_OK; i++)
+	{
+		lsm_file   *f = lsm_file_new();
+
+		if (f == NULL)
+		{
+			rc = LSM_NOMEM_ERR(e);
+			break;
+		}
+		files[i] = f;
+		f->meta = runs[i];
+		f->meta.smallest = lsm_memdup(runs[i].smallest, runs[i].smallest_len);
+		f->meta.largest = lsm_memdup(runs[i].largest, runs[i].largest_len);
+		if (f->meta.smallest == NULL || f->meta.largest == NULL)
+		{
+			rc = LSM_NOMEM_ERR(e);
+			break;
+		}
+		lsm_table_filename(runs[i].number, name, sizeof(name));
+		snprintf(from, sizeof(from), "%s/%s", stage_dir, name);
+		for (;; number++)
+		{
+			lsm_table_filename(number, name, sizeof(name));
+			path_of(db, name, to, sizeof(to));
+			rc = lsm_env_rename_noreplace(from, to, e);
+			if (rc != LSM_EXISTS)
+				break;
+		}
+		if (rc != LSM_OK)
+			break;
+		moved++;
+		f->meta.number = number++;
+		/* run i is newer than run i - 1 and than all the store holds */
+		f->meta.global_seq = db->last_seq + 1 + (uint64_t) i;
+		f->meta.min_seq = f->meta.max_seq = f->meta.global_seq;
+	}
+	if (rc == LSM_OK)
+		rc = flush_install(db, files, n, installed, e);
+	if (rc != LSM_OK && !*installed)
+	{
+		/* no manifest names them: put the moved runs back where they were */
+		for (i = 0; i < moved; i++)
+		{
+			lsm_table_filename(files[i]->meta.number, name, sizeof(name));
+			path_of(db, name, from, sizeof(from));
+			lsm_table_filename(runs[i].number, name, sizeof(name));
+			snprintf(to, sizeof(to), "%s/%s", stage_dir, name);
+			if (lsm_env_rename(from, to, NULL) != LSM_OK)
+				(void) lsm_env_unlink(from, NULL);
+		}
+	}
+	for (i = 0; i < n; i++)
+		lsm_file_unref(files[i]);
+	free(files);
+	lsm_db_write_unlock(db);
+	if (*installed && db->opt.auto_compact && needs_compaction(db))
+	{
+		lsm_err		ce;
+
+		/* the ingest is committed: a failed compaction is retried later */
+		lsm_err_clear(&ce);
+		(void) lsm_db_compact(db, false, &ce);
+	}
+	return rc;
 }
 
 /* The handle's one-entry batch, emptied; NULL when out of memory. */

@@ -11,6 +11,8 @@
  *		MANIFEST		the current version (version.h)
  *		NNNNNN.log		the WAL named by the manifest (wal.h)
  *		NNNNNN.sst		SSTables (sstable.h)
+ *		stage.<pid>.<n>/	a stage's private directory of sorted runs
+ *						(stage.c), flock'ed through its LOCK file
  */
 #ifndef LSM_DB_H
 #define LSM_DB_H
@@ -62,6 +64,7 @@ struct lsm_db
 
 	lsm_batch  *one;			/* reused by lsm_put and lsm_delete */
 	int			open_iters;
+	int			open_stages;
 	lsm_buf		compact_ptr[LSM_MAX_LEVELS];	/* round-robin per level */
 	lsm_stats	ctr;			/* counters part of lsm_stats */
 	lsm_flat   *flat;			/* flat value filter layout, built on demand */
@@ -103,8 +106,45 @@ int			lsm_db_version_get(lsm_db *db, lsm_version *v, const void *key,
 /* Gives a new table the store's value filter parameters. */
 int			lsm_db_value_params(lsm_db *db, lsm_table_builder *b, lsm_err *e);
 
+/*
+ * Installs the n sorted runs of a stage (stage.c) as level-0 tables, newer
+ * than everything in the store: takes the write lock, catches up, renames
+ * run i (file stage_dir/<runs[i].number>.sst, fsynced) into the store
+ * under a new number with global sequence last + 1 + i, flushes the
+ * memtable and switches in one manifest naming all of them.  runs[] is not
+ * changed.  On failure nothing is installed (the runs moved into the store
+ * are moved back to stage_dir, or removed if that fails) unless *installed
+ * says the manifest was switched in before a later step failed.  Compacts
+ * afterwards as a flush would.
+ */
+int			lsm_db_ingest(lsm_db *db, const char *stage_dir,
+						  const lsm_table_meta *runs, int n, bool *installed,
+						  lsm_err *e);
+
 /* The write path of lsm_write_opt with sync resolved (true: fdatasync). */
 int			lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, lsm_err *e);
+
+/*
+ * Removes the staging directories of dead processes from the store
+ * directory (stage.c).  Never touches a live stage's directory.
+ */
+void		lsm_stage_gc(lsm_db *db);
+
+/*
+ * The same for one entry of the store directory; false if name is not a
+ * staging directory's.
+ */
+bool		lsm_stage_gc_entry(lsm_db *db, const char *name);
+
+/*
+ * A public iterator over the internal iterator build(arg, err) returns
+ * (NULL: out of memory), which reports its errors in err, the iterator's
+ * own record; for stages, which set deletes to show tombstones rather than
+ * skip them.  LSM_NOMEM or LSM_OK with *out.
+ */
+int			lsm_iter_build(lsm_db *db, bool deletes,
+						   lsm_iiter *(*build) (void *arg, lsm_err *err),
+						   void *arg, lsm_iter **out);
 
 /* Is the interrupt callback asking to stop? */
 bool		lsm_db_interrupted(lsm_db *db);

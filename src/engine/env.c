@@ -305,6 +305,77 @@ lsm_env_rename(const char *from, const char *to, lsm_err *e)
 	return LSM_OK;
 }
 
+/* Points the sync tracking record of from at its new name to. */
+static void
+track_rename(const char *from, const char *to)
+{
+	int			i;
+
+	if (fault == NULL || !fault->track_sync)
+		return;
+	for (i = 0; i < ntrk; i++)
+		if (strcmp(trk[i].path, to) == 0)
+			trk[i].path[0] = '\0';
+	for (i = 0; i < ntrk; i++)
+		if (strcmp(trk[i].path, from) == 0)
+		{
+			free(trk[i].path);
+			trk[i].path = strdup(to);
+		}
+}
+
+int
+lsm_env_rename_noreplace(const char *from, const char *to, lsm_err *e)
+{
+	int			err;
+
+	err = fault ? inject(&fault->writes, fault->fail_write_at) : 0;
+	if (err)
+		return lsm_err_sys(e, err, "could not rename \"%s\" to \"%s\"", from, to);
+	if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) != 0)
+	{
+		if (errno == EEXIST)
+			return lsm_err_set(e, LSM_EXISTS, "\"%s\" already exists", to);
+		if (errno != EINVAL && errno != ENOSYS)
+			return lsm_err_sys(e, errno, "could not rename \"%s\" to \"%s\"",
+							   from, to);
+		/* no RENAME_NOREPLACE here: a hard link fails on an existing name */
+		if (link(from, to) != 0)
+		{
+			if (errno == EEXIST)
+				return lsm_err_set(e, LSM_EXISTS, "\"%s\" already exists", to);
+			return lsm_err_sys(e, errno, "could not link \"%s\" to \"%s\"",
+							   from, to);
+		}
+		if (unlink(from) != 0)
+		{
+			int			save = errno;
+
+			(void) unlink(to);
+			return lsm_err_sys(e, save, "could not remove \"%s\"", from);
+		}
+	}
+	track_rename(from, to);
+	return LSM_OK;
+}
+
+int
+lsm_env_mkdir(const char *path, lsm_err *e)
+{
+	int			err;
+
+	err = fault ? inject(&fault->writes, fault->fail_write_at) : 0;
+	if (err)
+		return lsm_err_sys(e, err, "could not create directory \"%s\"", path);
+	if (mkdir(path, 0755) != 0)
+	{
+		if (errno == EEXIST)
+			return lsm_err_set(e, LSM_EXISTS, "\"%s\" already exists", path);
+		return lsm_err_sys(e, errno, "could not create directory \"%s\"", path);
+	}
+	return LSM_OK;
+}
+
 int
 lsm_env_unlink(const char *path, lsm_err *e)
 {

@@ -35,6 +35,18 @@ int			lsm_env_fsync_dir(const char *dir, lsm_err *e);
 int			lsm_env_ftruncate(int fd, off_t len, const char *name, lsm_err *e);
 int			lsm_env_rename(const char *from, const char *to, lsm_err *e);
 
+/*
+ * Renames from to to unless to exists: LSM_EXISTS then, and nothing
+ * changes (renameat2 RENAME_NOREPLACE; link + unlink where the file system
+ * lacks it).  Used to move ingested tables into a store directory where
+ * another process may be creating files of the same numbers.
+ */
+int			lsm_env_rename_noreplace(const char *from, const char *to,
+									 lsm_err *e);
+
+/* Creates directory path (mode 0755); LSM_EXISTS if it is there. */
+int			lsm_env_mkdir(const char *path, lsm_err *e);
+
 /* Removes path; a missing file is not an error. */
 int			lsm_env_unlink(const char *path, lsm_err *e);
 void		lsm_env_close(int fd);

@@ -5,9 +5,11 @@
  *
  * The merging iterator keeps every child positioned and yields the smallest
  * key; when several children hold that key, the version with the highest
- * sequence wins and all of them advance past it.  Children are few (the
- * memtable, the level-0 files, one iterator per deeper level), so a linear
- * scan for the minimum beats a heap.
+ * sequence wins and all of them advance past it.  Children are usually few
+ * (the memtable, the level-0 files, one iterator per deeper level), and
+ * then a linear scan for the minimum beats a heap; an ingest can leave
+ * hundreds of level-0 files (one per run of a large stage), and with more
+ * than MERGE_HEAP_MIN children the minimum comes from a binary heap.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE				/* flock, fdatasync, strdup, timespec */
@@ -19,13 +21,165 @@
 
 /* ---------- merging iterator ---------- */
 
+#define MERGE_HEAP_MIN 8
+
 typedef struct merge_iter
 {
 	lsm_iiter	base;
 	int			n;
 	int			cur;			/* child holding the current entry, or -1 */
 	lsm_iiter **children;
+	int		   *heap;			/* valid children, (key, -seq) order; NULL
+								 * for the linear scan */
+	int			nheap;
 } merge_iter;
+
+/* Does child a sort before child b: smaller key, or same key and newer? */
+static inline bool
+merge_before(const lsm_iiter *a, const lsm_iiter *b)
+{
+	int			cmp = lsm_key_cmp(a->key, a->klen, b->key, b->klen);
+
+	return cmp < 0 || (cmp == 0 && a->seq > b->seq);
+}
+
+static void
+heap_down(merge_iter *m, int i)
+{
+	int		   *h = m->heap;
+
+	for (;;)
+	{
+		int			l = 2 * i + 1,
+					best = i,
+					t;
+
+		if (l < m->nheap &&
+			merge_before(m->children[h[l]], m->children[h[best]]))
+			best = l;
+		if (l + 1 < m->nheap &&
+			merge_before(m->children[h[l + 1]], m->children[h[best]]))
+			best = l + 1;
+		if (best == i)
+			return;
+		t = h[i];
+		h[i] = h[best];
+		h[best] = t;
+		i = best;
+	}
+}
+
+static void
+heap_up(merge_iter *m, int i)
+{
+	int		   *h = m->heap;
+
+	while (i > 0)
+	{
+		int			p = (i - 1) / 2,
+					t;
+
+		if (!merge_before(m->children[h[i]], m->children[h[p]]))
+			return;
+		t = h[i];
+		h[i] = h[p];
+		h[p] = t;
+		i = p;
+	}
+}
+
+/* Stops the merge if child c failed; true if it did. */
+static bool
+merge_child_failed(merge_iter *m, const lsm_iiter *c)
+{
+	if (c->valid || c->rc == LSM_OK)
+		return false;
+	m->base.valid = false;
+	m->base.rc = c->rc;
+	m->cur = -1;
+	return true;
+}
+
+/* Publishes the heap's top (or the end). */
+static void
+heap_publish(merge_iter *m)
+{
+	lsm_iiter  *b;
+
+	m->cur = m->nheap > 0 ? m->heap[0] : -1;
+	m->base.valid = m->cur >= 0;
+	if (m->cur < 0)
+		return;
+	b = m->children[m->cur];
+	m->base.key = b->key;
+	m->base.klen = b->klen;
+	m->base.val = b->val;
+	m->base.vlen = b->vlen;
+	m->base.seq = b->seq;
+	m->base.del = b->del;
+}
+
+/* Rebuilds the heap from every valid child (after a seek). */
+static void
+heap_build(merge_iter *m)
+{
+	int			i;
+
+	m->nheap = 0;
+	for (i = 0; i < m->n; i++)
+	{
+		if (merge_child_failed(m, m->children[i]))
+			return;
+		if (m->children[i]->valid)
+			m->heap[m->nheap++] = i;
+	}
+	for (i = m->nheap / 2 - 1; i >= 0; i--)
+		heap_down(m, i);
+	heap_publish(m);
+}
+
+/*
+ * Moves past the current key with the heap: every other child on it
+ * advances (sources hold a key once, so they land past it), then the
+ * winner, whose key the comparisons needed until then.
+ */
+static void
+heap_next(merge_iter *m)
+{
+	int			top = m->heap[0];
+	lsm_iiter  *cur = m->children[top];
+
+	/* take the winner out; advance the others holding its key */
+	m->heap[0] = m->heap[--m->nheap];
+	heap_down(m, 0);
+	while (m->nheap > 0)
+	{
+		int			i = m->heap[0];
+		lsm_iiter  *c = m->children[i];
+
+		if (lsm_key_cmp(c->key, c->klen, cur->key, cur->klen) != 0)
+			break;
+		lsm_iiter_next(c);
+		if (merge_child_failed(m, c))
+			return;
+		if (c->valid)
+			heap_down(m, 0);
+		else
+		{
+			m->heap[0] = m->heap[--m->nheap];
+			heap_down(m, 0);
+		}
+	}
+	lsm_iiter_next(cur);
+	if (merge_child_failed(m, cur))
+		return;
+	if (cur->valid)
+	{
+		m->heap[m->nheap++] = top;
+		heap_up(m, m->nheap - 1);
+	}
+	heap_publish(m);
+}
 
 static void
 merge_settle(merge_iter *m)
@@ -83,16 +237,22 @@ merge_seek(lsm_iiter *base, const uint8_t *key, size_t klen)
 	m->base.rc = LSM_OK;
 	for (i = 0; i < m->n; i++)
 		lsm_iiter_seek(m->children[i], key, klen);
-	merge_settle(m);
+	if (m->heap)
+		heap_build(m);
+	else
+		merge_settle(m);
 }
 
 static void
 merge_next(lsm_iiter *base)
 {
 	merge_iter *m = (merge_iter *) base;
-	lsm_iiter  *cur = m->children[m->cur];
+	lsm_iiter  *cur;
 	int			i;
 
+	if (m->heap)
+		return heap_next(m);
+	cur = m->children[m->cur];
 	/* advance the others holding the same key, then the winner */
 	for (i = 0; i < m->n; i++)
 	{
@@ -115,6 +275,7 @@ merge_destroy(lsm_iiter *base)
 	for (i = 0; i < m->n; i++)
 		lsm_iiter_destroy(m->children[i]);
 	free(m->children);
+	free(m->heap);
 	free(m);
 }
 
@@ -134,6 +295,14 @@ lsm_merge_iter_new(lsm_iiter **children, int n, lsm_err *err)
 		return NULL;
 	}
 	memcpy(m->children, children, sizeof(lsm_iiter *) * n);
+	if (n > MERGE_HEAP_MIN && (m->heap = malloc(sizeof(int) * n)) == NULL)
+	{
+		free(m->children);
+		free(m);
+		for (i = 0; i < n; i++)
+			lsm_iiter_destroy(children[i]);
+		return NULL;
+	}
 	m->n = n;
 	m->cur = -1;
 	m->base.ops = &merge_ops;
@@ -315,9 +484,10 @@ struct lsm_iter
 	bool		positioned;
 	int			rc;
 	bool		search;			/* m is a value search (vsearch.c) */
+	bool		deletes;		/* show tombstones (a stage's iterator) */
 };
 
-/* Skips tombstones. */
+/* Skips tombstones (unless the iterator shows them). */
 static void
 iter_skip(lsm_iter *it)
 {
@@ -325,7 +495,7 @@ iter_skip(lsm_iter *it)
 
 	while (it->m->valid)
 	{
-		if (!it->m->del)
+		if (!it->m->del || it->deletes)
 			return;
 		if ((++steps & 4095) == 0 && lsm_db_interrupted(it->db))
 		{
@@ -363,6 +533,29 @@ iter_open(lsm_db *db, lsm_iter **out)
 }
 
 int
+lsm_iter_build(lsm_db *db, bool deletes, lsm_iiter *(*build) (void *arg,
+															   lsm_err *err),
+			   void *arg, lsm_iter **out)
+{
+	lsm_iter   *it = calloc(1, sizeof(*it));
+
+	*out = NULL;
+	if (it == NULL)
+		return LSM_NOMEM;
+	it->db = db;
+	it->deletes = deletes;
+	it->m = build(arg, &it->err);
+	if (it->m == NULL)
+	{
+		free(it);
+		return LSM_NOMEM;
+	}
+	db->open_iters++;
+	*out = it;
+	return LSM_OK;
+}
+
+int
 lsm_iter_open(lsm_db *db, lsm_iter **out)
 {
 	if (db == NULL || out == NULL)
@@ -385,6 +578,12 @@ lsm_iter_seek(lsm_iter *it, const void *key, size_t klen)
 	}
 	lsm_iiter_seek(it->m, key, key ? klen : 0);
 	iter_skip(it);
+}
+
+int
+lsm_iter_is_delete(const lsm_iter *it)
+{
+	return lsm_iter_valid(it) && it->m->del;
 }
 
 int

@@ -38,6 +38,7 @@ extern "C"
 typedef struct lsm_db lsm_db;		/* an open store (one directory) */
 typedef struct lsm_batch lsm_batch; /* an atomic group of puts and deletes */
 typedef struct lsm_iter lsm_iter;	/* an ordered cursor over a snapshot */
+typedef struct lsm_stage lsm_stage; /* a private set of pending writes */
 
 /* Return codes.  0 is success; errors are negative, in a reserved range. */
 #define LSM_OK			0
@@ -50,6 +51,11 @@ typedef struct lsm_iter lsm_iter;	/* an ordered cursor over a snapshot */
 #define LSM_NOMEM		(-30807)	/* allocation failed */
 #define LSM_INTERRUPTED (-30808)	/* the interrupt callback asked to stop */
 #define LSM_EXISTS		(-30809)	/* lsm_open with error_if_exists */
+#define LSM_DELETED		(-30810)	/* lsm_stage_get: the stage deletes the
+									 * key (not an error for callers) */
+
+/* Longest key: every function that takes a key refuses longer ones. */
+#define LSM_MAX_KEY_LEN 65535
 
 /* Longest key: every function that takes a key refuses longer ones. */
 #define LSM_MAX_KEY_LEN 65535
@@ -227,6 +233,112 @@ const void *lsm_iter_value(const lsm_iter *it, size_t *vlen);
 int			lsm_iter_status(const lsm_iter *it);
 void		lsm_iter_close(lsm_iter *it);
 
+/*
+ * 1 if the iterator is on a delete: only iterators of a stage
+ * (lsm_stage_iter_open) show deletes, with an empty value; store
+ * iterators skip them and always give 0.
+ */
+int			lsm_iter_is_delete(const lsm_iter *it);
+
+/*
+ * Stages: a transaction's pending writes in bounded memory, applied to the
+ * store atomically at commit (like RocksDB's IngestExternalFile).
+ *
+ * Protocol:  lsm_stage_open { put | delete | get | iter_open }
+ *			  ( lsm_stage_commit | lsm_stage_abort )
+ *
+ * A stage is private to its caller: nothing staged is visible to the store's
+ * readers, this handle's included, until the commit.  Its writes go to a
+ * sorted in-memory buffer (a skip list, like the memtable); when the buffer
+ * is full it is written out as a sorted run, an SSTable with the store's key
+ * and value filters, in a private staging directory inside the store
+ * directory (stage.<pid>.<n>/).  A small stage that never spilled commits as
+ * one ordinary batch.  A larger one commits by writing its buffer as a last
+ * run and installing every run as a level-0 table of the store, newer than
+ * everything the store held, with one manifest switch: after a crash the
+ * stage is either wholly present or wholly absent.  Staging directories left
+ * by dead processes are removed by the next writer's lsm_open or
+ * lsm_compact; a live stage's directory is never removed by another process
+ * (it holds an flock on the directory's LOCK file).
+ *
+ * A stage belongs to its handle (same thread) and must be committed or
+ * aborted before lsm_close; failures describe themselves through
+ * lsm_errmsg(db).  REQUIRES: a handle that is not read-only.
+ */
+
+/*
+ * Opens an empty stage.  buffer_bytes bounds the buffer (0: the handle's
+ * memtable_bytes; at least 4 KiB).  Creates no file until the first spill.
+ * LSM_INVALID on a read-only handle.
+ */
+int			lsm_stage_open(lsm_db *db, size_t buffer_bytes, lsm_stage **out);
+
+/*
+ * Stages a put or a delete.  A later write of a key replaces an earlier one
+ * of the same stage.  Keys must be non-empty and at most LSM_MAX_KEY_LEN
+ * bytes.  A write that finds the buffer full spills it first; if the spill
+ * fails (LSM_NOSPACE, LSM_IOERR, ...) the write is not staged and the stage
+ * is as it was: the caller may retry, commit what is staged, or abort.
+ */
+int			lsm_stage_put(lsm_stage *st, const void *key, size_t klen,
+						  const void *val, size_t vlen);
+int			lsm_stage_delete(lsm_stage *st, const void *key, size_t klen);
+
+/*
+ * Looks key up in the stage only: the buffer, then the runs newest first,
+ * each gated by its key range and its key filter (the key is hashed once).
+ * LSM_OK with *val (a new allocation of *vlen bytes, release with lsm_free)
+ * if the stage puts the key; LSM_DELETED if the stage deletes it;
+ * LSM_NOTFOUND if the stage does not write it (look in the store).
+ */
+int			lsm_stage_get(lsm_stage *st, const void *key, size_t klen,
+						  void **val, size_t *vlen);
+
+/*
+ * An iterator over the staged writes, newest per key, in key order,
+ * deletes included (lsm_iter_is_delete), so the caller can merge them over
+ * a store iterator.  Its snapshot is taken now: later writes to the stage do
+ * not show.  It stays valid after the stage is committed or aborted, and
+ * is closed with lsm_iter_close (before lsm_close).
+ */
+int			lsm_stage_iter_open(lsm_stage *st, lsm_iter **out);
+
+/* Memory the stage holds: its buffer's arena and its runs' bookkeeping. */
+size_t		lsm_stage_bytes(const lsm_stage *st);
+
+/* Puts and deletes staged so far (a key written twice counts twice). */
+uint64_t	lsm_stage_count(const lsm_stage *st);
+
+/* Sorted runs the stage has written to its staging directory so far. */
+int			lsm_stage_runs(const lsm_stage *st);
+
+/*
+ * Applies everything staged to the store atomically, then frees the stage
+ * (whatever the outcome: on failure the staged writes are discarded, as by
+ * lsm_stage_abort).  flags: one of LSM_WRITE_*.
+ *
+ * A stage that never spilled (and holds no more than the store's
+ * memtable_bytes) becomes one lsm_write_opt batch with these flags.
+ * Otherwise, under the write lock: catch up, flush the memtable, give run i
+ * (oldest first) sequence last + 1 + i, rename the runs into the store
+ * directory with new file numbers, and switch in one manifest naming them
+ * all in level 0, so every staged write is newer than everything the store
+ * held.  The runs were fsynced when written and the manifest switch is
+ * always made durable, so such a commit is durable on return whatever the
+ * flags (LSM_WRITE_NOSYNC cannot skip those fsyncs without risking a
+ * manifest that names missing data after a power failure).  Afterwards
+ * compaction proceeds as after a flush (auto_compact).
+ *
+ * On failure the store is unchanged, with the one exception lsm_write and
+ * flushes share: if the new manifest was renamed into place but fsyncing
+ * the directory failed, the writes are visible and the error is returned
+ * (their durability is unknown).
+ */
+int			lsm_stage_commit(lsm_stage *st, int flags);
+
+/* Discards everything staged, removes the staging directory, frees st. */
+void		lsm_stage_abort(lsm_stage *st);
+
 /* Rows: a value is a row of fields; every field is value-indexed. */
 typedef struct lsm_field
 {
@@ -364,6 +476,7 @@ typedef struct lsm_stats
 	uint64_t	false_positives;	/* ... that did not hold the key */
 	uint64_t	flushes;
 	uint64_t	compactions;
+	uint64_t	ingests;		/* stages committed as level-0 tables */
 	uint64_t	user_bytes_written; /* key + value bytes given to lsm_write */
 	uint64_t	wal_bytes_written;
 	uint64_t	sst_bytes_written;	/* by flushes and compactions */

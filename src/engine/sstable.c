@@ -40,6 +40,7 @@ struct lsm_table
 	uint8_t    *verified;		/* bitmap over data blocks */
 	uint64_t	entries;
 	uint64_t	data_end;		/* end of the data blocks */
+	uint64_t	global_seq;		/* 0, or the sequence of every entry */
 
 	/* value filter and block locator (format 2), checked on first use */
 	int			format;
@@ -242,7 +243,8 @@ load(lsm_table *t, lsm_err *e)
 }
 
 int
-lsm_table_open(const char *dir, uint64_t number, lsm_table **out, lsm_err *e)
+lsm_table_open(const char *dir, uint64_t number, uint64_t global_seq,
+			   lsm_table **out, lsm_err *e)
 {
 	char		path[4096];
 	lsm_table  *t;
@@ -256,6 +258,7 @@ lsm_table_open(const char *dir, uint64_t number, lsm_table **out, lsm_err *e)
 		return LSM_NOMEM_ERR(e);
 	t->refs = 1;
 	t->number = number;
+	t->global_seq = global_seq;
 	lsm_table_filename(number, t->name, sizeof(t->name));
 	snprintf(path, sizeof(path), "%s/%s", dir, t->name);
 	lsm_err_clear(&local);
@@ -400,7 +403,8 @@ decode_value(const lsm_table *t, const uint8_t *v, size_t vlen,
 
 	if (p == NULL)
 		return LSM_CORRUPT(e, "malformed entry in %s", t->name);
-	hit->seq = tag >> 1;
+	/* an ingested table: the manifest's sequence replaces the stored one */
+	hit->seq = t->global_seq ? t->global_seq : tag >> 1;
 	hit->del = (int) (tag & 1);
 	hit->val = p;
 	hit->vlen = vlen - (size_t) (p - v);

@@ -49,6 +49,9 @@ typedef struct lsm_table_meta
 	uint64_t	max_seq;
 	uint64_t	filter_bytes;
 	uint64_t	value_filter_bytes;
+	uint64_t	global_seq;		/* 0, or the sequence every entry has (an
+								 * ingested table: the manifest's, not the
+								 * file's; see lsm_table_open) */
 	uint8_t    *smallest;		/* malloc'd */
 	size_t		smallest_len;
 	uint8_t    *largest;		/* malloc'd */
@@ -116,9 +119,14 @@ typedef struct lsm_table lsm_table;
  * still return LSM_OK with a table marked broken: every read of it then
  * fails with the saved error, so a damaged file never stops the store from
  * opening and never turns into a silent "not found".
+ *
+ * global_seq 0 reads every entry with the sequence stored in it.  Otherwise
+ * every entry read through the table (gets, iterators, block scans) has
+ * sequence global_seq instead: an ingested table (stage.c) was written
+ * before its sequence was known, and the manifest gives it one.
  */
-int			lsm_table_open(const char *dir, uint64_t number, lsm_table **out,
-						   lsm_err *e);
+int			lsm_table_open(const char *dir, uint64_t number,
+						   uint64_t global_seq, lsm_table **out, lsm_err *e);
 void		lsm_table_ref(lsm_table *t);
 void		lsm_table_unref(lsm_table *t);
 

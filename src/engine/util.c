@@ -37,6 +37,8 @@ lsm_strerror(int rc)
 			return "interrupted";
 		case LSM_EXISTS:
 			return "store already exists";
+		case LSM_DELETED:
+			return "deleted";
 	}
 	return "unknown error";
 }

@@ -382,6 +382,13 @@ lsm_manifest_write(const char *dir, const lsm_version *v, bool *switched,
 	int			rc = LSM_NOMEM;
 	int			l,
 				i;
+	uint32_t	format = LSM_MANIFEST_FORMAT;
+
+	/* format 3 only while an ingested table needs its global sequence */
+	for (l = 0; l < LSM_MAX_LEVELS; l++)
+		for (i = 0; i < v->nfiles[l]; i++)
+			if (v->files[l][i]->meta.global_seq != 0)
+				format = LSM_MANIFEST_FORMAT_GSEQ;
 
 	/* header placeholder, filled in below */
 	if (lsm_buf_append(&b, hdr, sizeof(hdr)) != LSM_OK)
@@ -410,6 +417,9 @@ lsm_manifest_write(const char *dir, const lsm_version *v, bool *switched,
 			for (j = 0; j < (int) (sizeof(fields) / sizeof(fields[0])); j++)
 				if (lsm_buf_append_varint(&b, fields[j]) != LSM_OK)
 					goto nomem;
+			if (format >= LSM_MANIFEST_FORMAT_GSEQ &&
+				lsm_buf_append_varint(&b, m->global_seq) != LSM_OK)
+				goto nomem;
 			if (put_key(&b, m->smallest, m->smallest_len) != LSM_OK ||
 				put_key(&b, m->largest, m->largest_len) != LSM_OK)
 				goto nomem;
@@ -419,7 +429,7 @@ lsm_manifest_write(const char *dir, const lsm_version *v, bool *switched,
 		lsm_hier_encode(v->hroot, &b) != LSM_OK)
 		goto nomem;
 	lsm_put_u64(b.data, LSM_MANIFEST_MAGIC);
-	lsm_put_u32(b.data + 8, LSM_MANIFEST_FORMAT);
+	lsm_put_u32(b.data + 8, format);
 	lsm_put_u32(b.data + 12, (uint32_t) (b.len - 16));
 	lsm_put_u32(ck, lsm_checksum(b.data + 16, b.len - 16));
 	if (lsm_buf_append(&b, ck, 4) != LSM_OK)
@@ -493,7 +503,7 @@ lsm_manifest_read(int fd, const char *name, lsm_version **out, lsm_err *e)
 	len = lsm_get_u32(buf + 12);
 	format = lsm_get_u32(buf + 8);
 	if (lsm_get_u64(buf) != LSM_MANIFEST_MAGIC ||
-		(format != 1 && format != 2) ||
+		format < 1 || format > LSM_MANIFEST_FORMAT_GSEQ ||
 		(uint64_t) len + 20 != (uint64_t) st.st_size ||
 		lsm_checksum(buf + 16, len) != lsm_get_u32(buf + 16 + len))
 	{
@@ -538,8 +548,8 @@ lsm_manifest_read(int fd, const char *name, lsm_version **out, lsm_err *e)
 		for (i = 0; i < (int) n; i++)
 		{
 			lsm_file   *f = lsm_file_new();
-			uint64_t	fl[8] = {0};
-			int			nfl = format >= 2 ? 8 : 7;
+			uint64_t	fl[9] = {0};
+			int			nfl = format >= 3 ? 9 : format >= 2 ? 8 : 7;
 			int			j;
 
 			if (f == NULL)
@@ -559,9 +569,11 @@ lsm_manifest_read(int fd, const char *name, lsm_version **out, lsm_err *e)
 			f->meta.max_seq = fl[5];
 			f->meta.filter_bytes = fl[6];
 			f->meta.value_filter_bytes = fl[7];
+			f->meta.global_seq = fl[8];
 			if ((p = get_key(p, end, &f->meta.smallest, &f->meta.smallest_len)) == NULL ||
 				(p = get_key(p, end, &f->meta.largest, &f->meta.largest_len)) == NULL ||
-				f->meta.number >= v->next_file)
+				f->meta.number >= v->next_file ||
+				f->meta.global_seq > v->last_seq)
 				goto corrupt;
 		}
 	}

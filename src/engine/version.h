@@ -20,6 +20,10 @@
  *				 [smallest len, bytes][largest len, bytes] } }
  *				 [value_unindexed][hierarchy (hierarchy.h)] (all varints)
  *		format 1 had no value_filter_bytes, value_unindexed or hierarchy.
+ *		format 3 adds [global_seq] after [value_filter_bytes] of every file
+ *		(0: none; else the sequence of every entry of an ingested table).
+ *		It is written only while some file has a global sequence, so a
+ *		store that never ingested stays readable by format-2 readers.
  *
  * It is written to MANIFEST.tmp, fsynced, renamed over MANIFEST, and the
  * directory fsynced.  Readers open MANIFEST and keep the descriptor: a
@@ -33,6 +37,8 @@
 
 #define LSM_MANIFEST_MAGIC UINT64_C(0x46494e414d4d534c)	/* "LSMMANIF" */
 #define LSM_MANIFEST_FORMAT 2		/* written; 1 (no hierarchy) is read */
+#define LSM_MANIFEST_FORMAT_GSEQ 3	/* written when a file has a global
+									 * sequence (ingested tables) */
 
 struct lsm_hnode;
 
