@@ -231,6 +231,17 @@ LsmFdwEncodeKey(const LsmFdwTable *t, Datum value, Oid valtype,
 	return false;				/* keep the compiler quiet */
 }
 
+/* The engine's order of encoded keys: memcmp, the shorter first on a tie. */
+int
+LsmFdwKeyCmp(const char *a, size_t alen, const char *b, size_t blen)
+{
+	int			c = memcmp(a, b, Min(alen, blen));
+
+	if (c != 0)
+		return c;
+	return (alen > blen) - (alen < blen);
+}
+
 /*
  * Appends to buf the encoding of value as a bound of a range of keys, for
  * a qual "key < value" (upper) or "key > value" (!upper), inclusive or not:

@@ -20,6 +20,7 @@
  *	plan.c		planning: the quals each access path serves, costs,
  *				pathkeys, the ForeignScan; the GUC lsm_fdw.value_search
  *	scan.c		the scan callbacks (every access path) and EXPLAIN
+ *	merge.c		committed rows overlaid with pending writes, in key order
  *	modify.c	INSERT, UPDATE, DELETE, COPY FROM and TRUNCATE
  *	analyze.c	ANALYZE: a sample of the store's rows
  *	functions.c	the lsm_ SQL functions: statistics, flush, compact, verify
@@ -140,6 +141,8 @@ typedef struct LsmFdwStore
 	bool		doomed;			/* directory removed: close when unpinned */
 	int			pins;			/* scans, modifications and pending writes
 								 * using db */
+	int			scans;			/* open scans (xact.c spills the pending
+								 * writes of a store only without any) */
 } LsmFdwStore;
 
 /* How a scan reads its store: plan.c chooses, scan.c carries out. */
@@ -227,6 +230,8 @@ extern void LsmFdwDecodeRow(LsmFdwTable *t, const char *key, size_t klen,
 							const bool *needed, Datum *values, bool *nulls);
 extern char *LsmFdwKeyToString(const LsmFdwTable *t, const char *key,
 							   size_t klen);
+extern int	LsmFdwKeyCmp(const char *a, size_t alen, const char *b,
+						 size_t blen);
 extern bool LsmFdwEncodeKeyBound(const LsmFdwTable *t, Datum value,
 								 Oid valtype, bool upper, StringInfo buf);
 extern bool LsmFdwEncodeNeedle(LsmFdwColumn *col, Datum value, Oid valtype,
@@ -259,9 +264,32 @@ extern void LsmFdwPendingWrite(LsmFdwStore *s, const char *relname,
 extern void LsmFdwSetRowVersion(ItemPointer tid, const char *row,
 								size_t rowlen);
 extern uint64 LsmFdwRowVersion(ItemPointer tid);
+extern bool LsmFdwPendingInMemory(Oid relid, const char *key, size_t klen,
+								  CommandId curcid);
+extern lsm_iter *LsmFdwPendingStageIter(Oid relid);
 extern bool LsmFdwPendingDropped(Oid relid);
 extern void LsmFdwXactRemoveDirLater(Oid relid, const char *path,
 									 SubTransactionId subid, bool at_commit);
+
+/* merge.c: a table as its transaction sees it, in key order */
+typedef struct LsmFdwMerge
+{
+	LsmFdwStore *store;
+	const char *relname;
+	lsm_iter   *iter;			/* the store's committed rows */
+	lsm_iter   *staged;			/* the stage's writes, or NULL */
+	LsmFdwPendingRow *pending;	/* the pending writes in memory */
+	int			npending;
+	int			ppos;
+	int			at;				/* sources at the row returned last */
+} LsmFdwMerge;
+
+extern void LsmFdwMergeOpen(LsmFdwMerge *m, LsmFdwStore *s, Oid relid,
+							const char *relname, CommandId curcid,
+							const char *lower, size_t lowerlen);
+extern bool LsmFdwMergeNext(LsmFdwMerge *m, const char **key, size_t *klen,
+							const char **row, size_t *rowlen);
+extern void LsmFdwMergeClose(LsmFdwMerge *m);
 
 /* plan.c */
 struct PlannerInfo;

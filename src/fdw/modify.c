@@ -529,64 +529,28 @@ truncate_one(Relation rel)
 	LsmFdwTable *t = LsmFdwGetTable(rel);
 	LsmFdwStore *s = LsmFdwOpenStore(t, true);
 	CommandId	cid = GetCurrentCommandId(true);
-	LsmFdwPendingRow *pending;
-	int			npending;
-	int			ppos = 0;
-	lsm_iter   *volatile it = NULL; /* read by PG_FINALLY after an error */
-	lsm_iter   *opened;
-	int			rc;
+	LsmFdwMerge m;
+	const char *key;
+	const char *row;
+	size_t		klen;
+	size_t		rowlen;
 
-	pending = LsmFdwPendingVisible(t->relid, InvalidCommandId, &npending);
+	/* the merge's snapshots do not see the deletes added meanwhile */
+	memset(&m, 0, sizeof(m));
 	LsmFdwPinStore(s);
+	s->scans++;
 	PG_TRY();
 	{
-		if ((rc = lsm_iter_open(s->db, &opened)) != LSM_OK)
-			LsmFdwReportError(rc, s->db, t->relname, "read");
-		it = opened;
-		lsm_iter_seek(it, NULL, 0);
-		for (;;)
-		{
-			bool		have_iter = lsm_iter_valid(it);
-			bool		have_pending = ppos < npending;
-			const char *key = NULL;
-			size_t		klen = 0;
-			int			cmp = 0;
-
-			CHECK_FOR_INTERRUPTS();
-			if (!have_iter && (rc = lsm_iter_status(it)) != LSM_OK)
-				LsmFdwReportError(rc, s->db, t->relname, "read");
-			if (!have_iter && !have_pending)
-				break;
-			if (have_iter)
-				key = lsm_iter_key(it, &klen);
-			if (have_iter && have_pending)
-			{
-				LsmFdwPendingRow *p = &pending[ppos];
-
-				cmp = memcmp(key, p->key, Min(klen, p->klen));
-				if (cmp == 0)
-					cmp = (klen > p->klen) - (klen < p->klen);
-			}
-			if (have_iter && (!have_pending || cmp < 0))
-			{
-				LsmFdwPendingWrite(s, t->relname, key, klen, NULL, 0, true,
-								   LSMFDW_BASE_ANY, 0, cid);
-				lsm_iter_next(it);
-				continue;
-			}
-			if (have_iter && cmp == 0)
-				lsm_iter_next(it);
-			if (!pending[ppos].is_delete)
-				LsmFdwPendingWrite(s, t->relname, pending[ppos].key,
-								   pending[ppos].klen, NULL, 0, true,
-								   LSMFDW_BASE_ANY, 0, cid);
-			ppos++;
-		}
+		LsmFdwMergeOpen(&m, s, t->relid, t->relname, InvalidCommandId,
+						NULL, 0);
+		while (LsmFdwMergeNext(&m, &key, &klen, &row, &rowlen))
+			LsmFdwPendingWrite(s, t->relname, key, klen, NULL, 0, true,
+							   LSMFDW_BASE_ANY, 0, cid);
 	}
 	PG_FINALLY();
 	{
-		if (it != NULL)
-			lsm_iter_close(it);
+		LsmFdwMergeClose(&m);
+		s->scans--;
 		LsmFdwUnpinStore(s);
 	}
 	PG_END_TRY();

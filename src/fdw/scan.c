@@ -90,21 +90,24 @@ typedef struct LsmFdwScanState
 	int			fpos;
 	LsmFdwPendingRow *found;
 
-	/* full scan and key range: iterator and pending rows merged */
-	lsm_iter   *iter;
+	/* full scan and key range: committed rows and pending writes merged */
+	LsmFdwMerge merge;
+	bool		merge_open;
 	bool		has_upper;
 	bool		upper_strict;
 	StringInfoData upper;
-	LsmFdwPendingRow *pending;	/* visible pending writes, key order */
-	int			npending;
-	int			ppos;			/* next pending write to merge */
 	bool		empty;			/* the bounds exclude every key */
 
-	/* value search */
+	/* value search: the engine's search, then the pending writes */
+	lsm_iter   *iter;
 	int			field;
 	int			strategy;
 	StringInfoData needle;
 	bool		search_done;	/* iterator exhausted: pending rows next */
+	LsmFdwPendingRow *pending;	/* visible pending writes in memory */
+	int			npending;
+	int			ppos;			/* next pending write to check */
+	lsm_iter   *staged;			/* then the stage's writes, or NULL */
 	lsm_search_stats search;	/* counters, summed over (re)starts */
 	int			searches;
 	int			strategy_used;
@@ -132,6 +135,8 @@ static bool next_ordered(LsmFdwScanState *st, TupleTableSlot *slot);
 static bool next_found(LsmFdwScanState *st, TupleTableSlot *slot);
 static bool next_searched(LsmFdwScanState *st, TupleTableSlot *slot);
 static bool past_upper(LsmFdwScanState *st, const char *key, size_t klen);
+static bool holds_needle(LsmFdwScanState *st, const char *row,
+						 size_t rowlen);
 static void store_row(LsmFdwScanState *st, TupleTableSlot *slot,
 					  const char *key, size_t klen,
 					  const char *row, size_t rowlen);
@@ -139,7 +144,6 @@ static void close_iter(LsmFdwScanState *st);
 static void collect_search_stats(LsmFdwScanState *st);
 static void count_lookups(LsmFdwScanState *st, const lsm_stats *before,
 						  uint64 keys);
-static int	key_cmp(const char *a, size_t alen, const char *b, size_t blen);
 static int	pending_cmp(const void *a, const void *b);
 static void release_scan(void *arg);
 
@@ -208,6 +212,7 @@ lsmfdwBeginForeignScan(ForeignScanState *node, int eflags)
 
 	st->store = LsmFdwOpenStore(st->table, true);
 	LsmFdwPinStore(st->store);
+	st->store->scans++;
 	st->released = false;
 	st->cleanup.func = release_scan;
 	st->cleanup.arg = st;
@@ -403,6 +408,7 @@ start_scan(ForeignScanState *node, LsmFdwScanState *st)
 	st->pending = NULL;
 	st->npending = 0;
 	st->ppos = 0;
+	st->staged = NULL;
 	st->empty = false;
 	st->has_upper = false;
 	st->search_done = false;
@@ -524,7 +530,7 @@ fetch_keys(LsmFdwScanState *st, int n, char **keys, size_t *klens)
 		LsmFdwPendingRow p;
 
 		if (nrows > 0 &&
-			key_cmp(rows[nrows - 1].key, rows[nrows - 1].klen,
+			LsmFdwKeyCmp(rows[nrows - 1].key, rows[nrows - 1].klen,
 					rows[i].key, rows[i].klen) == 0)
 			continue;			/* a duplicate */
 		rows[nrows] = rows[i];
@@ -612,7 +618,6 @@ start_range(ForeignScanState *node, LsmFdwScanState *st)
 	ListCell   *lc1;
 	ListCell   *lc2;
 	int			i = 0;
-	int			rc;
 
 	initStringInfo(&lower);
 	resetStringInfo(&st->upper);
@@ -637,7 +642,7 @@ start_range(ForeignScanState *node, LsmFdwScanState *st)
 		if (!upper)
 		{
 			if (!has_lower ||
-				key_cmp(b.data, b.len, lower.data, lower.len) > 0)
+				LsmFdwKeyCmp(b.data, b.len, lower.data, lower.len) > 0)
 			{
 				resetStringInfo(&lower);
 				appendBinaryStringInfo(&lower, b.data, b.len);
@@ -647,7 +652,7 @@ start_range(ForeignScanState *node, LsmFdwScanState *st)
 		else
 		{
 			int			c = st->has_upper
-				? key_cmp(b.data, b.len, st->upper.data, st->upper.len) : -1;
+				? LsmFdwKeyCmp(b.data, b.len, st->upper.data, st->upper.len) : -1;
 
 			if (c < 0 || (c == 0 && kind == LSMFDW_BOUND_UPPER_STRICT))
 			{
@@ -659,31 +664,10 @@ start_range(ForeignScanState *node, LsmFdwScanState *st)
 		}
 	}
 
-	st->pending = LsmFdwPendingVisible(st->table->relid, st->curcid,
-									   &st->npending);
-	if (has_lower)
-	{
-		int			lo = 0;
-		int			hi = st->npending;
-
-		/* the first pending row at or after the lower bound */
-		while (lo < hi)
-		{
-			int			mid = lo + (hi - lo) / 2;
-
-			if (key_cmp(st->pending[mid].key, st->pending[mid].klen,
-						lower.data, lower.len) < 0)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		st->ppos = lo;
-	}
-
-	if ((rc = lsm_iter_open(st->store->db, &st->iter)) != LSM_OK)
-		LsmFdwReportError(rc, st->store->db, st->table->relname, "read");
-	lsm_iter_seek(st->iter, has_lower ? lower.data : NULL,
-				  has_lower ? lower.len : 0);
+	st->merge_open = true;
+	LsmFdwMergeOpen(&st->merge, st->store, st->table->relid,
+					st->table->relname, st->curcid,
+					has_lower ? lower.data : NULL, lower.len);
 }
 
 /*
@@ -715,6 +699,9 @@ start_search(ForeignScanState *node, LsmFdwScanState *st)
 	}
 	st->pending = LsmFdwPendingVisible(st->table->relid, st->curcid,
 									   &st->npending);
+	st->staged = LsmFdwPendingStageIter(st->table->relid);
+	if (st->staged != NULL)
+		lsm_iter_seek(st->staged, NULL, 0);
 	rc = lsm_value_search_with(st->store->db, st->field, st->needle.data,
 							   st->needle.len, st->strategy, &st->iter);
 	if (rc != LSM_OK)
@@ -742,69 +729,24 @@ next_found(LsmFdwScanState *st, TupleTableSlot *slot)
 }
 
 /*
- * Full scan and key range: stores the next row in slot, merging the
- * committed rows (the iterator) with the pending writes the scan sees (a
- * sorted array), the pending write winning on equal keys, up to the upper
+ * Full scan and key range: stores the next row of the merge (committed rows
+ * overlaid with the pending writes the scan sees) in slot, up to the upper
  * bound; returns false at the end.
  */
 static bool
 next_ordered(LsmFdwScanState *st, TupleTableSlot *slot)
 {
-	int			rc;
+	const char *key;
+	const char *row;
+	size_t		klen;
+	size_t		rowlen;
 
-	if (st->empty)
+	if (st->empty ||
+		!LsmFdwMergeNext(&st->merge, &key, &klen, &row, &rowlen) ||
+		past_upper(st, key, klen))
 		return false;
-	for (;;)
-	{
-		bool		have_iter = lsm_iter_valid(st->iter);
-		bool		have_pending = st->ppos < st->npending;
-		const char *key = NULL;
-		size_t		klen = 0;
-		int			cmp = 0;
-		LsmFdwPendingRow *p = NULL;
-
-		if (!have_iter && (rc = lsm_iter_status(st->iter)) != LSM_OK)
-			LsmFdwReportError(rc, st->store->db, st->table->relname, "read");
-		if (have_iter)
-		{
-			key = lsm_iter_key(st->iter, &klen);
-			if (past_upper(st, key, klen))
-				have_iter = false;
-		}
-		if (have_pending)
-		{
-			p = &st->pending[st->ppos];
-			if (past_upper(st, p->key, p->klen))
-				have_pending = false;
-		}
-		if (!have_iter && !have_pending)
-			return false;
-
-		if (have_iter && have_pending)
-			cmp = key_cmp(key, klen, p->key, p->klen);
-		if (have_iter && (!have_pending || cmp < 0))
-		{
-			const char *row;
-			size_t		rowlen;
-
-			row = lsm_iter_value(st->iter, &rowlen);
-			store_row(st, slot, key, klen, row, rowlen);	/* copies */
-			lsm_iter_next(st->iter);
-			return true;
-		}
-
-		/* a pending write, alone or replacing the committed row */
-		st->ppos++;
-		if (have_iter && cmp == 0)
-			lsm_iter_next(st->iter);
-		if (p->is_delete)
-		{
-			CHECK_FOR_INTERRUPTS();
-			continue;
-		}
-		store_row(st, slot, p->key, p->klen, p->val, p->vlen);
-		return true;
-	}
+	store_row(st, slot, key, klen, row, rowlen);	/* copies */
+	return true;
 }
 
 /*
@@ -835,12 +777,13 @@ next_searched(LsmFdwScanState *st, TupleTableSlot *slot)
 								  "search");
 			collect_search_stats(st);
 			st->search_done = true;
-			close_iter(st);
+			lsm_iter_close(st->iter);
+			st->iter = NULL;
 			break;
 		}
 		key = lsm_iter_key(st->iter, &klen);
 		row = lsm_iter_value(st->iter, &rowlen);
-		if (st->npending > 0 &&
+		if ((st->npending > 0 || st->staged != NULL) &&
 			LsmFdwPendingLookup(st->table->relid, key, klen, st->curcid, &p,
 								NULL))
 		{
@@ -855,17 +798,50 @@ next_searched(LsmFdwScanState *st, TupleTableSlot *slot)
 	while (st->ppos < st->npending)
 	{
 		LsmFdwPendingRow *p = &st->pending[st->ppos++];
-		lsm_field	f;
 
-		if (p->is_delete ||
-			lsm_row_field(p->val, p->vlen, st->field, &f) != LSM_OK ||
-			f.is_null || f.len != st->needle.len ||
-			memcmp(f.data, st->needle.data, f.len) != 0)
+		if (p->is_delete || !holds_needle(st, p->val, p->vlen))
 			continue;
 		store_row(st, slot, p->key, p->klen, p->val, p->vlen);
 		return true;
 	}
+
+	/* the stage's rows, unless rewritten in memory since */
+	while (st->staged != NULL && lsm_iter_valid(st->staged))
+	{
+		const char *key;
+		const char *row;
+		size_t		klen;
+		size_t		rowlen;
+		bool		found = false;
+
+		key = lsm_iter_key(st->staged, &klen);
+		row = lsm_iter_value(st->staged, &rowlen);
+		if (!lsm_iter_is_delete(st->staged) &&
+			holds_needle(st, row, rowlen) &&
+			!LsmFdwPendingInMemory(st->table->relid, key, klen, st->curcid))
+		{
+			store_row(st, slot, key, klen, row, rowlen);
+			found = true;
+		}
+		lsm_iter_next(st->staged);
+		if (found)
+			return true;
+		CHECK_FOR_INTERRUPTS();
+	}
+	if (st->staged != NULL && (rc = lsm_iter_status(st->staged)) != LSM_OK)
+		LsmFdwReportError(rc, st->store->db, st->table->relname, "search");
 	return false;
+}
+
+/* Whether the searched field of an encoded row holds the needle. */
+static bool
+holds_needle(LsmFdwScanState *st, const char *row, size_t rowlen)
+{
+	lsm_field	f;
+
+	return lsm_row_field(row, rowlen, st->field, &f) == LSM_OK &&
+		!f.is_null && f.len == st->needle.len &&
+		memcmp(f.data, st->needle.data, f.len) == 0;
 }
 
 /* Whether key is beyond the scan's upper bound. */
@@ -876,7 +852,7 @@ past_upper(LsmFdwScanState *st, const char *key, size_t klen)
 
 	if (!st->has_upper)
 		return false;
-	c = key_cmp(key, klen, st->upper.data, st->upper.len);
+	c = LsmFdwKeyCmp(key, klen, st->upper.data, st->upper.len);
 	return c > 0 || (c == 0 && st->upper_strict);
 }
 
@@ -895,7 +871,7 @@ store_row(LsmFdwScanState *st, TupleTableSlot *slot, const char *key,
 		LsmFdwSetRowVersion(&slot->tts_tid, row, rowlen);
 }
 
-/* Closes the scan's iterator, if open. */
+/* Closes the scan's iterators, if open.  Raises no error. */
 static void
 close_iter(LsmFdwScanState *st)
 {
@@ -905,6 +881,16 @@ close_iter(LsmFdwScanState *st)
 			collect_search_stats(st);
 		lsm_iter_close(st->iter);
 		st->iter = NULL;
+	}
+	if (st->staged != NULL)
+	{
+		lsm_iter_close(st->staged);
+		st->staged = NULL;
+	}
+	if (st->merge_open)
+	{
+		LsmFdwMergeClose(&st->merge);
+		st->merge_open = false;
 	}
 }
 
@@ -953,17 +939,6 @@ count_lookups(LsmFdwScanState *st, const lsm_stats *before, uint64 keys)
 		before->false_positives;
 }
 
-/* The engine's key order: memcmp, the shorter first on a tie. */
-static int
-key_cmp(const char *a, size_t alen, const char *b, size_t blen)
-{
-	int			c = memcmp(a, b, Min(alen, blen));
-
-	if (c != 0)
-		return c;
-	return (alen > blen) - (alen < blen);
-}
-
 /* qsort comparator of LsmFdwPendingRow by key. */
 static int
 pending_cmp(const void *a, const void *b)
@@ -971,7 +946,7 @@ pending_cmp(const void *a, const void *b)
 	const LsmFdwPendingRow *x = (const LsmFdwPendingRow *) a;
 	const LsmFdwPendingRow *y = (const LsmFdwPendingRow *) b;
 
-	return key_cmp(x->key, x->klen, y->key, y->klen);
+	return LsmFdwKeyCmp(x->key, x->klen, y->key, y->klen);
 }
 
 /*
@@ -987,11 +962,12 @@ release_scan(void *arg)
 	if (st->released)
 		return;
 	st->released = true;
-	if (st->iter != NULL)
-	{
-		lsm_iter_close(st->iter);
-		st->iter = NULL;
-	}
+	if (st->access == LSMFDW_ACCESS_VALUE_SEARCH)
+		st->search_done = true; /* no counters to collect now */
+	close_iter(st);
 	if (st->store != NULL)
+	{
+		st->store->scans--;
 		LsmFdwUnpinStore(st->store);
+	}
 }

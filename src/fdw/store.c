@@ -92,6 +92,7 @@ LsmFdwOpenStore(LsmFdwTable *t, bool refresh)
 		s->stale = false;
 		s->doomed = false;
 		s->pins = 0;
+		s->scans = 0;
 	}
 
 	if (s->db != NULL && s->pins == 0 &&

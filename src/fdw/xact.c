@@ -64,8 +64,20 @@
  * a crash of the machine may lose the last commits, as for PostgreSQL's
  * own WAL); any other value syncs it (unless fsync = off).
  *
- * Limits of this version: the pending writes live in memory for the whole
- * transaction (no spilling); a transaction that writes several stores
+ * Bounded memory: when the pending writes in memory exceed
+ * lsm_fdw.pending_memory, the keys that were simply inserted (one version,
+ * a put, absent from the store before) are moved to the store's stage
+ * (lsm_stage_open: a private sorted buffer that spills to sorted runs on
+ * disk) and forgotten in memory.  That is done only at the top level (no
+ * subtransaction has written, so nothing spilled can have to be undone
+ * alone) and for stores that no scan is reading (a scan holds pointers
+ * into the pending writes, and a scan of the writing command must not see
+ * its own writes, which the stage cannot tell apart).  Reads consult
+ * memory, then the stage, then the store; a key found in the stage was
+ * inserted by the transaction.  At commit the rest of the writes joins the
+ * stage and lsm_stage_commit installs it all atomically.
+ *
+ * Limits of this version: a transaction that writes several stores
  * writes them one by one after all the checks, so an engine failure (disk
  * full, I/O error) or a crash in the middle of that can leave the stores
  * before it committed while the transaction aborts.
@@ -79,9 +91,10 @@
 #include "access/table.h"
 #include "access/xact.h"
 #include "common/hashfn.h"
-#include "storage/itemptr.h"
 #include "miscadmin.h"
+#include "storage/itemptr.h"
 #include "storage/lock.h"
+#include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
@@ -123,6 +136,7 @@ typedef struct PendingKey
 	PendingVersion *newest;
 	LsmFdwBase	base;			/* the store's row at the first write */
 	uint64		base_version;	/* LSMFDW_BASE_VERSION: its version */
+	bool		staged;			/* the stage holds an older put of it */
 } PendingKey;
 
 /* The pending writes of one store */
@@ -134,6 +148,8 @@ typedef struct PendingStore
 	HTAB	   *keys;			/* PendingKey */
 	uint64		first_seq;		/* the store's last sequence number when
 								 * the transaction first wrote to it */
+	lsm_stage  *stage;			/* inserted keys moved out of memory, or
+								 * NULL */
 } PendingStore;
 
 /* Where the first write of a subtransaction went in the undo log */
@@ -163,6 +179,16 @@ static int	undo_len = 0;
 static int	undo_size = 0;
 static List *marks = NIL;		/* SavepointMark, innermost last */
 static List *removals = NIL;	/* DirRemoval */
+static Size pending_bytes = 0;	/* memory of the pending versions */
+static Size spill_floor = 0;	/* no spill attempt below this */
+
+/* lsm_fdw.pending_memory, in kB */
+static int	pending_memory_kb = 65536;
+
+/* What a pending version costs in memory beyond its key and row */
+#define VERSION_OVERHEAD	(sizeof(PendingVersion) + sizeof(PendingKey) + \
+							 sizeof(PendingVersion *) + 64)
+
 
 static void ensure_xact_state(void);
 static PendingStore *get_pending_store(LsmFdwStore *s, const char *relname);
@@ -176,7 +202,12 @@ static void undo_to(int pos);
 static void lock_and_check_store(PendingStore *ps);
 static void write_store(PendingStore *ps);
 static uint64 last_sequence(PendingStore *ps);
-static char *describe_key(PendingStore *ps, PendingKey *pk);
+static char *describe_key(PendingStore *ps, const char *key, size_t klen);
+static void maybe_spill(void);
+static void spill_store(PendingStore *ps);
+static bool stage_holds(PendingStore *ps, const char *key, size_t klen);
+static void check_staged_inserts(PendingStore *ps);
+static void fold_into_stage(PendingStore *ps);
 static int	pending_store_cmp(const void *a, const void *b);
 static void remove_dirs(bool commit, SubTransactionId subid);
 static void end_xact(bool commit);
@@ -190,6 +221,13 @@ LsmFdwInitXact(void)
 {
 	RegisterXactCallback(xact_callback, NULL);
 	RegisterSubXactCallback(subxact_callback, NULL);
+	DefineCustomIntVariable("lsm_fdw.pending_memory",
+							"Memory for a transaction's pending writes to lsm_fdw tables before inserted rows move to disk.",
+							"Above it, rows the transaction inserted are staged in sorted runs on disk until commit.",
+							&pending_memory_kb,
+							65536, 1024, INT_MAX,
+							PGC_USERSET, GUC_UNIT_KB,
+							NULL, NULL, NULL);
 }
 
 /*
@@ -281,13 +319,25 @@ LsmFdwPendingWrite(LsmFdwStore *s, const char *relname,
 		pk->newest = NULL;
 		pk->base = base;
 		pk->base_version = version;
+		pk->staged = false;
+
+		/* the stage holds only keys this transaction inserted */
+		if (ps->stage != NULL && stage_holds(ps, key, klen))
+		{
+			pk->base = LSMFDW_BASE_ABSENT;
+			pk->base_version = 0;
+			pk->staged = true;
+		}
+		pending_bytes += klen;
 	}
 	v->key = pk;
 	v->older = pk->newest;
 	pk->newest = v;
 	undo_log[undo_len++] = v;
+	pending_bytes += v->vlen + VERSION_OVERHEAD;
 
 	MemoryContextSwitchTo(oldcxt);
+	maybe_spill();
 }
 
 /*
@@ -305,7 +355,48 @@ LsmFdwPendingLookup(Oid relid, const char *key, size_t klen,
 	PendingVersion *v;
 
 	if (pk == NULL || (v = visible_version(pk, curcid)) == NULL)
-		return false;
+	{
+		PendingStore *ps;
+		void	   *val = NULL;
+		size_t		vlen = 0;
+		int			rc;
+		char	   *copy = NULL;
+
+		/* the stage: an older command's insert, seen by every reader */
+		if (pending_stores == NULL ||
+			(ps = hash_search(pending_stores, &relid, HASH_FIND, NULL)) == NULL ||
+			ps->stage == NULL)
+			return false;
+		rc = lsm_stage_get(ps->stage, key, klen, &val, &vlen);
+		if (rc == LSM_NOTFOUND)
+			return false;
+		if (rc != LSM_OK && rc != LSM_DELETED)
+			LsmFdwReportError(rc, ps->store->db, ps->relname, "read");
+
+		/* the engine's allocation must not leak if the copy fails */
+		PG_TRY();
+		{
+			copy = palloc(klen + vlen + 1);
+			memcpy(copy, key, klen);
+			if (val != NULL)
+				memcpy(copy + klen, val, vlen);
+			copy[klen + vlen] = '\0';
+		}
+		PG_FINALLY();
+		{
+			if (val != NULL)
+				lsm_free(val);
+		}
+		PG_END_TRY();
+		out->key = copy;
+		out->klen = klen;
+		out->is_delete = rc == LSM_DELETED;
+		out->val = copy + klen;
+		out->vlen = vlen;
+		if (cid != NULL)
+			*cid = InvalidCommandId;
+		return true;
+	}
 	out->key = pk->ref.data;
 	out->klen = pk->ref.len;
 	out->is_delete = v->is_delete;
@@ -355,6 +446,40 @@ LsmFdwPendingVisible(Oid relid, CommandId curcid, int *n)
 		qsort(rows, count, sizeof(LsmFdwPendingRow), pending_row_cmp);
 	*n = count;
 	return rows;
+}
+
+/*
+ * Whether the pending writes in memory hold a version of key (in relation
+ * relid) that a reader with command id curcid sees; the stage is not
+ * consulted.
+ */
+bool
+LsmFdwPendingInMemory(Oid relid, const char *key, size_t klen,
+					  CommandId curcid)
+{
+	PendingKey *pk = find_key(relid, key, klen);
+
+	return pk != NULL && visible_version(pk, curcid) != NULL;
+}
+
+/*
+ * A snapshot iterator over the stage of relation relid (deletes shown), not
+ * positioned, or NULL if it has none.  The caller closes it.
+ */
+lsm_iter *
+LsmFdwPendingStageIter(Oid relid)
+{
+	PendingStore *ps;
+	lsm_iter   *it;
+	int			rc;
+
+	if (pending_stores == NULL ||
+		(ps = hash_search(pending_stores, &relid, HASH_FIND, NULL)) == NULL ||
+		ps->stage == NULL)
+		return NULL;
+	if ((rc = lsm_stage_iter_open(ps->stage, &it)) != LSM_OK)
+		LsmFdwReportError(rc, ps->store->db, ps->relname, "read");
+	return it;
 }
 
 /*
@@ -450,6 +575,7 @@ get_pending_store(LsmFdwStore *s, const char *relname)
 		ps->keys = keys;
 		ps->store = s;
 		ps->first_seq = 0;
+		ps->stage = NULL;
 		LsmFdwPinStore(s);
 		ps->first_seq = last_sequence(ps);
 	}
@@ -518,11 +644,8 @@ pending_row_cmp(const void *a, const void *b)
 {
 	const LsmFdwPendingRow *x = (const LsmFdwPendingRow *) a;
 	const LsmFdwPendingRow *y = (const LsmFdwPendingRow *) b;
-	int			c = memcmp(x->key, y->key, Min(x->klen, y->klen));
 
-	if (c != 0)
-		return c;
-	return (x->klen > y->klen) - (x->klen < y->klen);
+	return LsmFdwKeyCmp(x->key, x->klen, y->key, y->klen);
 }
 
 /*
@@ -557,6 +680,7 @@ undo_to(int pos)
 
 		Assert(pk->newest == v);
 		pk->newest = v->older;
+		pending_bytes -= Min(pending_bytes, v->vlen + VERSION_OVERHEAD);
 		if (pk->newest == NULL)
 		{
 			/* the key copy stays allocated: scans may point to it */
@@ -602,6 +726,8 @@ lock_and_check_store(PendingStore *ps)
 	if ((rc = lsm_refresh(ps->store->db)) != LSM_OK)
 		LsmFdwReportError(rc, ps->store->db, ps->relname, "refresh");
 	check_inserts = ps->first_seq == 0 || last_sequence(ps) != ps->first_seq;
+	if (check_inserts && ps->stage != NULL)
+		check_staged_inserts(ps);
 
 	hash_seq_init(&status, ps->keys);
 	while ((pk = hash_seq_search(&status)) != NULL)
@@ -629,7 +755,7 @@ lock_and_check_store(PendingStore *ps)
 					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 					 errmsg("could not serialize access due to concurrent update"),
 					 errdetail("%s was %s by another transaction after this transaction read it.",
-							   describe_key(ps, pk),
+							   describe_key(ps, pk->ref.data, pk->ref.len),
 							   present ? "updated" : "deleted"),
 					 errhint("Retry the transaction."),
 					 errcontext("foreign table \"%s\"", ps->relname)));
@@ -649,23 +775,205 @@ lock_and_check_store(PendingStore *ps)
 				 errmsg("duplicate key value violates the key of foreign table \"%s\"",
 						ps->relname),
 				 errdetail("%s was inserted by another transaction that committed first.",
-						   describe_key(ps, pk))));
+						   describe_key(ps, pk->ref.data, pk->ref.len))));
 	}
 }
 
 /*
- * "Key (col)=(value)" for pk, for messages.  The table is alive (dropped
- * ones are not written).
+ * "Key (col)=(value)" for a key of ps's table, for messages.  The table is
+ * alive (dropped ones are not written).
  */
 static char *
-describe_key(PendingStore *ps, PendingKey *pk)
+describe_key(PendingStore *ps, const char *key, size_t klen)
 {
 	Relation	rel = table_open(ps->relid, NoLock);
 	LsmFdwTable *t = LsmFdwGetTable(rel);
 
 	table_close(rel, NoLock);
 	return psprintf("Key (%s)=(%s)", t->cols[t->keyattno - 1].name,
-					LsmFdwKeyToString(t, pk->ref.data, pk->ref.len));
+					LsmFdwKeyToString(t, key, klen));
+}
+
+/*
+ * Moves pending writes out of memory if they take more than
+ * lsm_fdw.pending_memory: the inserted keys of every store no scan is
+ * reading, into its stage (see the file header).  Only at the top level.
+ * A call that could free too little raises the bar of the next attempt.
+ */
+static void
+maybe_spill(void)
+{
+	Size		limit = (Size) pending_memory_kb * 1024;
+	HASH_SEQ_STATUS status;
+	PendingStore *ps;
+
+	if (pending_bytes <= Max(limit, spill_floor) || marks != NIL ||
+		pending_stores == NULL)
+		return;
+
+	/* with no subtransaction, nothing in memory will be undone alone */
+	undo_len = 0;
+	hash_seq_init(&status, pending_stores);
+	while ((ps = hash_seq_search(&status)) != NULL)
+	{
+		if (ps->store->scans == 0 && !LsmFdwPendingDropped(ps->relid))
+			spill_store(ps);
+	}
+	spill_floor = pending_bytes + limit / 4;
+}
+
+/*
+ * Moves the keys of ps that the transaction simply inserted (one version, a
+ * put, the store lacked the key) to its stage, opening it if needed, and
+ * frees their memory.
+ */
+static void
+spill_store(PendingStore *ps)
+{
+	HASH_SEQ_STATUS status;
+	PendingKey *pk;
+	int			rc;
+
+	if (ps->stage == NULL)
+	{
+		/* the stage's buffer is a quarter of the budget, up to 32 MB */
+		size_t		buffer = Min((size_t) pending_memory_kb * 1024 / 4,
+								 (size_t) 32 * 1024 * 1024);
+
+		if ((rc = lsm_stage_open(ps->store->db, buffer, &ps->stage)) != LSM_OK)
+			LsmFdwReportError(rc, ps->store->db, ps->relname, "stage writes to");
+	}
+	hash_seq_init(&status, ps->keys);
+	while ((pk = hash_seq_search(&status)) != NULL)
+	{
+		PendingVersion *v = pk->newest;
+		char	   *key = (char *) pk->ref.data;
+
+		if (v->older != NULL || v->is_delete || pk->base != LSMFDW_BASE_ABSENT)
+			continue;
+		rc = lsm_stage_put(ps->stage, pk->ref.data, pk->ref.len, v->val,
+						   v->vlen);
+		if (rc != LSM_OK)
+		{
+			hash_seq_term(&status);
+			LsmFdwReportError(rc, ps->store->db, ps->relname,
+							  "stage writes to");
+		}
+		pending_bytes -= Min(pending_bytes,
+							 pk->ref.len + v->vlen + VERSION_OVERHEAD);
+		(void) hash_search(ps->keys, &pk->ref, HASH_REMOVE, NULL);
+		pfree((char *) v->val);
+		pfree(v);
+		pfree(key);
+	}
+}
+
+/* Whether the stage of ps writes key (puts or deletes it). */
+static bool
+stage_holds(PendingStore *ps, const char *key, size_t klen)
+{
+	void	   *val = NULL;
+	size_t		vlen;
+	int			rc = lsm_stage_get(ps->stage, key, klen, &val, &vlen);
+
+	if (val != NULL)
+		lsm_free(val);
+	if (rc != LSM_OK && rc != LSM_DELETED && rc != LSM_NOTFOUND)
+		LsmFdwReportError(rc, ps->store->db, ps->relname, "read");
+	return rc != LSM_NOTFOUND;
+}
+
+/*
+ * The unique check of the keys in ps's stage that memory does not rewrite
+ * (those are checked with the others): each must still be absent from the
+ * store.  REQUIRES: the commit lock, the store refreshed.
+ */
+static void
+check_staged_inserts(PendingStore *ps)
+{
+	lsm_iter   *volatile it = NULL;
+	lsm_iter   *opened;
+	int			rc;
+
+	if ((rc = lsm_stage_iter_open(ps->stage, &opened)) != LSM_OK)
+		LsmFdwReportError(rc, ps->store->db, ps->relname, "read");
+	it = opened;
+	PG_TRY();
+	{
+		for (lsm_iter_seek(it, NULL, 0); lsm_iter_valid(it);
+			 lsm_iter_next(it))
+		{
+			size_t		klen;
+			const char *key = lsm_iter_key(it, &klen);
+			char	   *row;
+			size_t		rowlen;
+
+			CHECK_FOR_INTERRUPTS();
+			if (lsm_iter_is_delete(it) ||
+				find_key(ps->relid, key, klen) != NULL ||
+				!LsmFdwGet(ps->store, ps->relname, key, klen, &row, &rowlen))
+				continue;
+			ereport(ERROR,
+					(errcode(ERRCODE_UNIQUE_VIOLATION),
+					 errmsg("duplicate key value violates the key of foreign table \"%s\"",
+							ps->relname),
+					 errdetail("%s was inserted by another transaction that committed first.",
+							   describe_key(ps, key, klen))));
+		}
+		if ((rc = lsm_iter_status(it)) != LSM_OK)
+			LsmFdwReportError(rc, ps->store->db, ps->relname, "read");
+	}
+	PG_FINALLY();
+	{
+		lsm_iter_close(it);
+	}
+	PG_END_TRY();
+}
+
+/*
+ * Adds the net changes held in memory to ps's stage, which then holds the
+ * transaction's whole write set of the store.  A key the stage puts and
+ * memory ends deleted (inserted, then deleted) must leave the store as it
+ * is now: deleted if absent, rewritten as it is if another transaction
+ * inserted it meanwhile (ON CONFLICT DO NOTHING).  REQUIRES: the commit
+ * lock and the checks done.
+ */
+static void
+fold_into_stage(PendingStore *ps)
+{
+	HASH_SEQ_STATUS status;
+	PendingKey *pk;
+	int			rc = LSM_OK;
+
+	hash_seq_init(&status, ps->keys);
+	while ((pk = hash_seq_search(&status)) != NULL)
+	{
+		PendingVersion *v = pk->newest;
+		bool		inserted = pk->base == LSMFDW_BASE_ABSENT ||
+			pk->base == LSMFDW_BASE_ABSENT_SKIP;
+		char	   *row;
+		size_t		rowlen;
+
+		if (!v->is_delete)
+			rc = lsm_stage_put(ps->stage, pk->ref.data, pk->ref.len, v->val,
+							   v->vlen);
+		else if (!inserted)
+			rc = lsm_stage_delete(ps->stage, pk->ref.data, pk->ref.len);
+		else if (!pk->staged)
+			continue;			/* inserted, then deleted: nothing to do */
+		else if (LsmFdwGet(ps->store, ps->relname, pk->ref.data, pk->ref.len,
+						   &row, &rowlen))
+			rc = lsm_stage_put(ps->stage, pk->ref.data, pk->ref.len, row,
+							   rowlen);
+		else
+			rc = lsm_stage_delete(ps->stage, pk->ref.data, pk->ref.len);
+		if (rc != LSM_OK)
+		{
+			hash_seq_term(&status);
+			LsmFdwReportError(rc, ps->store->db, ps->relname,
+							  "stage writes to");
+		}
+	}
 }
 
 /*
@@ -679,7 +987,20 @@ write_store(PendingStore *ps)
 	HASH_SEQ_STATUS status;
 	PendingKey *pk;
 	lsm_batch  *b;
+	int			flags = synchronous_commit > SYNCHRONOUS_COMMIT_OFF
+		? LSM_WRITE_DEFAULT : LSM_WRITE_NOSYNC;
 	int			rc = LSM_OK;
+
+	if (ps->stage != NULL)
+	{
+		lsm_stage  *stage = ps->stage;
+
+		fold_into_stage(ps);
+		ps->stage = NULL;		/* the commit frees it, whatever happens */
+		if ((rc = lsm_stage_commit(stage, flags)) != LSM_OK)
+			LsmFdwReportError(rc, ps->store->db, ps->relname, "write");
+		return;
+	}
 
 	b = lsm_batch_new();
 	if (b == NULL)
@@ -709,9 +1030,7 @@ write_store(PendingStore *ps)
 	}
 	/* synchronous_commit = off: the WAL record is written, not synced */
 	if (rc == LSM_OK && lsm_batch_count(b) > 0)
-		rc = lsm_write_opt(ps->store->db, b,
-						   synchronous_commit > SYNCHRONOUS_COMMIT_OFF
-						   ? LSM_WRITE_DEFAULT : LSM_WRITE_NOSYNC);
+		rc = lsm_write_opt(ps->store->db, b, flags);
 	lsm_batch_free(b);
 	if (rc != LSM_OK)
 		LsmFdwReportError(rc, ps->store->db, ps->relname, "write");
@@ -765,6 +1084,10 @@ end_xact(bool commit)
 		hash_seq_init(&status, pending_stores);
 		while ((ps = hash_seq_search(&status)) != NULL)
 		{
+			/* not committed (an abort, a dropped table, a failure) */
+			if (ps->stage != NULL)
+				lsm_stage_abort(ps->stage);
+			ps->stage = NULL;
 			if (ps->store != NULL)
 				LsmFdwUnpinStore(ps->store);
 		}
@@ -779,6 +1102,8 @@ end_xact(bool commit)
 	undo_size = 0;
 	marks = NIL;
 	removals = NIL;
+	pending_bytes = 0;
+	spill_floor = 0;
 }
 
 /*

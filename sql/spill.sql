@@ -1,0 +1,96 @@
+--
+-- A transaction's pending writes beyond lsm_fdw.pending_memory: the rows it
+-- inserted move to the table's stage on disk, and every read of the
+-- transaction still sees them; the commit installs them atomically, a
+-- rollback forgets them.  Compared with a native table throughout.
+--
+CREATE SERVER lsm_spill_srv FOREIGN DATA WRAPPER lsm_fdw;
+CREATE FOREIGN TABLE big (id int8 OPTIONS (key 'true'), grp int, pad text)
+  SERVER lsm_spill_srv;
+CREATE TABLE big_native (id int8 PRIMARY KEY, grp int, pad text);
+
+CREATE FUNCTION same(q text) RETURNS bool LANGUAGE plpgsql AS $$
+DECLARE a text; b text;
+BEGIN
+  EXECUTE format('SELECT md5(string_agg(r::text, '','' ORDER BY r::text)) FROM (%s) r', q) INTO a;
+  EXECUTE format('SELECT md5(string_agg(r::text, '','' ORDER BY r::text)) FROM (%s) r',
+                 replace(q, ' big ', ' big_native ')) INTO b;
+  IF a IS DISTINCT FROM b THEN RAISE NOTICE 'differs: %', q; END IF;
+  RETURN a IS NOT DISTINCT FROM b;
+END $$;
+-- whether the transaction's stage exists in the store's directory
+CREATE FUNCTION staged() RETURNS bool LANGUAGE sql AS $$
+  SELECT count(*) > 0 FROM pg_ls_dir(lsm_store_path('big')) f
+  WHERE f LIKE 'stage.%'
+$$;
+
+INSERT INTO big VALUES (0, 0, 'committed before');
+INSERT INTO big_native VALUES (0, 0, 'committed before');
+SET lsm_fdw.pending_memory = '1MB';
+
+-- a rolled-back load leaves nothing
+BEGIN;
+INSERT INTO big SELECT g, g % 100, repeat('p', 50) FROM generate_series(1, 30000) g;
+SELECT staged() AS staged;
+SELECT count(*) FROM big;
+ROLLBACK;
+SELECT count(*) FROM big;
+SELECT staged() AS staged;
+
+-- a committed one: reads inside the transaction see every row
+BEGIN;
+INSERT INTO big SELECT g, g % 100, repeat('p', 50) FROM generate_series(1, 30000) g;
+INSERT INTO big_native SELECT g, g % 100, repeat('p', 50) FROM generate_series(1, 30000) g;
+SELECT staged() AS staged;
+SELECT same('SELECT * FROM big ');
+SELECT same('SELECT * FROM big WHERE id = 12345');
+SELECT same('SELECT * FROM big WHERE id IN (1, 29999, 40000)');
+SELECT same('SELECT * FROM big WHERE id BETWEEN 100 AND 200');
+SELECT same('SELECT id FROM big WHERE grp = 42');
+SELECT same('SELECT id FROM big ORDER BY id LIMIT 5');
+-- a staged key is a duplicate
+INSERT INTO big VALUES (7, 0, 'again');                        -- ERROR
+ROLLBACK;
+SELECT count(*) FROM big;
+
+BEGIN;
+INSERT INTO big SELECT g, g % 100, repeat('p', 50) FROM generate_series(1, 30000) g;
+INSERT INTO big_native SELECT g, g % 100, repeat('p', 50) FROM generate_series(1, 30000) g;
+-- updates and deletes of staged rows, then more inserts
+UPDATE big SET pad = 'updated' WHERE id % 1000 = 0;
+UPDATE big_native SET pad = 'updated' WHERE id % 1000 = 0;
+DELETE FROM big WHERE id % 1000 = 1;
+DELETE FROM big_native WHERE id % 1000 = 1;
+UPDATE big SET id = id + 100000 WHERE id % 1000 = 2;
+UPDATE big_native SET id = id + 100000 WHERE id % 1000 = 2;
+INSERT INTO big SELECT g, 7, 'late' FROM generate_series(30001, 40000) g;
+INSERT INTO big_native SELECT g, 7, 'late' FROM generate_series(30001, 40000) g;
+SELECT same('SELECT * FROM big ');
+SELECT same('SELECT id FROM big WHERE pad = ''updated''');
+SELECT same('SELECT * FROM big WHERE id IN (1000, 1001, 1002, 101002)');
+-- a savepoint rolled back undoes its part only
+SAVEPOINT s;
+DELETE FROM big WHERE id < 100;
+UPDATE big SET grp = -1 WHERE id BETWEEN 100 AND 200;
+ROLLBACK TO s;
+SELECT same('SELECT * FROM big WHERE id < 300');
+COMMIT;
+SELECT staged() AS staged;
+SELECT same('SELECT * FROM big ');
+SELECT same('SELECT id FROM big WHERE grp = 7');
+SELECT lsm_verify('big');
+
+-- TRUNCATE of staged rows
+BEGIN;
+INSERT INTO big SELECT g, 1, repeat('q', 50) FROM generate_series(200000, 230000) g;
+TRUNCATE big;
+SELECT count(*) FROM big;
+INSERT INTO big VALUES (1, 1, 'alone');
+COMMIT;
+SELECT * FROM big;
+
+RESET lsm_fdw.pending_memory;
+DROP FUNCTION same(text);
+DROP FUNCTION staged();
+DROP TABLE big_native;
+DROP SERVER lsm_spill_srv CASCADE;

@@ -1,0 +1,170 @@
+/*-------------------------------------------------------------------------
+ *
+ * merge.c
+ *		  A table as its transaction sees it, in key order: the store's
+ *		  committed rows overlaid with the transaction's pending writes.
+ *
+ * Three sources, each in key order, are merged; on equal keys the newer
+ * wins and the others are skipped:
+ *
+ *	1. the pending writes held in memory that the reader sees (xact.c:
+ *	   versions of earlier commands), a sorted array;
+ *	2. the pending writes spilled to the table's stage (xact.c), through a
+ *	   snapshot iterator of the stage that shows deletes;
+ *	3. the store's committed rows, through a snapshot iterator.
+ *
+ * A delete in 1 or 2 hides the key.  Full scans, key ranges (scan.c) and
+ * TRUNCATE (modify.c) read through it.
+ *
+ * src/fdw/merge.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+
+#include "lsm_fdw.h"
+
+#define FROM_PENDING	1
+#define FROM_STAGE		2
+#define FROM_STORE		4
+
+/*
+ * Opens m over the store s of relation relid (table relname, for errors)
+ * as a reader with command id curcid sees it (InvalidCommandId: the newest
+ * pending versions), from the first key at or after lower (all keys if
+ * lower is NULL).  The iterators belong to m until LsmFdwMergeClose, which
+ * the caller must reach on error too (it may be called on a half-opened
+ * m).  Allocates in the current memory context.
+ */
+void
+LsmFdwMergeOpen(LsmFdwMerge *m, LsmFdwStore *s, Oid relid,
+				const char *relname, CommandId curcid,
+				const char *lower, size_t lowerlen)
+{
+	int			rc;
+
+	memset(m, 0, sizeof(*m));
+	m->store = s;
+	m->relname = relname;
+	m->pending = LsmFdwPendingVisible(relid, curcid, &m->npending);
+	if (lower != NULL)
+	{
+		int			lo = 0;
+		int			hi = m->npending;
+
+		/* the first pending row at or after the lower bound */
+		while (lo < hi)
+		{
+			int			mid = lo + (hi - lo) / 2;
+
+			if (LsmFdwKeyCmp(m->pending[mid].key, m->pending[mid].klen,
+						lower, lowerlen) < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		m->ppos = lo;
+	}
+
+	m->staged = LsmFdwPendingStageIter(relid);
+	if (m->staged != NULL)
+		lsm_iter_seek(m->staged, lower, lower != NULL ? lowerlen : 0);
+
+	if ((rc = lsm_iter_open(s->db, &m->iter)) != LSM_OK)
+		LsmFdwReportError(rc, s->db, relname, "read");
+	lsm_iter_seek(m->iter, lower, lower != NULL ? lowerlen : 0);
+}
+
+/*
+ * Moves m to its next row: sets *key and *row (valid until the next call
+ * or the close) and returns true, or returns false at the end.
+ */
+bool
+LsmFdwMergeNext(LsmFdwMerge *m, const char **key, size_t *klen,
+				const char **row, size_t *rowlen)
+{
+	int			rc;
+
+	for (;;)
+	{
+		const char *k[3] = {NULL, NULL, NULL};
+		size_t		kl[3] = {0, 0, 0};
+		int			best = -1;
+		int			i;
+
+		/* step past the row returned last, in every source that had it */
+		if (m->at & FROM_PENDING)
+			m->ppos++;
+		if (m->at & FROM_STAGE)
+			lsm_iter_next(m->staged);
+		if (m->at & FROM_STORE)
+			lsm_iter_next(m->iter);
+		m->at = 0;
+		CHECK_FOR_INTERRUPTS();
+
+		if (m->ppos < m->npending)
+		{
+			k[0] = m->pending[m->ppos].key;
+			kl[0] = m->pending[m->ppos].klen;
+		}
+		if (m->staged != NULL)
+		{
+			if (lsm_iter_valid(m->staged))
+				k[1] = lsm_iter_key(m->staged, &kl[1]);
+			else if ((rc = lsm_iter_status(m->staged)) != LSM_OK)
+				LsmFdwReportError(rc, m->store->db, m->relname, "read");
+		}
+		if (lsm_iter_valid(m->iter))
+			k[2] = lsm_iter_key(m->iter, &kl[2]);
+		else if ((rc = lsm_iter_status(m->iter)) != LSM_OK)
+			LsmFdwReportError(rc, m->store->db, m->relname, "read");
+
+		/* the smallest key; on a tie the first source (the newest) wins */
+		for (i = 0; i < 3; i++)
+		{
+			if (k[i] != NULL &&
+				(best < 0 || LsmFdwKeyCmp(k[i], kl[i], k[best], kl[best]) < 0))
+				best = i;
+		}
+		if (best < 0)
+			return false;
+		for (i = 0; i < 3; i++)
+		{
+			if (k[i] != NULL && LsmFdwKeyCmp(k[i], kl[i], k[best], kl[best]) == 0)
+				m->at |= (i == 0 ? FROM_PENDING : i == 1 ? FROM_STAGE : FROM_STORE);
+		}
+
+		*key = k[best];
+		*klen = kl[best];
+		if (best == 0)
+		{
+			if (m->pending[m->ppos].is_delete)
+				continue;
+			*row = m->pending[m->ppos].val;
+			*rowlen = m->pending[m->ppos].vlen;
+		}
+		else if (best == 1)
+		{
+			if (lsm_iter_is_delete(m->staged))
+				continue;
+			*row = lsm_iter_value(m->staged, rowlen);
+		}
+		else
+			*row = lsm_iter_value(m->iter, rowlen);
+		return true;
+	}
+}
+
+/* Closes m's iterators.  Raises no error. */
+void
+LsmFdwMergeClose(LsmFdwMerge *m)
+{
+	if (m->staged != NULL)
+		lsm_iter_close(m->staged);
+	if (m->iter != NULL)
+		lsm_iter_close(m->iter);
+	m->staged = NULL;
+	m->iter = NULL;
+}
