@@ -249,7 +249,8 @@ int			lsm_iter_is_delete(const lsm_iter *it);
  * sorted in-memory buffer (a skip list, like the memtable); when the buffer
  * is full it is written out as a sorted run, an SSTable with the store's key
  * and value filters, in a private staging directory inside the store
- * directory (stage.<pid>.<n>/).  A small stage that never spilled commits as
+ * directory (stage.<pid>.<n>/), and runs are merged in tiers as they pile
+ * up.  A small stage that never spilled commits as
  * one ordinary batch.  A larger one commits by writing its buffer as a last
  * run and installing every run as a level-0 table of the store, newer than
  * everything the store held, with one manifest switch: after a crash the
@@ -306,7 +307,11 @@ size_t		lsm_stage_bytes(const lsm_stage *st);
 /* Puts and deletes staged so far (a key written twice counts twice). */
 uint64_t	lsm_stage_count(const lsm_stage *st);
 
-/* Sorted runs the stage has written to its staging directory so far. */
+/*
+ * Sorted runs the stage holds in its staging directory: one per spill,
+ * until 8 runs of a tier are merged into one of the next (so that lookups
+ * probe O(log n) runs for n spills).
+ */
 int			lsm_stage_runs(const lsm_stage *st);
 
 /*
