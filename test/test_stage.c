@@ -352,6 +352,50 @@ count_suffix(const char *dir, const char *suffix)
 	return n;
 }
 
+/*
+ * Tables in the staging directory of dir (there must be at most one); with
+ * max_number, also the highest table number there, which is the number of
+ * tables the stage has written (spills and merge outputs).  0 if there is
+ * no staging directory.
+ */
+static int
+stage_tables(const char *dir, int *max_number)
+{
+	DIR		   *d = opendir(dir);
+	struct dirent *de;
+	char	   *sdir = NULL;
+	int			n = 0;
+
+	CHECK(d != NULL);
+	if (max_number)
+		*max_number = 0;
+	while ((de = readdir(d)) != NULL)
+		if (strncmp(de->d_name, "stage.", 6) == 0)
+		{
+			CHECK(sdir == NULL);
+			sdir = harness_path(dir, de->d_name);
+		}
+	closedir(d);
+	if (sdir == NULL)
+		return 0;
+	d = opendir(sdir);
+	CHECK(d != NULL);
+	while ((de = readdir(d)) != NULL)
+	{
+		size_t		l = strlen(de->d_name);
+
+		if (l > 4 && strcmp(de->d_name + l - 4, ".sst") == 0)
+		{
+			n++;
+			if (max_number && atoi(de->d_name) > *max_number)
+				*max_number = atoi(de->d_name);
+		}
+	}
+	closedir(d);
+	free(sdir);
+	return n;
+}
+
 /* Tables in the handle's version. */
 static int
 version_tables(lsm_db *db, int *l0)
@@ -901,7 +945,7 @@ TEST(stage_key_shapes)
 			state[p][n] = 1;
 		}
 	}
-	CHECK_GT(lsm_stage_runs(st), 10);
+	CHECK_GT(stage_tables(dir, NULL), 10);
 	for (round = 0; round < 2; round++)
 	{
 		for (p = 0; p < NP; p++)
@@ -952,6 +996,84 @@ TEST(stage_key_shapes)
 	}
 	CHECK_DB_OK(db, lsm_verify(db));
 	CHECK_DB_OK(db, lsm_close(db));
+}
+
+/*
+ * Tiers: a random load keeps a handful of runs however many buffers it
+ * spills, by merging 8 runs of a tier into one of the next; an ascending
+ * load gets there without writing anything again (its runs line up), and
+ * its lookups of new keys touch no run at all.  Both read back right,
+ * before and after the commit.
+ */
+TEST(stage_tiers)
+{
+	int			order;
+
+	for (order = 0; order < 2; order++)
+	{
+		char	   *dir = harness_tmpdir(order ? "stage-tier-r" : "stage-tier-a");
+		lsm_db	   *db = open_store(dir, 1);
+		model	   *m = model_new();
+		smodel	   *s = smodel_new();
+		lsm_stage  *st;
+		lsm_stats	stats;
+		int			i,
+					pass,
+					spills,
+					tables;
+
+		CHECK_DB_OK(db, lsm_stage_open(db, 4096, &st));
+		/* three passes over the keys: 90 and more buffers */
+		for (pass = 0; pass < 3; pass++)
+			for (i = 0; i < NK; i++)
+			{
+				int			k = order ? (int) (mix((uint64_t) (pass * NK + i)) % NK) :
+					i;
+				char		kb[16];
+				size_t		klen = key_of(k, kb),
+							vlen;
+				void	   *v;
+
+				if (order == 0 && pass > 0)
+					break;		/* ascending: once */
+				/* a new key is looked up first, as INSERT does */
+				if (order == 0)
+					CHECK_RC(LSM_NOTFOUND, lsm_stage_get(st, kb, klen, &v, &vlen));
+				if (order && k % 7 == 0)
+					stage_del(db, st, s, k);
+				else
+					stage_put(db, st, s, k, (uint64_t) (pass * NK + i) + 1);
+			}
+		tables = stage_tables(dir, &spills);
+		printf("# stage_tiers (%s): %d runs, %d tables, %d written\n",
+			   order ? "random" : "ascending", lsm_stage_runs(st), tables, spills);
+		CHECK_GE(spills, order ? 64 : 30);
+		CHECK_LE(lsm_stage_runs(st), 7 * 2 + 1);
+		if (order == 0)
+		{
+			/* lined up: every table written once, all of them still there */
+			CHECK_EQ(tables, spills);
+		}
+		else
+			CHECK_LT(tables, spills);	/* merged for real */
+		for (i = 0; i < NK; i++)
+			check_stage_get(db, st, s, i, "tiers");
+		{
+			lsm_iter   *it;
+
+			CHECK_DB_OK(db, lsm_stage_iter_open(st, &it));
+			check_stage_iter(it, s, "tiers");
+			lsm_iter_close(it);
+		}
+		CHECK_DB_OK(db, lsm_stage_commit(st, LSM_WRITE_DEFAULT));
+		model_apply(m, s);
+		CHECK_DB_OK(db, lsm_get_stats(db, &stats));
+		CHECK_EQ_U(stats.ingests, 1);
+		check_store(db, m, "tiers, committed");
+		CHECK_DB_OK(db, lsm_close(db));
+		model_free(m);
+		smodel_free(s);
+	}
 }
 
 /* lsm_write_opt: the flag, not the handle's option, decides the fsync. */
@@ -1041,6 +1163,7 @@ TEST(stage_model)
 				aborts = 0,
 				ingests = 0,
 				max_runs = 0,
+				max_spills = 0,
 				max_l0 = 0;
 
 	/* a store with tables on several levels */
@@ -1142,9 +1265,20 @@ TEST(stage_model)
 			CHECK_EQ(lsm_stage_runs(st), 0);
 		else if (nops > 600)
 			CHECK_GT(lsm_stage_runs(st), 0);
-		/* the buffer's bound, its arena's 64 KiB chunks, a little per run */
+		/* the buffer's bound, its arena's 64 KiB chunks, a little per table */
 		CHECK(lsm_stage_bytes(st) < 16 * 1024 + 2 * 64 * 1024 +
-			  1024 * (size_t) lsm_stage_runs(st));
+			  1024 * (size_t) (stage_tables(dir, NULL) + 1));
+		if (lsm_stage_runs(st) > 0)
+		{
+			int			spills;
+			int			tables = stage_tables(dir, &spills);
+
+			if (spills > max_spills)
+				max_spills = spills;
+			/* tiers of 8: runs stay logarithmic in the spills */
+			CHECK_LE(lsm_stage_runs(st), 7 * 3 + 1);
+			CHECK_LE(lsm_stage_runs(st), tables);
+		}
 		CHECK_EQ(count_prefix(dir, "stage."), lsm_stage_runs(st) > 0 ? 1 : 0);
 
 		/* nothing is visible before the commit, to this handle or another */
@@ -1206,8 +1340,9 @@ TEST(stage_model)
 	CHECK_DB_OK(db, lsm_compact_all(db));
 	check_store(db, m, "compacted");
 	CHECK_DB_OK(db, lsm_close(db));
-	printf("# stage_model: %d commits (%d ingests, up to %d runs, %d level-0 "
-		   "tables), %d aborts\n", commits, ingests, max_runs, max_l0, aborts);
+	printf("# stage_model: %d commits (%d ingests, up to %d runs of up to %d "
+		   "tables written, %d level-0 tables), %d aborts\n", commits, ingests,
+		   max_runs, max_spills, max_l0, aborts);
 	CHECK_GT(ingests, 0);
 	model_free(m);
 }
@@ -1237,7 +1372,7 @@ TEST(stage_deletes_deep_keys)
 		stage_del(db, st, s, i);
 	for (i = 1; i < NK; i += 6)
 		stage_put(db, st, s, i, 2);
-	CHECK_GT(lsm_stage_runs(st), 3);
+	CHECK_GT(stage_tables(dir, NULL), 3);
 	CHECK_DB_OK(db, lsm_stage_commit(st, LSM_WRITE_DEFAULT));
 	model_apply(m, s);
 	CHECK_DB_OK(db, lsm_get_stats(db, &stats));
@@ -1289,7 +1424,7 @@ TEST(stage_concurrent_writer)
 		stage_put(db, st, s, i, 2);
 	for (i = 1; i < NK; i += 3)
 		stage_del(db, st, s, i);
-	CHECK_GT(lsm_stage_runs(st), 2);
+	CHECK_GT(stage_tables(dir, NULL), 2);
 
 	/* the writer: overwrites every key, with a flush on the way */
 	writer = fork();
@@ -1630,7 +1765,7 @@ TEST(stage_spill_enospc)
 		}
 		lsm_fault_install(NULL);
 		CHECK_EQ(fails, 3);
-		CHECK_GE(lsm_stage_runs(st), runs);
+		CHECK_GT(runs, 0);
 		for (i = 0; i < NK; i++)
 			check_stage_get(db, st, s, i, "after ENOSPC");
 		CHECK_DB_OK(db, lsm_stage_iter_open(st, &it));
@@ -2039,6 +2174,7 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);	/* a dead child fails a check, not us */
 	RUN(stage_basic);
 	RUN(stage_key_shapes);
+	RUN(stage_tiers);
 	RUN(write_opt_sync);
 	RUN(stage_model);
 	RUN(stage_deletes_deep_keys);

@@ -835,15 +835,15 @@ lsm_refresh(lsm_db *db)
 /*
  * Writes the memtable to a new level-0 table, starts a new WAL and installs
  * both in one manifest, together with the ningest tables of an ingest
- * (already in the store directory, numbered, with their global sequences
- * db->last_seq + 1 ..  db->last_seq + ningest): the manifest's last_seq
- * then covers them, and the new WAL starts after them.  *installed tells
+ * (already in the store directory, numbered, with global sequences among
+ * db->last_seq + 1 ..  db->last_seq + nseq): the manifest's last_seq then
+ * covers them, and the new WAL starts after them.  *installed tells
  * whether the manifest was switched in, even if a later step failed.
  * REQUIRES: the write lock, caught up.
  */
 static int
-flush_install(lsm_db *db, lsm_file **ingest, int ningest, bool *installed,
-			  lsm_err *e)
+flush_install(lsm_db *db, lsm_file **ingest, int ningest, uint64_t nseq,
+			  bool *installed, lsm_err *e)
 {
 	lsm_table_builder *b = NULL;
 	lsm_table_meta meta;
@@ -962,7 +962,7 @@ flush_install(lsm_db *db, lsm_file **ingest, int ningest, bool *installed,
 		else
 		{
 			v->log_number = lognum;
-			v->last_seq = db->last_seq + (uint64_t) ningest;
+			v->last_seq = db->last_seq + nseq;
 			v->next_file = lognum + 1;
 			rc = lsm_db_install(db, v, e);
 			*installed = db->current == v;
@@ -1007,7 +1007,7 @@ flush_install(lsm_db *db, lsm_file **ingest, int ningest, bool *installed,
 	db->log_fd = logfd;
 	db->log_number = lognum;
 	db->log_off = 0;
-	db->last_seq += (uint64_t) ningest;
+	db->last_seq += nseq;
 	if (ningest == 0 || f != NULL)
 		db->ctr.flushes++;
 	if (ningest > 0)
@@ -1028,7 +1028,7 @@ flush_locked(lsm_db *db, lsm_err *e)
 {
 	bool		installed;
 
-	return flush_install(db, NULL, 0, &installed, e);
+	return flush_install(db, NULL, 0, 0, &installed, e);
 }
 
 int
@@ -1156,8 +1156,9 @@ lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, lsm_err *e)
 }
 
 int
-lsm_db_ingest(lsm_db *db, const char *stage_dir, const lsm_table_meta *runs,
-			  int n, bool *installed, lsm_err *e)
+lsm_db_ingest(lsm_db *db, const char *stage_dir, const lsm_table_meta *tables,
+			  const int *run_of, int n, int nruns, bool *installed,
+			  lsm_err *e)
 {
 	lsm_file  **files;
 	char		name[32],
@@ -1180,7 +1181,7 @@ lsm_db_ingest(lsm_db *db, const char *stage_dir, const lsm_table_meta *runs,
 		free(files);
 		return rc;
 	}
-	if (db->last_seq + (uint64_t) n > LSM_MAX_SEQUENCE)
+	if (db->last_seq + (uint64_t) nruns > LSM_MAX_SEQUENCE)
 		rc = lsm_err_set(e, LSM_INVALID, "sequence numbers exhausted");
 
 	/*
@@ -1201,15 +1202,15 @@ lsm_db_ingest(lsm_db *db, const char *stage_dir, const lsm_table_meta *runs,
 			break;
 		}
 		files[i] = f;
-		f->meta = runs[i];
-		f->meta.smallest = lsm_memdup(runs[i].smallest, runs[i].smallest_len);
-		f->meta.largest = lsm_memdup(runs[i].largest, runs[i].largest_len);
+		f->meta = tables[i];
+		f->meta.smallest = lsm_memdup(tables[i].smallest, tables[i].smallest_len);
+		f->meta.largest = lsm_memdup(tables[i].largest, tables[i].largest_len);
 		if (f->meta.smallest == NULL || f->meta.largest == NULL)
 		{
 			rc = LSM_NOMEM_ERR(e);
 			break;
 		}
-		lsm_table_filename(runs[i].number, name, sizeof(name));
+		lsm_table_filename(tables[i].number, name, sizeof(name));
 		snprintf(from, sizeof(from), "%s/%s", stage_dir, name);
 		for (;; number++)
 		{
@@ -1223,12 +1224,12 @@ lsm_db_ingest(lsm_db *db, const char *stage_dir, const lsm_table_meta *runs,
 			break;
 		moved++;
 		f->meta.number = number++;
-		/* run i is newer than run i - 1 and than all the store holds */
-		f->meta.global_seq = db->last_seq + 1 + (uint64_t) i;
+		/* run r is newer than run r - 1 and than all the store holds */
+		f->meta.global_seq = db->last_seq + 1 + (uint64_t) run_of[i];
 		f->meta.min_seq = f->meta.max_seq = f->meta.global_seq;
 	}
 	if (rc == LSM_OK)
-		rc = flush_install(db, files, n, installed, e);
+		rc = flush_install(db, files, n, (uint64_t) nruns, installed, e);
 	if (rc != LSM_OK && !*installed)
 	{
 		/* no manifest names them: put the moved runs back where they were */
@@ -1236,7 +1237,7 @@ lsm_db_ingest(lsm_db *db, const char *stage_dir, const lsm_table_meta *runs,
 		{
 			lsm_table_filename(files[i]->meta.number, name, sizeof(name));
 			path_of(db, name, from, sizeof(from));
-			lsm_table_filename(runs[i].number, name, sizeof(name));
+			lsm_table_filename(tables[i].number, name, sizeof(name));
 			snprintf(to, sizeof(to), "%s/%s", stage_dir, name);
 			if (lsm_env_rename(from, to, NULL) != LSM_OK)
 				(void) lsm_env_unlink(from, NULL);

@@ -107,19 +107,21 @@ int			lsm_db_version_get(lsm_db *db, lsm_version *v, const void *key,
 int			lsm_db_value_params(lsm_db *db, lsm_table_builder *b, lsm_err *e);
 
 /*
- * Installs the n sorted runs of a stage (stage.c) as level-0 tables, newer
+ * Installs the sorted runs of a stage (stage.c) as level-0 tables, newer
  * than everything in the store: takes the write lock, catches up, renames
- * run i (file stage_dir/<runs[i].number>.sst, fsynced) into the store
- * under a new number with global sequence last + 1 + i, flushes the
- * memtable and switches in one manifest naming all of them.  runs[] is not
- * changed.  On failure nothing is installed (the runs moved into the store
- * are moved back to stage_dir, or removed if that fails) unless *installed
- * says the manifest was switched in before a later step failed.  Compacts
- * afterwards as a flush would.
+ * table i (file stage_dir/<tables[i].number>.sst, fsynced), which belongs
+ * to run run_of[i] (0 .. nruns - 1, oldest first; the tables of one run
+ * are disjoint), into the store under a new number with global sequence
+ * last + 1 + run_of[i], flushes the memtable and switches in one manifest
+ * naming all of them.  tables[] is not changed.  On failure nothing is
+ * installed (the tables moved into the store are moved back to stage_dir,
+ * or removed if that fails) unless *installed says the manifest was
+ * switched in before a later step failed.  Compacts afterwards as a flush
+ * would.
  */
 int			lsm_db_ingest(lsm_db *db, const char *stage_dir,
-						  const lsm_table_meta *runs, int n, bool *installed,
-						  lsm_err *e);
+						  const lsm_table_meta *tables, const int *run_of,
+						  int n, int nruns, bool *installed, lsm_err *e);
 
 /* The write path of lsm_write_opt with sync resolved (true: fdatasync). */
 int			lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, lsm_err *e);

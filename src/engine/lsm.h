@@ -252,11 +252,12 @@ int			lsm_iter_is_delete(const lsm_iter *it);
  * sorted in-memory buffer (a skip list, like the memtable); when the buffer
  * is full it is written out as a sorted run, an SSTable with the store's key
  * and value filters, in a private staging directory inside the store
- * directory (stage.<pid>.<n>/).  A small stage that never spilled commits as
- * one ordinary batch.  A larger one commits by writing its buffer as a last
- * run and installing every run as a level-0 table of the store, newer than
- * everything the store held, with one manifest switch: after a crash the
- * stage is either wholly present or wholly absent.  Staging directories left
+ * directory (stage.<pid>.<n>/), and runs are merged in tiers as they pile
+ * up.  A small stage that never spilled commits as one ordinary batch.  A
+ * larger one commits by writing its buffer as a last run and installing
+ * the tables of every run in level 0 of the store, newer than everything
+ * the store held, with one manifest switch: after a crash the stage is
+ * either wholly present or wholly absent.  Staging directories left
  * by dead processes are removed by the next writer's lsm_open or
  * lsm_compact; a live stage's directory is never removed by another process
  * (it holds an flock on the directory's LOCK file).
@@ -285,8 +286,9 @@ int			lsm_stage_put(lsm_stage *st, const void *key, size_t klen,
 int			lsm_stage_delete(lsm_stage *st, const void *key, size_t klen);
 
 /*
- * Looks key up in the stage only: the buffer, then the runs newest first,
- * each gated by its key range and its key filter (the key is hashed once).
+ * Looks key up in the stage only: the buffer, then the runs newest first
+ * (in each, the one table whose key range may hold the key, gated by its
+ * key filter; the key is hashed once).
  * LSM_OK with *val (a new allocation of *vlen bytes, release with lsm_free)
  * if the stage puts the key; LSM_DELETED if the stage deletes it;
  * LSM_NOTFOUND if the stage does not write it (look in the store).
@@ -309,7 +311,11 @@ size_t		lsm_stage_bytes(const lsm_stage *st);
 /* Puts and deletes staged so far (a key written twice counts twice). */
 uint64_t	lsm_stage_count(const lsm_stage *st);
 
-/* Sorted runs the stage has written to its staging directory so far. */
+/*
+ * Sorted runs the stage holds in its staging directory: one per spill,
+ * until 8 runs of a tier are merged into one of the next (so that lookups
+ * probe O(log n) runs for n spills).
+ */
 int			lsm_stage_runs(const lsm_stage *st);
 
 /*
@@ -319,11 +325,11 @@ int			lsm_stage_runs(const lsm_stage *st);
  *
  * A stage that never spilled (and holds no more than the store's
  * memtable_bytes) becomes one lsm_write_opt batch with these flags.
- * Otherwise, under the write lock: catch up, flush the memtable, give run i
- * (oldest first) sequence last + 1 + i, rename the runs into the store
- * directory with new file numbers, and switch in one manifest naming them
- * all in level 0, so every staged write is newer than everything the store
- * held.  The runs were fsynced when written and the manifest switch is
+ * Otherwise, under the write lock: catch up, flush the memtable, give the
+ * tables of run i (oldest first) sequence last + 1 + i, rename them into
+ * the store directory with new file numbers, and switch in one manifest
+ * naming them all in level 0, so every staged write is newer than
+ * everything the store held.  The runs were fsynced when written and the manifest switch is
  * always made durable, so such a commit is durable on return whatever the
  * flags (LSM_WRITE_NOSYNC cannot skip those fsyncs without risking a
  * manifest that names missing data after a power failure).  Afterwards

@@ -8,25 +8,43 @@
  * sequence of its own: every write gets the next stage-local number, so a
  * later write of a key shadows an earlier one.  When the buffer reaches its
  * bound it is spilled: its newest version of every key, deletes included,
- * is written as a sorted run, an ordinary SSTable (with the store's key
- * filter, value filter and block locator) numbered 1, 2, ... in the
- * stage's private directory <store>/stage.<pid>.<n>/, and the buffer
- * starts afresh.  Run files keep the stage-local sequences, so a run is
- * newer than the runs before it, and the merging iterator (newest wins)
- * reads the stage as it would a store.  A lookup probes the buffer, then
- * the runs newest first, each gated by its key range and its key filter,
- * with the key hashed once.
+ * is written as an ordinary SSTable (with the store's key filter, value
+ * filter and block locator) in the stage's private directory
+ * <store>/stage.<pid>.<n>/, and the buffer starts afresh.  Tables keep the
+ * stage-local sequences, so the merging iterator (newest wins) reads the
+ * stage as it would a store.
+ *
+ * Sorted runs.  The tables form sorted runs, oldest first: a run is a list
+ * of disjoint tables in key order, newer than the runs before it.  A spill
+ * adds a run of one table ("tier 0").  As soon as STAGE_MERGE_WIDTH runs
+ * of one tier follow each other, they become one run of the next tier:
+ * by concatenating their tables when their key ranges are disjoint (an
+ * ascending load: no I/O at all), else by merging them into new tables cut
+ * at the buffer's size (so merging needs no more memory than a spill).  A
+ * stage of n buffers thus has O(STAGE_MERGE_WIDTH log n) runs, and each of
+ * its entries is written O(log n) times, instead of one run per buffer:
+ * a lookup probes every run, and the glue looks a key up before each
+ * INSERT.  Deletes are kept by merges: they delete the store's keys.
+ *
+ * Lookups probe the buffer, then the runs newest first: the run's range,
+ * then (binary search) the one table whose range may hold the key, then
+ * its key filter, with the key hashed once and the filter lines of every
+ * candidate table prefetched together.  Ranges are compared through the
+ * first 8 bytes of the keys as integers ("fences"), and the stage keeps
+ * the range of all its tables, so that a lookup outside it (every lookup
+ * of an ascending load) touches no table.
  *
  * Commit.  A stage that never spilled becomes one batch (lsm_write).  A
  * larger one writes its buffer as a last run, outside any lock, and hands
- * the runs to lsm_db_ingest (db.c), which under the write lock gives run i
- * the global sequence last + 1 + i, moves the files into the store under
- * fresh numbers and switches in one manifest naming them in level 0,
- * together with a flush of the memtable (reads look in the memtable first,
- * and its entries are older than the ingest).  A table with a global
- * sequence reads every entry with that sequence (sstable.c), so the runs
- * need no rewrite and the ingest is newer than everything the store held;
- * compaction then merges them like flushed tables, writing real sequences.
+ * the tables to lsm_db_ingest (db.c), which under the write lock gives
+ * every table of run r the global sequence last + 1 + r, moves the files
+ * into the store under fresh numbers and switches in one manifest naming
+ * them in level 0, together with a flush of the memtable (reads look in
+ * the memtable first, and its entries are older than the ingest).  A
+ * table with a global sequence reads every entry with that sequence
+ * (sstable.c), so the tables need no rewrite and the ingest is newer than
+ * everything the store held; compaction then merges them like flushed
+ * tables, writing real sequences.
  *
  * Staging directories and their removal (invariant 9 in db.c): the owner
  * creates the directory with mkdir, creates LOCK.tmp in it, takes an
@@ -40,8 +58,9 @@
  * its empty directory until that pid is gone too.)
  *
  * Memory: the buffer (at most buffer_bytes of entries plus one write), the
- * table builder of a spill (a key hash per entry, a value hash per field),
- * and a few hundred bytes per run; run data is read through mappings.
+ * table builder of a spill or a merge (a key hash per entry and a value
+ * hash per field of one buffer's worth of table), and about a hundred
+ * bytes per table; table data is read through mappings.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE				/* flock, fdatasync, strdup, timespec */
@@ -61,18 +80,32 @@
 #define STAGE_PREFIX "stage."
 #define STAGE_MAX_TRIES 1000
 
+/* Runs of one tier that become one run of the next. */
+#define STAGE_MERGE_WIDTH 8
+
 /* Per-node overhead of the skip list, for the buffer's bound. */
 #define STAGE_NODE_OVERHEAD 64
 
 /* Numbers the staging directories this process creates. */
 static unsigned stage_counter;
 
-typedef struct stage_run
+/* A table of the stage. */
+typedef struct stage_table
 {
 	lsm_table_meta meta;		/* number: its file in the stage directory */
 	lsm_table  *table;
 	lsm_bloom	filter;			/* copied out of the table (0 lines: none) */
 	uint64_t	lo,				/* fences of its smallest and largest key */
+				hi;
+} stage_table;
+
+/* A sorted run: disjoint tables in key order. */
+typedef struct stage_run
+{
+	int			tier;			/* 0: a spill; t + 1: STAGE_MERGE_WIDTH of t */
+	int			ntables;
+	stage_table **tables;
+	uint64_t	lo,				/* fences of the run's range */
 				hi;
 } stage_run;
 
@@ -86,15 +119,17 @@ struct lsm_stage
 	uint64_t	user_bytes;		/* their key and value bytes */
 	char	   *dir;			/* staging directory; NULL before a spill */
 	int			lock_fd;		/* its LOCK, flock'ed; -1 before a spill */
+	uint64_t	next_number;	/* of the next table file in dir */
 	int			nruns;
 	int			cap;
 	stage_run  *runs;			/* oldest first */
-	int		   *cand;			/* scratch of lookups: cap run indexes */
-	bool		have_range;		/* lo and hi hold the range of all runs */
-	lsm_buf		lo,				/* smallest and largest key of all runs */
+	stage_table **cand;			/* scratch of lookups: one per run */
+	bool		have_range;		/* lo and hi hold the range of all tables */
+	lsm_buf		lo,
 				hi;
 	uint64_t	lo_fence,
 				hi_fence;
+	uint64_t	merges;			/* runs made by merging (statistics) */
 };
 
 /*
@@ -266,6 +301,328 @@ lsm_stage_gc(lsm_db *db)
 	closedir(d);
 }
 
+/* ---------- tables and runs ---------- */
+
+static void
+path_in(const lsm_stage *st, uint64_t number, char *buf, size_t n)
+{
+	char		name[32];
+
+	lsm_table_filename(number, name, sizeof(name));
+	snprintf(buf, n, "%s/%s", st->dir, name);
+}
+
+/* Releases a table of the stage; with unlink_file, removes its file too. */
+static void
+table_free(lsm_stage *st, stage_table *t, bool unlink_file)
+{
+	char		path[4096 + 64];
+
+	if (t == NULL)
+		return;
+	if (unlink_file)
+	{
+		path_in(st, t->meta.number, path, sizeof(path));
+		(void) lsm_env_unlink(path, NULL);
+	}
+	lsm_table_unref(t->table);
+	lsm_table_meta_free(&t->meta);
+	free(t);
+}
+
+/*
+ * Finishes builder b (table number) into a new stage table, opened for
+ * reading.  On failure the file is gone and *out NULL.
+ */
+static int
+table_finish(lsm_stage *st, lsm_table_builder *b, uint64_t number,
+			 stage_table **out, lsm_err *e)
+{
+	stage_table *t = calloc(1, sizeof(stage_table));
+	char		path[4096 + 64];
+	int			rc;
+
+	*out = NULL;
+	if (t == NULL)
+	{
+		lsm_table_builder_abandon(b);
+		return LSM_NOMEM_ERR(e);
+	}
+	/* fsynced: invariant (8) needs it before the commit can name it */
+	rc = lsm_table_builder_finish(b, &t->meta, e);
+	if (rc != LSM_OK)
+	{
+		free(t);
+		return rc;
+	}
+	rc = lsm_table_open(st->dir, number, 0, &t->table, e);
+	if (rc == LSM_OK && (rc = lsm_table_status(t->table, e)) != LSM_OK)
+	{
+		lsm_table_unref(t->table);
+		t->table = NULL;
+	}
+	if (rc != LSM_OK)
+	{
+		path_in(st, number, path, sizeof(path));
+		(void) lsm_env_unlink(path, NULL);
+		lsm_table_meta_free(&t->meta);
+		free(t);
+		return rc;
+	}
+	lsm_table_filter(t->table, &t->filter);
+	t->lo = fence_of(t->meta.smallest, t->meta.smallest_len);
+	t->hi = fence_of(t->meta.largest, t->meta.largest_len);
+	st->db->ctr.sst_bytes_written += t->meta.size;
+	*out = t;
+	return LSM_OK;
+}
+
+/* Opens a builder for the stage's next table file. */
+static int
+table_start(lsm_stage *st, lsm_table_builder **b, uint64_t *number,
+			lsm_err *e)
+{
+	char		path[4096 + 64];
+	int			rc;
+
+	*number = st->next_number++;
+	path_in(st, *number, path, sizeof(path));
+	/* a file of that name is what a failed spill could not remove */
+	(void) lsm_env_unlink(path, NULL);
+	rc = lsm_table_builder_open(path, *number, st->db->opt.block_bytes,
+								st->db->opt.key_bits_per_key, b, e);
+	if (rc == LSM_OK && (rc = lsm_db_value_params(st->db, *b, e)) != LSM_OK)
+	{
+		lsm_table_builder_abandon(*b);
+		*b = NULL;
+	}
+	return rc;
+}
+
+/* Sets a run's range fences from its tables. */
+static void
+run_bounds(stage_run *r)
+{
+	r->lo = r->tables[0]->lo;
+	r->hi = r->tables[r->ntables - 1]->hi;
+}
+
+/* Widens the range of all tables by table t. */
+static void
+stage_extend_range(lsm_stage *st, const stage_table *t)
+{
+	const lsm_table_meta *m = &t->meta;
+
+	/* out of memory, lookups go without it (have_range false) */
+	if (st->have_range &&
+		lsm_key_cmp(m->smallest, m->smallest_len, st->lo.data, st->lo.len) < 0)
+	{
+		st->lo.len = 0;
+		st->have_range = lsm_buf_append(&st->lo, m->smallest,
+										m->smallest_len) == LSM_OK;
+		st->lo_fence = fence_of(st->lo.data, st->lo.len);
+	}
+	if (st->have_range &&
+		lsm_key_cmp(m->largest, m->largest_len, st->hi.data, st->hi.len) > 0)
+	{
+		st->hi.len = 0;
+		st->have_range = lsm_buf_append(&st->hi, m->largest,
+										m->largest_len) == LSM_OK;
+		st->hi_fence = fence_of(st->hi.data, st->hi.len);
+	}
+}
+
+/* Makes room for one more run.  LSM_NOMEM leaves the stage unchanged. */
+static int
+reserve_run(lsm_stage *st, lsm_err *e)
+{
+	int			cap;
+	stage_run  *g;
+	stage_table **c;
+
+	if (st->nruns < st->cap)
+		return LSM_OK;
+	cap = st->cap ? st->cap * 2 : 16;
+	g = realloc(st->runs, sizeof(stage_run) * (size_t) cap);
+	if (g == NULL)
+		return LSM_NOMEM_ERR(e);
+	st->runs = g;
+	c = realloc(st->cand, sizeof(stage_table *) * (size_t) cap);
+	if (c == NULL)
+		return LSM_NOMEM_ERR(e);
+	st->cand = c;
+	st->cap = cap;
+	return LSM_OK;
+}
+
+static int
+cmp_table_smallest(const void *a, const void *b)
+{
+	const stage_table *x = *(stage_table *const *) a;
+	const stage_table *y = *(stage_table *const *) b;
+
+	return lsm_key_cmp(x->meta.smallest, x->meta.smallest_len,
+					   y->meta.smallest, y->meta.smallest_len);
+}
+
+/*
+ * Merges the n runs from runs[first] on (adjacent, oldest first) into one
+ * run of tier + 1 in their place.  On failure the stage is unchanged.
+ */
+static int
+merge_runs(lsm_stage *st, int first, int n, lsm_err *e)
+{
+	stage_run  *in = &st->runs[first];
+	stage_table **all,
+			  **outs = NULL;
+	stage_run	merged;
+	lsm_iiter **kids;
+	lsm_iiter  *m = NULL;
+	lsm_table_builder *b = NULL;
+	uint64_t	number = 0;
+	int			total = 0,
+				nouts = 0,
+				i,
+				j,
+				rc = LSM_OK;
+	bool		disjoint = true;
+
+	for (i = 0; i < n; i++)
+		total += in[i].ntables;
+	all = malloc(sizeof(stage_table *) * (size_t) total);
+	if (all == NULL)
+		return LSM_NOMEM_ERR(e);
+	for (i = 0, total = 0; i < n; i++)
+		for (j = 0; j < in[i].ntables; j++)
+			all[total++] = in[i].tables[j];
+	qsort(all, (size_t) total, sizeof(stage_table *), cmp_table_smallest);
+	for (i = 1; i < total && disjoint; i++)
+		if (lsm_key_cmp(all[i - 1]->meta.largest, all[i - 1]->meta.largest_len,
+						all[i]->meta.smallest, all[i]->meta.smallest_len) >= 0)
+			disjoint = false;
+	memset(&merged, 0, sizeof(merged));
+	merged.tier = in[0].tier + 1;
+	if (disjoint)
+	{
+		/* an ascending load: the tables simply line up */
+		merged.tables = all;
+		merged.ntables = total;
+		all = NULL;
+	}
+	else
+	{
+		int			cap = 0;
+
+		/* one child per table: the heap of the merging iterator sorts it out */
+		kids = malloc(sizeof(lsm_iiter *) * (size_t) total);
+		if (kids == NULL)
+			rc = LSM_NOMEM_ERR(e);
+		for (i = 0; i < total && rc == LSM_OK; i++)
+			if ((kids[i] = lsm_table_iter(all[i]->table, e)) == NULL)
+			{
+				while (i > 0)
+					lsm_iiter_destroy(kids[--i]);
+				rc = LSM_NOMEM_ERR(e);
+			}
+		if (rc == LSM_OK && (m = lsm_merge_iter_new(kids, total, e)) == NULL)
+			rc = LSM_NOMEM_ERR(e);
+		free(kids);
+		if (rc == LSM_OK)
+			lsm_iiter_seek(m, NULL, 0);
+		while (rc == LSM_OK && (m->valid || b != NULL))
+		{
+			if (m->valid)
+			{
+				if (b == NULL && (rc = table_start(st, &b, &number, e)) != LSM_OK)
+					break;
+				rc = lsm_table_builder_add(b, m->key, m->klen, m->seq, m->del,
+										   m->val, m->vlen, e);
+				if (rc != LSM_OK)
+					break;
+				lsm_iiter_next(m);
+				/* cut at the buffer's size: the builder's memory stays bounded */
+				if (lsm_table_builder_size(b) < st->limit && m->valid)
+					continue;
+			}
+			if (m->rc != LSM_OK)
+			{
+				rc = m->rc;
+				break;
+			}
+			if (nouts == cap)
+			{
+				stage_table **g;
+
+				cap = cap ? 2 * cap : 16;
+				g = realloc(outs, sizeof(stage_table *) * (size_t) cap);
+				if (g == NULL)
+				{
+					rc = LSM_NOMEM_ERR(e);
+					break;
+				}
+				outs = g;
+			}
+			rc = table_finish(st, b, number, &outs[nouts], e);
+			b = NULL;
+			if (rc == LSM_OK)
+				nouts++;
+		}
+		if (rc == LSM_OK && m != NULL && m->rc != LSM_OK)
+			rc = m->rc;
+		lsm_table_builder_abandon(b);
+		lsm_iiter_destroy(m);
+		if (rc != LSM_OK || nouts == 0)
+		{
+			for (i = 0; i < nouts; i++)
+				table_free(st, outs[i], true);
+			free(outs);
+			free(all);
+			return rc != LSM_OK ? rc : LSM_CORRUPT(e, "a stage merge wrote nothing");
+		}
+		merged.tables = outs;
+		merged.ntables = nouts;
+		/* the inputs are merged: their files go */
+		for (i = 0; i < total; i++)
+			table_free(st, all[i], true);
+		free(all);
+	}
+	run_bounds(&merged);
+	for (i = 0; i < n; i++)
+		free(in[i].tables);
+	st->runs[first] = merged;
+	memmove(&st->runs[first + 1], &st->runs[first + n],
+			sizeof(stage_run) * (size_t) (st->nruns - first - n));
+	st->nruns -= n - 1;
+	st->merges++;
+	return LSM_OK;
+}
+
+/*
+ * Merges runs while STAGE_MERGE_WIDTH runs of one tier follow each other
+ * (the oldest of them).  Runs are in non-increasing tier order, so those
+ * are the last ones.
+ */
+static int
+consolidate(lsm_stage *st, lsm_err *e)
+{
+	for (;;)
+	{
+		int			last = st->nruns - 1,
+					first = last,
+					rc;
+
+		if (last < 0)
+			return LSM_OK;
+		while (first > 0 && st->runs[first - 1].tier == st->runs[last].tier)
+			first--;
+		if (last - first + 1 < STAGE_MERGE_WIDTH)
+			return LSM_OK;
+		rc = merge_runs(st, first, STAGE_MERGE_WIDTH, e);
+		if (rc != LSM_OK)
+			return rc;
+	}
+}
+
 /* ---------- open, free ---------- */
 
 int
@@ -292,6 +649,7 @@ lsm_stage_open(lsm_db *db, size_t buffer_bytes, lsm_stage **out)
 	st->db = db;
 	st->limit = buffer_bytes ? buffer_bytes : db->opt.memtable_bytes;
 	st->lock_fd = -1;
+	st->next_number = 1;
 	db->open_stages++;
 	*out = st;
 	return LSM_OK;
@@ -301,12 +659,14 @@ lsm_stage_open(lsm_db *db, size_t buffer_bytes, lsm_stage **out)
 static void
 stage_free(lsm_stage *st)
 {
-	int			i;
+	int			i,
+				j;
 
 	for (i = 0; i < st->nruns; i++)
 	{
-		lsm_table_unref(st->runs[i].table);
-		lsm_table_meta_free(&st->runs[i].meta);
+		for (j = 0; j < st->runs[i].ntables; j++)
+			table_free(st, st->runs[i].tables[j], false);
+		free(st->runs[i].tables);
 	}
 	free(st->runs);
 	free(st->cand);
@@ -333,14 +693,23 @@ size_t
 lsm_stage_bytes(const lsm_stage *st)
 {
 	size_t		n;
-	int			i;
+	int			i,
+				j;
 
 	if (st == NULL)
 		return 0;
 	n = sizeof(*st) + lsm_memtable_arena_bytes(st->mem) +
-		(size_t) st->cap * sizeof(stage_run);
+		(size_t) st->cap * (sizeof(stage_run) + sizeof(stage_table *)) +
+		st->lo.cap + st->hi.cap;
 	for (i = 0; i < st->nruns; i++)
-		n += 256 + st->runs[i].meta.smallest_len + st->runs[i].meta.largest_len;
+		for (j = 0; j < st->runs[i].ntables; j++)
+		{
+			const lsm_table_meta *m = &st->runs[i].tables[j]->meta;
+
+			/* the table's bookkeeping, its keys, its verified-block bitmap */
+			n += sizeof(stage_table) + sizeof(stage_table *) + 256 +
+				m->smallest_len + m->largest_len + m->size / 4096 / 8;
+		}
 	return n;
 }
 
@@ -359,133 +728,90 @@ lsm_stage_runs(const lsm_stage *st)
 /* ---------- spilling ---------- */
 
 /*
- * Writes the buffer as the next sorted run (fsynced, invariant 8) and
- * starts an empty buffer.  On failure the stage is unchanged (no file of
- * the failed run is left behind).
+ * Writes the buffer as a new run of one table (fsynced, invariant 8) and
+ * starts an empty buffer, then, with merge, merges runs if a tier is full.
+ * On failure the stage is unchanged (no file of the failed run is left
+ * behind); a merge that fails leaves the runs as they were, and is retried
+ * at the next spill.
  */
 static int
-spill(lsm_stage *st, lsm_err *e)
+spill(lsm_stage *st, bool merge, lsm_err *e)
 {
-	lsm_db	   *db = st->db;
 	lsm_table_builder *b = NULL;
 	lsm_memtable *fresh;
 	lsm_iiter  *it;
+	stage_table *t = NULL;
 	stage_run  *r;
-	uint64_t	number;
-	char		name[32],
-				path[4096];
+	uint64_t	number = 0;
 	int			rc;
 
 	if (lsm_memtable_entries(st->mem) == 0)
 		return LSM_OK;
 	if (st->dir == NULL && (rc = make_dir(st, e)) != LSM_OK)
 		return rc;
-	if (st->nruns == st->cap)
-	{
-		int			cap = st->cap ? st->cap * 2 : 8;
-		stage_run  *g = realloc(st->runs, sizeof(stage_run) * (size_t) cap);
-		int		   *c;
-
-		if (g == NULL)
-			return LSM_NOMEM_ERR(e);
-		st->runs = g;
-		c = realloc(st->cand, sizeof(int) * (size_t) cap);
-		if (c == NULL)
-			return LSM_NOMEM_ERR(e);
-		st->cand = c;
-		st->cap = cap;
-	}
+	if ((rc = reserve_run(st, e)) != LSM_OK)
+		return rc;
 	/* taken now so that nothing can fail once the run is written */
 	fresh = lsm_memtable_new();
-	if (fresh == NULL)
-		return LSM_NOMEM_ERR(e);
-	it = lsm_memtable_iter(st->mem, UINT64_MAX, e);
-	if (it == NULL)
-	{
-		lsm_memtable_unref(fresh);
-		return LSM_NOMEM_ERR(e);
-	}
-	number = (uint64_t) st->nruns + 1;
-	lsm_table_filename(number, name, sizeof(name));
-	snprintf(path, sizeof(path), "%s/%s", st->dir, name);
-	/* a file of that name is what a failed spill could not remove */
-	(void) lsm_env_unlink(path, NULL);
 	r = &st->runs[st->nruns];
 	memset(r, 0, sizeof(*r));
-	rc = lsm_table_builder_open(path, number, db->opt.block_bytes,
-								db->opt.key_bits_per_key, &b, e);
-	if (rc == LSM_OK && (rc = lsm_db_value_params(db, b, e)) != LSM_OK)
+	r->tables = malloc(sizeof(stage_table *));
+	if (fresh == NULL || r->tables == NULL)
 	{
-		lsm_table_builder_abandon(b);
-		b = NULL;
+		lsm_memtable_unref(fresh);
+		free(r->tables);
+		return LSM_NOMEM_ERR(e);
 	}
+	it = lsm_memtable_iter(st->mem, UINT64_MAX, e);
+	if (it == NULL)
+		rc = LSM_NOMEM_ERR(e);
+	else
+		rc = table_start(st, &b, &number, e);
 	/* the newest version of each key, deletes kept: they delete the store's */
-	for (lsm_iiter_seek(it, NULL, 0); rc == LSM_OK && it->valid;
-		 lsm_iiter_next(it))
-	{
-		rc = lsm_table_builder_add(b, it->key, it->klen, it->seq, it->del,
-								   it->val, it->vlen, e);
-		if (rc != LSM_OK)
-		{
-			lsm_table_builder_abandon(b);
-			b = NULL;
-		}
-	}
+	if (rc == LSM_OK)
+		for (lsm_iiter_seek(it, NULL, 0); rc == LSM_OK && it->valid;
+			 lsm_iiter_next(it))
+			rc = lsm_table_builder_add(b, it->key, it->klen, it->seq, it->del,
+									   it->val, it->vlen, e);
 	lsm_iiter_destroy(it);
 	if (rc == LSM_OK)
-		rc = lsm_table_builder_finish(b, &r->meta, e);
-	if (rc == LSM_OK)
-	{
-		rc = lsm_table_open(st->dir, number, 0, &r->table, e);
-		if (rc == LSM_OK && (rc = lsm_table_status(r->table, e)) != LSM_OK)
-		{
-			lsm_table_unref(r->table);
-			r->table = NULL;
-		}
-		if (rc != LSM_OK)
-		{
-			lsm_table_meta_free(&r->meta);
-			(void) lsm_env_unlink(path, NULL);
-		}
-	}
+		rc = table_finish(st, b, number, &t, e);
+	else
+		lsm_table_builder_abandon(b);
 	if (rc != LSM_OK)
 	{
 		lsm_memtable_unref(fresh);
+		free(r->tables);
 		return rc;
 	}
-	lsm_table_filter(r->table, &r->filter);
-	r->lo = fence_of(r->meta.smallest, r->meta.smallest_len);
-	r->hi = fence_of(r->meta.largest, r->meta.largest_len);
-	/*
-	 * The range of all runs, so that a lookup outside it (every lookup of
-	 * an ascending load) touches no run.  Out of memory, lookups go without.
-	 */
+	r->tier = 0;
+	r->tables[0] = t;
+	r->ntables = 1;
+	run_bounds(r);
 	if (st->nruns == 0)
+	{
+		/* the first table: the range of all tables is its range */
 		st->have_range = true;
-	if (st->have_range &&
-		(st->nruns == 0 ||
-		 lsm_key_cmp(r->meta.smallest, r->meta.smallest_len, st->lo.data,
-					 st->lo.len) < 0))
-	{
-		st->lo.len = 0;
-		st->have_range = lsm_buf_append(&st->lo, r->meta.smallest,
-										r->meta.smallest_len) == LSM_OK;
+		st->lo.len = st->hi.len = 0;
+		st->have_range =
+			lsm_buf_append(&st->lo, t->meta.smallest, t->meta.smallest_len) == LSM_OK &&
+			lsm_buf_append(&st->hi, t->meta.largest, t->meta.largest_len) == LSM_OK;
 		st->lo_fence = fence_of(st->lo.data, st->lo.len);
-	}
-	if (st->have_range &&
-		(st->nruns == 0 ||
-		 lsm_key_cmp(r->meta.largest, r->meta.largest_len, st->hi.data,
-					 st->hi.len) > 0))
-	{
-		st->hi.len = 0;
-		st->have_range = lsm_buf_append(&st->hi, r->meta.largest,
-										r->meta.largest_len) == LSM_OK;
 		st->hi_fence = fence_of(st->hi.data, st->hi.len);
 	}
-	db->ctr.sst_bytes_written += r->meta.size;
+	else
+		stage_extend_range(st, t);
 	st->nruns++;
 	lsm_memtable_unref(st->mem);
 	st->mem = fresh;
+	if (merge)
+	{
+		lsm_err		me;
+
+		/* only lookups are slower if it fails: it is tried again later */
+		lsm_err_clear(&me);
+		(void) consolidate(st, &me);
+	}
 	return LSM_OK;
 }
 
@@ -529,7 +855,7 @@ stage_add(lsm_stage *st, int kind, const void *key, size_t klen,
 		lsm_memtable_bytes(st->mem) + klen + vlen + STAGE_NODE_OVERHEAD >
 		st->limit)
 	{
-		rc = spill(st, &e);
+		rc = spill(st, true, &e);
 		if (rc != LSM_OK)
 			return lsm_db_fail(st->db, rc, &e);
 	}
@@ -557,14 +883,6 @@ lsm_stage_delete(lsm_stage *st, const void *key, size_t klen)
 
 /* ---------- reads ---------- */
 
-/* Does run r's key range hold key (fence kf)? */
-static inline bool
-run_covers(const stage_run *r, uint64_t kf, const void *key, size_t klen)
-{
-	return range_covers(r->lo, r->meta.smallest, r->meta.smallest_len, r->hi,
-						r->meta.largest, r->meta.largest_len, kf, key, klen);
-}
-
 /* Hands a found version to the caller: LSM_OK with a copy, or LSM_DELETED. */
 static int
 stage_found(lsm_stage *st, bool del, const uint8_t *v, size_t n, void **val,
@@ -577,6 +895,37 @@ stage_found(lsm_stage *st, bool del, const uint8_t *v, size_t n, void **val,
 		return lsm_err_set(&st->db->err, LSM_NOMEM, "out of memory");
 	*vlen = n;
 	return LSM_OK;
+}
+
+/* The table of run r whose range may hold key (fence kf), or NULL. */
+static stage_table *
+run_find(const stage_run *r, uint64_t kf, const void *key, size_t klen)
+{
+	int			lo = 0,
+				hi = r->ntables;
+	stage_table *t;
+
+	if (kf < r->lo || kf > r->hi)
+		return NULL;
+	/* the first table whose largest key is >= key */
+	while (lo < hi)
+	{
+		int			mid = (lo + hi) / 2;
+		const stage_table *x = r->tables[mid];
+
+		if (x->hi < kf ||
+			(x->hi == kf && lsm_key_cmp(x->meta.largest, x->meta.largest_len,
+										key, klen) < 0))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == r->ntables)
+		return NULL;
+	t = r->tables[lo];
+	return range_covers(t->lo, t->meta.smallest, t->meta.smallest_len, t->hi,
+						t->meta.largest, t->meta.largest_len, kf, key, klen) ?
+		t : NULL;
 }
 
 int
@@ -614,26 +963,29 @@ lsm_stage_get(lsm_stage *st, const void *key, size_t klen, void **val,
 		return LSM_NOTFOUND;
 
 	/*
-	 * The runs whose range holds the key, newest first, with their filter
-	 * lines fetched together; one hash for all of them.
+	 * In each run (newest first) the one table that may hold the key; one
+	 * hash for all of them, and their filter lines fetched together.
 	 */
 	h = lsm_key_hash(key, klen);
 	for (i = st->nruns - 1; i >= 0; i--)
-		if (run_covers(&st->runs[i], kf, key, klen))
-		{
-			st->cand[ncand++] = i;
-			if (st->runs[i].filter.num_lines > 0)
-				lsm_bloom_prefetch(&st->runs[i].filter, h);
-		}
+	{
+		stage_table *t = run_find(&st->runs[i], kf, key, klen);
+
+		if (t == NULL)
+			continue;
+		st->cand[ncand++] = t;
+		if (t->filter.num_lines > 0)
+			lsm_bloom_prefetch(&t->filter, h);
+	}
 	lsm_err_clear(&e);
 	for (i = 0; i < ncand; i++)
 	{
-		stage_run  *r = &st->runs[st->cand[i]];
+		stage_table *t = st->cand[i];
 		lsm_table_hit hit;
 
-		if (r->filter.num_lines > 0 && !lsm_bloom_may_match(&r->filter, h))
+		if (t->filter.num_lines > 0 && !lsm_bloom_may_match(&t->filter, h))
 			continue;
-		rc = lsm_table_get(r->table, key, klen, &hit, &e);
+		rc = lsm_table_get(t->table, key, klen, &hit, &e);
 		if (rc == LSM_NOTFOUND)
 			continue;
 		if (rc != LSM_OK)
@@ -651,18 +1003,30 @@ build_iter(void *arg, lsm_err *err)
 	lsm_iiter **kids;
 	lsm_iiter  *m;
 	int			n = 0,
-				i;
+				total = 1,
+				i,
+				j;
 
-	kids = malloc(sizeof(lsm_iiter *) * (size_t) (st->nruns + 1));
+	for (i = 0; i < st->nruns; i++)
+		total += st->runs[i].ntables;
+	kids = malloc(sizeof(lsm_iiter *) * (size_t) total);
 	if (kids == NULL)
 		return NULL;
 	/* the buffer as of now: later writes get later stage sequences */
 	if ((kids[n] = lsm_memtable_iter(st->mem, st->seq, err)) != NULL)
 		n++;
-	for (i = 0; i < st->nruns && n == i + 1; i++)
-		if ((kids[n] = lsm_table_iter(st->runs[i].table, err)) != NULL)
+	for (i = 0; i < st->nruns && n > 0; i++)
+		for (j = 0; j < st->runs[i].ntables && n > 0; j++)
+		{
+			if ((kids[n] = lsm_table_iter(st->runs[i].tables[j]->table, err)) == NULL)
+			{
+				while (n > 0)
+					lsm_iiter_destroy(kids[--n]);
+				break;
+			}
 			n++;
-	if (n != st->nruns + 1)
+		}
+	if (n != total)
 	{
 		while (n > 0)
 			lsm_iiter_destroy(kids[--n]);
@@ -730,7 +1094,8 @@ lsm_stage_commit(lsm_stage *st, int flags)
 	bool		sync,
 				installed = false;
 	int			rc = LSM_OK,
-				i;
+				i,
+				j;
 
 	if (st == NULL)
 		return LSM_INVALID;
@@ -762,21 +1127,36 @@ lsm_stage_commit(lsm_stage *st, int flags)
 	else
 	{
 		lsm_table_meta *metas = NULL;
+		int		   *run_of = NULL,
+					n = 0;
 
-		/* the last run is written before the write lock is taken */
-		rc = spill(st, &e);
+		/*
+		 * The last run is written before the write lock is taken, and not
+		 * merged: compaction is about to merge everything anyway.
+		 */
+		rc = spill(st, false, &e);
+		for (i = 0; i < st->nruns; i++)
+			n += st->runs[i].ntables;
 		if (rc == LSM_OK &&
-			(metas = malloc(sizeof(lsm_table_meta) * (size_t) st->nruns)) == NULL)
+			((metas = malloc(sizeof(lsm_table_meta) * (size_t) n)) == NULL ||
+			 (run_of = malloc(sizeof(int) * (size_t) n)) == NULL))
 			rc = LSM_NOMEM_ERR(&e);
 		if (rc == LSM_OK)
 		{
+			n = 0;
 			for (i = 0; i < st->nruns; i++)
-				metas[i] = st->runs[i].meta;
-			rc = lsm_db_ingest(db, st->dir, metas, st->nruns, &installed, &e);
+				for (j = 0; j < st->runs[i].ntables; j++)
+				{
+					metas[n] = st->runs[i].tables[j]->meta;
+					run_of[n++] = i;
+				}
+			rc = lsm_db_ingest(db, st->dir, metas, run_of, n, st->nruns,
+							   &installed, &e);
 			if (rc == LSM_OK || installed)
 				db->ctr.user_bytes_written += st->user_bytes;
 		}
 		free(metas);
+		free(run_of);
 	}
 	stage_free(st);
 	return lsm_db_fail(db, rc, &e);
