@@ -72,20 +72,9 @@ lsmfdwAnalyzeForeignTable(Relation relation, AcquireSampleRowsFunc *func,
 {
 	LsmFdwTable *t = LsmFdwGetTable(relation);
 	LsmFdwStore *s = LsmFdwOpenStore(t, true);
-	lsm_stats	st;
-	double		bytes;
 	double		pages;
-	int			rc;
-	int			l;
 
-	rc = lsm_get_stats(s->db, &st);
-	if (rc != LSM_OK)
-		LsmFdwReportError(rc, s->db, t->relname, "read the statistics of");
-
-	bytes = (double) st.memtable_bytes;
-	for (l = 0; l < st.levels && l < LSM_MAX_LEVELS; l++)
-		bytes += (double) st.level[l].bytes;
-	pages = ceil(bytes / BLCKSZ);
+	pages = ceil(LsmFdwGetStoreSize(s, t->relname).bytes / BLCKSZ);
 	if (pages < 1)
 		pages = 1;
 	if (pages > (double) MaxBlockNumber)

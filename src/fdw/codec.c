@@ -272,18 +272,17 @@ LsmFdwEncodeKeyBound(const LsmFdwTable *t, Datum value, Oid valtype,
 		case LSMFDW_CODEC_TEXT:
 		case LSMFDW_CODEC_BYTEA:
 			{
-				struct varlena *v = PG_DETOAST_DATUM_PACKED(value);
-				size_t		len = VARSIZE_ANY_EXHDR(v);
+				struct varlena *v;
 
-				/* a prefix of a lower bound is a lower bound */
-				if (len + 1 > LSM_MAX_KEY_LEN)
-				{
-					if (upper)
-						return false;
-					len = LSM_MAX_KEY_LEN - 1;
-				}
+				if (LsmFdwEncodeKey(t, value, valtype, buf))
+					return true;
+				if (upper)
+					return false;
+
+				/* too long for a key: a prefix of a lower bound is one */
+				v = PG_DETOAST_DATUM_PACKED(value);
 				appendStringInfoChar(buf, LSMFDW_VARKEY_MARKER);
-				appendBinaryStringInfo(buf, VARDATA_ANY(v), len);
+				appendBinaryStringInfo(buf, VARDATA_ANY(v), LSM_MAX_KEY_LEN - 1);
 				return true;
 			}
 		default:

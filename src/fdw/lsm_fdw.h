@@ -197,6 +197,15 @@ typedef enum LsmFdwBase
 	LSMFDW_BASE_ANY				/* not checked (TRUNCATE) */
 } LsmFdwBase;
 
+/* The size of a store (store.c) */
+typedef struct LsmFdwStoreSize
+{
+	double		entries;		/* of every level and the memtable */
+	double		bytes;
+	double		memtable_entries;
+	double		files;			/* SSTables */
+} LsmFdwStoreSize;
+
 /* A pending write as a read sees it (xact.c). */
 typedef struct LsmFdwPendingRow
 {
@@ -248,6 +257,8 @@ extern bool LsmFdwGet(LsmFdwStore *s, const char *relname,
 					  const char *key, size_t klen,
 					  char **val, size_t *vlen);
 extern void LsmFdwRemoveStoreDir(Oid relid, const char *path);
+extern LsmFdwStoreSize LsmFdwGetStoreSize(LsmFdwStore *s,
+										  const char *relname);
 
 /* xact.c */
 extern void LsmFdwInitXact(void);

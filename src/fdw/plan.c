@@ -393,35 +393,18 @@ LsmFdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 							private, NIL, NIL, outer_plan);
 }
 
-/*
- * Reads the size of info's store from the engine's statistics: entries of
- * every level and of the memtable (an upper bound of the rows), bytes and
- * files.
- */
+/* Reads the size of info's store (store.c). */
 static void
 estimate_store(LsmFdwRelInfo *info)
 {
 	LsmFdwStore *s = LsmFdwOpenStore(info->table, false);
-	lsm_stats	stats;
-	double		bytes;
-	int			rc;
-	int			l;
+	LsmFdwStoreSize size = LsmFdwGetStoreSize(s, info->table->relname);
 
-	rc = lsm_get_stats(s->db, &stats);
-	if (rc != LSM_OK)
-		LsmFdwReportError(rc, s->db, info->table->relname,
-						  "read the statistics of");
 	info->store = s;
-	info->memtable_entries = (double) stats.memtable_entries;
-	info->entries = info->memtable_entries;
-	bytes = (double) stats.memtable_bytes;
-	for (l = 0; l < stats.levels && l < LSM_MAX_LEVELS; l++)
-	{
-		info->entries += (double) stats.level[l].entries;
-		info->files += stats.level[l].files;
-		bytes += (double) stats.level[l].bytes;
-	}
-	info->pages = Max(1.0, ceil(bytes / BLCKSZ));
+	info->entries = size.entries;
+	info->memtable_entries = size.memtable_entries;
+	info->files = size.files;
+	info->pages = Max(1.0, ceil(size.bytes / BLCKSZ));
 }
 
 /*

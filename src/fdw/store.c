@@ -224,6 +224,37 @@ LsmFdwGet(LsmFdwStore *s, const char *relname, const char *key, size_t klen,
 }
 
 /*
+ * The size of s's store (table relname) from the engine's statistics:
+ * entries of every level and of the memtable (an upper bound of the rows,
+ * counting shadowed versions until compaction), bytes, the memtable's
+ * entries and the number of SSTables.  Raises an error if the engine
+ * fails.
+ */
+LsmFdwStoreSize
+LsmFdwGetStoreSize(LsmFdwStore *s, const char *relname)
+{
+	LsmFdwStoreSize size;
+	lsm_stats	st;
+	int			rc;
+	int			l;
+
+	rc = lsm_get_stats(s->db, &st);
+	if (rc != LSM_OK)
+		LsmFdwReportError(rc, s->db, relname, "read the statistics of");
+	size.memtable_entries = (double) st.memtable_entries;
+	size.entries = size.memtable_entries;
+	size.bytes = (double) st.memtable_bytes;
+	size.files = 0;
+	for (l = 0; l < st.levels && l < LSM_MAX_LEVELS; l++)
+	{
+		size.entries += (double) st.level[l].entries;
+		size.bytes += (double) st.level[l].bytes;
+		size.files += st.level[l].files;
+	}
+	return size;
+}
+
+/*
  * Raises the error for engine return code rc from an operation ("open",
  * "read", "write", ...) on the store of foreign table relname; db is the
  * handle (NULL for lsm_open and codec calls), whose lsm_errmsg becomes the
