@@ -74,7 +74,9 @@
  * into the pending writes, and a scan of the writing command must not see
  * its own writes, which the stage cannot tell apart).  Reads consult
  * memory, then the stage, then the store; a key found in the stage was
- * inserted by the transaction.  At commit the rest of the writes joins the
+ * inserted by the transaction.  Once a store has a stage, its new keys go
+ * there directly under the same conditions (a bulk load passes through
+ * memory only until the first spill).  At commit the rest of the writes joins the
  * stage and lsm_stage_commit installs it all atomically.
  *
  * Limits of this version: a transaction that writes several stores
@@ -278,6 +280,25 @@ LsmFdwPendingWrite(LsmFdwStore *s, const char *relname,
 	oldcxt = MemoryContextSwitchTo(xact_cxt);
 	ps = get_pending_store(s, relname);
 
+	/*
+	 * Once the store has a stage, a new key inserted where a spill could
+	 * move it goes there at once, without passing through memory.
+	 */
+	ref.data = key;
+	ref.len = klen;
+	if (ps->stage != NULL && !is_delete && base == LSMFDW_BASE_ABSENT &&
+		marks == NIL && s->scans == 0 &&
+		GetCurrentSubTransactionId() == TopSubTransactionId &&
+		hash_search(ps->keys, &ref, HASH_FIND, NULL) == NULL)
+	{
+		int			rc = lsm_stage_put(ps->stage, key, klen, val, vlen);
+
+		MemoryContextSwitchTo(oldcxt);
+		if (rc != LSM_OK)
+			LsmFdwReportError(rc, s->db, relname, "stage writes to");
+		return;
+	}
+
 	/* room in the undo log first, so that no failure leaves a half write */
 	if (undo_len == undo_size)
 	{
@@ -304,8 +325,6 @@ LsmFdwPendingWrite(LsmFdwStore *s, const char *relname,
 		v->vlen = vlen;
 	}
 
-	ref.data = key;
-	ref.len = klen;
 	pk = hash_search(ps->keys, &ref, HASH_FIND, NULL);
 	if (pk == NULL)
 	{
