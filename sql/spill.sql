@@ -37,6 +37,19 @@ ROLLBACK;
 SELECT count(*) FROM big;
 SELECT staged() AS staged;
 
+-- a load that ends wholly staged (nothing left in memory) commits whole
+BEGIN;
+INSERT INTO big SELECT g, g % 100, repeat('p', 50) FROM generate_series(1, 30000) g;
+COMMIT;
+SELECT count(*), sum(id) FROM big;
+TRUNCATE big;
+INSERT INTO big VALUES (0, 0, 'committed before');
+-- and PREPARE TRANSACTION is refused for it too
+BEGIN;
+INSERT INTO big SELECT g, g % 100, repeat('p', 50) FROM generate_series(1, 30000) g;
+PREPARE TRANSACTION 'staged';                                  -- ERROR
+SELECT count(*) FROM big;
+
 -- a committed one: reads inside the transaction see every row
 BEGIN;
 INSERT INTO big SELECT g, g % 100, repeat('p', 50) FROM generate_series(1, 30000) g;

@@ -210,6 +210,8 @@ static void spill_store(PendingStore *ps);
 static bool stage_holds(PendingStore *ps, const char *key, size_t klen);
 static void check_staged_inserts(PendingStore *ps);
 static void fold_into_stage(PendingStore *ps);
+static bool store_has_writes(PendingStore *ps);
+static bool has_writes(void);
 static int	pending_store_cmp(const void *a, const void *b);
 static void remove_dirs(bool commit, SubTransactionId subid);
 static void end_xact(bool commit);
@@ -1055,6 +1057,34 @@ write_store(PendingStore *ps)
 		LsmFdwReportError(rc, ps->store->db, ps->relname, "write");
 }
 
+/* Whether the transaction has writes for ps's store, in memory or staged. */
+static bool
+store_has_writes(PendingStore *ps)
+{
+	return ps->stage != NULL || hash_get_num_entries(ps->keys) > 0;
+}
+
+/* Whether the transaction has pending writes for any store. */
+static bool
+has_writes(void)
+{
+	HASH_SEQ_STATUS status;
+	PendingStore *ps;
+
+	if (pending_stores == NULL)
+		return false;
+	hash_seq_init(&status, pending_stores);
+	while ((ps = hash_seq_search(&status)) != NULL)
+	{
+		if (store_has_writes(ps))
+		{
+			hash_seq_term(&status);
+			return true;
+		}
+	}
+	return false;
+}
+
 /* qsort comparator of PendingStore pointers: by relation OID. */
 static int
 pending_store_cmp(const void *a, const void *b)
@@ -1150,7 +1180,7 @@ xact_callback(XactEvent event, void *arg)
 				hash_seq_init(&status, pending_stores);
 				while ((ps = hash_seq_search(&status)) != NULL)
 				{
-					if (hash_get_num_entries(ps->keys) > 0 &&
+					if (store_has_writes(ps) &&
 						!LsmFdwPendingDropped(ps->relid))
 						order[n++] = ps;
 				}
@@ -1163,7 +1193,7 @@ xact_callback(XactEvent event, void *arg)
 			}
 			break;
 		case XACT_EVENT_PRE_PREPARE:
-			if (undo_len > 0 || removals != NIL)
+			if (has_writes() || removals != NIL)
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("cannot PREPARE a transaction that has modified lsm_fdw foreign tables")));
