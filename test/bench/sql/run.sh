@@ -37,6 +37,13 @@
 #   SQLBENCH_ROWS      rows of a tiny run, e.g. 20000 (overrides the size)
 #   SQLBENCH_SECONDS   seconds of each pgbench run (default 30)
 #   SQLBENCH_RUNS      runs of each workload (default 3)
+#   SQLBENCH_COPY_RUNS runs of each COPY of up to 1M rows (default: RUNS)
+#   SQLBENCH_SECTIONS  which of "disk point eq join" to run after the COPYs
+#                      (default all; the COPYs always run: they load the
+#                      tables), e.g. SQLBENCH_SECTIONS=point
+#   SQLBENCH_QUIET_WAIT  seconds to wait, before each timed step, for other
+#                      work on the machine to use less than 0.3 cores
+#                      (default 60; each step prints what it saw)
 #   SQLBENCH_BIG_RUNS  runs of each COPY of more than 1M rows (default 1)
 #   SQLBENCH_EXECS     executions of each fast non-key query (default 200)
 #   SQLBENCH_SLOW_EXECS  executions of each full scan (default 20)
@@ -77,6 +84,8 @@ fi
 seconds=${SQLBENCH_SECONDS:-30}
 runs=${SQLBENCH_RUNS:-3}
 big_runs=${SQLBENCH_BIG_RUNS:-1}
+copy_runs=${SQLBENCH_COPY_RUNS:-$runs}
+sections=" ${SQLBENCH_SECTIONS:-disk point eq join} "
 execs=${SQLBENCH_EXECS:-200}
 slow_execs=${SQLBENCH_SLOW_EXECS:-20}
 max_mem_gb=${SQLBENCH_MAX_MEM_GB:-8}
@@ -115,6 +124,66 @@ calc() {
 
 as_pg() {
 	(cd / && runuser -u postgres -- "$@" 9>&-)
+}
+
+# ---------------------------------------------------------------------------
+# Other work on the machine
+#
+# noise_begin/noise_end measure the CPU that processes other than ours used
+# in between: the machine's busy time (/proc/stat) minus the CPU of our
+# server (the postmaster and its children, counted when they exit: each
+# measured step runs in sessions that end before noise_end) and of our own
+# children (pgbench, psql).  noise is in cores (1.0: one core busy all the
+# time).  wait_quiet waits until other work uses less than 0.3 cores over 3
+# s, for at most SQLBENCH_QUIET_WAIT seconds (default 60).
+
+clk_tck=$(getconf CLK_TCK)
+
+busy_jiffies() {
+	awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat
+}
+
+# utime + stime + cutime + cstime of process $1
+proc_jiffies() {
+	awk '{ print $14 + $15 + $16 + $17 }' "/proc/$1/stat" 2>/dev/null || echo 0
+}
+
+our_jiffies() {
+	echo $(($(proc_jiffies "$pm_pid") + $(proc_jiffies $BASHPID)))
+}
+
+noise_begin() {
+	noise_t0=$(date +%s.%N)
+	noise_busy0=$(busy_jiffies)
+	noise_ours0=$(our_jiffies)
+}
+
+noise_end() {
+	local busy ours
+
+	busy=$(busy_jiffies)
+	ours=$(our_jiffies)
+	noise=$(calc '%.2f' "(($busy - $noise_busy0) - ($ours - $noise_ours0)) / $clk_tck / ($(date +%s.%N) - $noise_t0)")
+	case "$noise" in -*) noise=0.00 ;; esac
+}
+
+wait_quiet() {
+	local waited=0 max=${SQLBENCH_QUIET_WAIT:-60}
+
+	while :; do
+		noise_begin
+		sleep 3
+		noise_end
+		if awk -v n="$noise" 'BEGIN { exit !(n < 0.3) }'; then
+			[ "$waited" -gt 0 ] && echo "(waited ${waited} s for other work to calm down)"
+			return 0
+		fi
+		waited=$((waited + 3))
+		if [ "$waited" -ge "$max" ]; then
+			echo "(other work still uses $noise cores after ${waited} s; going on)"
+			return 0
+		fi
+	done
 }
 
 # psql -c, unaligned, tuples only; prints the result.
@@ -210,6 +279,7 @@ start_cluster() {
 	}
 	export PGHOST=$pg_base/sock PGPORT=$port PGUSER=postgres PGDATABASE=postgres
 	export PGOPTIONS="-c client_min_messages=warning"
+	pm_pid=$(head -n 1 "$pg_base/data/postmaster.pid")
 }
 
 header() {
@@ -223,7 +293,8 @@ header() {
 	echo "machine:  $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1), $mem, $(uname -sr)"
 	echo "server:   $(postgres -V), shared_buffers=1GB fsync=on synchronous_commit=on max_wal_size=16GB checkpoint_timeout=30min jit=off"
 	echo "rows:     queries on $query_rows; COPY of $copy_sizes"
-	echo "runs:     $runs (COPY of more than 1M rows: $big_runs); pgbench ${seconds} s per run; non-key queries $execs executions per run ($slow_execs for full scans)"
+	echo "sections: COPY$sections"
+	echo "runs:     $runs (COPY: $copy_runs, of more than 1M rows: $big_runs); pgbench ${seconds} s per run; non-key queries $execs executions per run ($slow_execs for full scans)"
 	echo "cluster:  $pg_base/data, socket $PGHOST, port $PGPORT"
 }
 
@@ -287,6 +358,8 @@ copy_once() {
 
 	create_target "$1"
 	sql "CHECKPOINT" >/dev/null
+	wait_quiet
+	noise_begin
 	rm -f "$pidf"
 	psql -X -q -A -t -v ON_ERROR_STOP=1 -v tbl="$tbl" -v datafile="$file" \
 		-v pidfile="$pidf" -f "$here/copy.sql" >"$out" 2>&1 &
@@ -304,6 +377,7 @@ copy_once() {
 		die "COPY into $tbl failed"
 	fi
 	child=""
+	noise_end
 	copy_s=$(sed -n 's/^copy_result seconds=\([0-9.]*\) .*/\1/p' "$out")
 	copy_hwm_kb=$(sed -n 's/^copy_result .* hwm_kb=\([0-9]*\).*/\1/p' "$out")
 	if [ -z "$copy_s" ] || [ -z "$copy_hwm_kb" ]; then
@@ -352,7 +426,7 @@ copy_section() {
 	psql -X -q -v ON_ERROR_STOP=1 -v rows="$n" -v users="$users" \
 		-v file="$file" -f "$here/gen.sql"
 	echo "generated $file: $(du -b "$file" | cut -f1) bytes in $(calc '%.1f' "$(date +%s.%N) - $t0") s"
-	if [ "$n" -gt 1000000 ]; then nruns=$big_runs; else nruns=$runs; fi
+	if [ "$n" -gt 1000000 ]; then nruns=$big_runs; else nruns=$copy_runs; fi
 	skip_lsm=""
 	if [ "$n" -gt 1000000 ] && [ -n "${lsm_kb_per_row:-}" ]; then
 		need=$(calc '%.0f' "$lsm_kb_per_row * $n")	# kB
@@ -372,9 +446,9 @@ copy_section() {
 			secs[$t]+="$copy_s "
 			hwms[$t]+="$copy_hwm_kb "
 			anons[$t]+="$copy_anon_kb "
-			printf 'run %s  %-18s %8.2f s  %9.0f rows/s  VmHWM %6.0f MB  peak RssAnon %6.0f MB\n' \
+			printf 'run %s  %-18s %8.2f s  %9.0f rows/s  VmHWM %6.0f MB  peak RssAnon %6.0f MB  (other work %s cores)\n' \
 				"$r" "$(target_label "$t")" "$copy_s" "$(calc '%f' "$n / $copy_s")" \
-				"$(calc '%f' "$copy_hwm_kb / 1024")" "$(calc '%f' "$copy_anon_kb / 1024")"
+				"$(calc '%f' "$copy_hwm_kb / 1024")" "$(calc '%f' "$copy_anon_kb / 1024")" "$noise"
 		done
 	done
 	if [ -n "$skip_lsm" ]; then
@@ -518,6 +592,7 @@ disk_section() {
 pgbench_tps() {
 	local out=$work/pgbench.out
 
+	noise_begin
 	if ! pgbench -n -M prepared -f "$1" -c "$2" -j "$2" -T "$3" -D rows="$query_rows" \
 		>"$out" 2>&1; then
 		cat "$out" >&2
@@ -527,7 +602,8 @@ pgbench_tps() {
 		cat "$out" >&2
 		die "pgbench: failed transactions"
 	fi
-	sed -n 's/^tps = \([0-9.]*\) (without initial connection time)/\1/p' "$out"
+	noise_end
+	echo "$(sed -n 's/^tps = \([0-9.]*\) (without initial connection time)/\1/p' "$out") $noise"
 }
 
 point_section() {
@@ -558,10 +634,12 @@ point_section() {
 			# alternate which side goes first
 			if [ $(((r + c) % 2)) -eq 0 ]; then first="lsm pk"; else first="pk lsm"; fi
 			for side in $first; do
-				tps=$(pgbench_tps "$work/point_$side.pgbench" "$c" "$seconds")
+				wait_quiet
+				read -r tps noise < <(pgbench_tps "$work/point_$side.pgbench" "$c" "$seconds")
+				[ -n "$tps" ] || die "pgbench gave no TPS"
 				res[$side$c]+="$tps "
-				printf 'run %s  %s client(s)  %-8s %10.0f tps\n' "$r" "$c" \
-					"$(target_label "$side")" "$tps"
+				printf 'run %s  %s client(s)  %-8s %10.0f tps  (other work %s cores)\n' "$r" "$c" \
+					"$(target_label "$side")" "$tps" "$noise"
 			done
 		done
 	done
@@ -690,9 +768,11 @@ eq_section() {
 	for r in $(seq "$runs"); do
 		for v in "${variants[@]}"; do
 			IFS='|' read -r variant tbl settings slow want <<<"$v"
+			noise_begin
 			eq_variant "$variant" "$tbl" "$settings" "$slow" "$r"
+			noise_end
+			printf 'run %s  %-14s (other work %s cores)\n' "$r" "$variant" "$noise"
 		done
-		echo "run $r done"
 	done
 	sql "SELECT bench_check('eq')"
 	psql_show -c "SELECT variant, kind, round(median_ms::numeric, 3) AS median_ms,
@@ -743,9 +823,12 @@ join_section() {
 		for r in $(seq "$runs"); do
 			for side in lsm pk; do
 				q="SELECT count(*), sum(hashtextextended(t::text, 0)) FROM join_keys k JOIN t_$side t ON t.id = k.id"
+				noise_begin
 				psql -X -q -A -t -v ON_ERROR_STOP=1 -c "$settings" \
 					-c "SELECT bench_run('join', '$side', '$mode', $r, '$q',
 						array_fill(NULL::text, ARRAY[50]))" >/dev/null
+				noise_end
+				printf 'run %s  %-8s %-3s (other work %s cores)\n' "$r" "$mode" "$side" "$noise"
 			done
 		done
 	done
@@ -765,7 +848,7 @@ join_section() {
 # ---------------------------------------------------------------------------
 
 main() {
-	local n
+	local n t
 
 	[ "$(id -u)" -eq 0 ] || die "run me as root (sudo): I install the extension and run the server as postgres"
 	trap cleanup EXIT
@@ -783,10 +866,18 @@ main() {
 	for n in $copy_sizes; do
 		copy_section "$n"
 	done
-	disk_section
-	point_section
-	eq_section
-	join_section
+	if [[ "$sections" == *" disk "* ]]; then
+		disk_section
+	else
+		# the state the queries expect: statistics, a compacted store
+		for t in pk pk_usr pk_usr_lang; do
+			sql "VACUUM ANALYZE t_$t" >/dev/null
+		done
+		sql "ANALYZE t_lsm; SELECT lsm_compact('t_lsm', full => true)" >/dev/null
+	fi
+	[[ "$sections" != *" point "* ]] || point_section
+	[[ "$sections" != *" eq "* ]] || eq_section
+	[[ "$sections" != *" join "* ]] || join_section
 
 	section "summary ($size, $query_rows rows; see docs/benchmarks-sql.md for the targets)"
 	printf '%s\n' "${summary[@]}"
