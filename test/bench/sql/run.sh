@@ -768,6 +768,7 @@ eq_section() {
 	for r in $(seq "$runs"); do
 		for v in "${variants[@]}"; do
 			IFS='|' read -r variant tbl settings slow want <<<"$v"
+			wait_quiet
 			noise_begin
 			eq_variant "$variant" "$tbl" "$settings" "$slow" "$r"
 			noise_end
@@ -823,6 +824,7 @@ join_section() {
 		for r in $(seq "$runs"); do
 			for side in lsm pk; do
 				q="SELECT count(*), sum(hashtextextended(t::text, 0)) FROM join_keys k JOIN t_$side t ON t.id = k.id"
+				wait_quiet
 				noise_begin
 				psql -X -q -A -t -v ON_ERROR_STOP=1 -c "$settings" \
 					-c "SELECT bench_run('join', '$side', '$mode', $r, '$q',
