@@ -148,21 +148,25 @@ proc_jiffies() {
 	awk '{ print $14 + $15 + $16 + $17 }' "/proc/$1/stat" 2>/dev/null || echo 0
 }
 
+# CPU of our server and of the children of shell $1 (the caller's
+# $BASHPID, read outside $(...), where it would name the subshell)
 our_jiffies() {
-	echo $(($(proc_jiffies "$pm_pid") + $(proc_jiffies $BASHPID)))
+	echo $(($(proc_jiffies "$pm_pid") + $(proc_jiffies "$1")))
 }
 
 noise_begin() {
+	local self=$BASHPID
+
 	noise_t0=$(date +%s.%N)
 	noise_busy0=$(busy_jiffies)
-	noise_ours0=$(our_jiffies)
+	noise_ours0=$(our_jiffies "$self")
 }
 
 noise_end() {
-	local busy ours
+	local busy ours self=$BASHPID
 
 	busy=$(busy_jiffies)
-	ours=$(our_jiffies)
+	ours=$(our_jiffies "$self")
 	noise=$(calc '%.2f' "(($busy - $noise_busy0) - ($ours - $noise_ours0)) / $clk_tck / ($(date +%s.%N) - $noise_t0)")
 	case "$noise" in -*) noise=0.00 ;; esac
 }
