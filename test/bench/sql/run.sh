@@ -131,8 +131,8 @@ as_pg() {
 #
 # noise_begin/noise_end measure the CPU that processes other than ours used
 # in between: the machine's busy time (/proc/stat) minus the CPU of our
-# server (the postmaster and its children, counted when they exit: each
-# measured step runs in sessions that end before noise_end) and of our own
+# server (the postmaster and its children, counted when they have exited
+# and been reaped: noise_end waits for the step's sessions to be) and of our own
 # children (pgbench, psql).  noise is in cores (1.0: one core busy all the
 # time).  wait_quiet waits until other work uses less than 0.3 cores over 3
 # s, for at most SQLBENCH_QUIET_WAIT seconds (default 60).
@@ -157,6 +157,7 @@ our_jiffies() {
 noise_begin() {
 	local self=$BASHPID
 
+	noise_kids=$(pgrep -c -P "$pm_pid" || true)
 	noise_t0=$(date +%s.%N)
 	noise_busy0=$(busy_jiffies)
 	noise_ours0=$(our_jiffies "$self")
@@ -165,6 +166,12 @@ noise_begin() {
 noise_end() {
 	local busy ours self=$BASHPID
 
+	# a backend's CPU reaches the postmaster's cutime when it has been
+	# reaped, a moment after its client exits
+	for _ in $(seq 40); do
+		[ "$(pgrep -c -P "$pm_pid" || true)" -gt "$noise_kids" ] || break
+		sleep 0.05
+	done
 	busy=$(busy_jiffies)
 	ours=$(our_jiffies "$self")
 	noise=$(calc '%.2f' "(($busy - $noise_busy0) - ($ours - $noise_ours0)) / $clk_tck / ($(date +%s.%N) - $noise_t0)")
