@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+#
+# test/bench/sql/plot.sh
+#	Draws the summary of a saved test/bench/sql/run.sh output as one bar
+#	per comparison: how many times better lsm_fdw did than the heap variant
+#	(or than its own full scan), with gnuplot.
+#
+# usage: test/bench/sql/plot.sh RESULT.txt OUT.png [TITLE]
+#
+#	RESULT.txt  an output of run.sh, e.g. test/bench/results/sql-small-*.txt
+#	OUT.png     the chart; the directory must exist
+#	TITLE       chart title (default from the output's first line)
+#
+# "Better" is the ratio in the direction where above 1 favours lsm_fdw:
+# TPS lsm/heap for point selects, time heap/lsm for COPY, the non-key
+# equality and the join, and bytes heap/lsm on disk.  The axis is
+# logarithmic (the ratios span 0.3x to thousands), with a line at 1.
+# Needs gnuplot (Debian: gnuplot-nox).
+#
+set -euo pipefail
+
+if [ $# -lt 2 ] || [ $# -gt 3 ]; then
+	echo "usage: $0 RESULT.txt OUT.png [TITLE]" >&2
+	exit 2
+fi
+in=$1
+out=$2
+command -v gnuplot >/dev/null || {
+	echo "$0: gnuplot not found (apt-get install gnuplot-nox)" >&2
+	exit 1
+}
+grep -q '^=== summary' "$in" || {
+	echo "$0: no summary in $in" >&2
+	exit 1
+}
+rows=$(sed -n 's/^rows: *queries on \([0-9]*\);.*/\1/p' "$in" | head -n 1)
+title=${3:-"lsm_fdw against heap tables, ${rows:-?} rows: times better (above 1: lsm_fdw better)"}
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# label value, from the summary lines
+awk '
+	/^=== summary/ { on = 1; next }
+	!on { next }
+	/^point_select_/ {
+		for (i = 1; i <= NF; i++) if ($i == "lsm/heap") v = $(i + 1);
+		sub(/x$/, "", v); print "point-select-" substr($1, 14), v; next
+	}
+	/^copy_.* vs_/ {
+		for (i = 1; i <= NF; i++) if ($i == "time" && $(i - 1) == "heap/lsm") v = $(i + 1);
+		sub(/x$/, "", v);
+		if (v != "") print "COPY-" substr($1, 6) "-" substr($2, 4), v; next
+	}
+	/^disk_compacted/ {
+		for (i = 1; i <= NF; i++) if ($i == "lsm/heap") v = $(i + 1);
+		sub(/x$/, "", v); print "disk-" substr($2, 4), 1 / v; next
+	}
+	/^usr_eq_.* heap_|^usr_eq_.* lsm_off/ {
+		for (i = 1; i <= NF; i++) if ($i ~ /\/lsm_auto$/) v = $(i + 1);
+		sub(/x$/, "", v); print "usr=-" substr($1, 8) "-vs-" $5, v; next
+	}
+	/^join_1000_keys_/ {
+		for (i = 1; i <= NF; i++) if ($i == "heap/lsm") v = $(i + 1);
+		sub(/x$/, "", v); print "join-" substr($1, 16), v; next
+	}
+' "$in" >"$tmp/data"
+[ -s "$tmp/data" ] || {
+	echo "$0: nothing to plot in $in" >&2
+	exit 1
+}
+
+gnuplot <<EOF
+set terminal pngcairo size 1400,700 font 'Sans,10' noenhanced
+set output '$out'
+set title "$title"
+set style data histogram
+set style histogram clustered gap 1
+set style fill solid 0.85 border -1
+set boxwidth 0.8
+set logscale y
+set yrange [0.1:*]
+set ylabel 'times better (log scale)'
+set grid ytics
+set key off
+set xtics rotate by -35 left
+set arrow from graph 0, first 1 to graph 1, first 1 nohead lw 2 lc rgb 'black'
+plot '$tmp/data' using 2:xtic(1) lc rgb '#4477aa', \
+     '' using 0:2:(\$2 < 10 ? sprintf('%.2f', \$2) : sprintf('%.0f', \$2)) with labels offset 0,0.7 font ',8'
+EOF
+echo "$out"
