@@ -281,6 +281,7 @@ TEST(random_against_model)
 	CHECK(mt != NULL);
 	model_fill(&m, mt, 1500, &rnd);
 	CHECK_EQ_U(lsm_memtable_entries(mt), 1500);
+	CHECK(lsm_memtable_check(mt));
 
 	/* point lookups of every key present and of random absent ones */
 	for (s = 0; s < sizeof(snaps) / sizeof(snaps[0]); s++)
@@ -622,6 +623,107 @@ TEST(many_entries)
 }
 
 /*
+ * Ascending runs (which take the path past the last node) mixed with keys
+ * inside the range, newer versions of earlier keys and a seek past the
+ * end: the iterator returns every key once, in order, and it and every
+ * lookup the key's newest version.
+ */
+TEST(ascending_runs)
+{
+	enum
+	{
+		N = 6000
+	};
+	static uint32_t keys[N];
+	static uint64_t seqs[N],
+				newest[1000 + N];
+	uint64_t	rnd = harness_seed() ^ 0xa5c;
+	lsm_memtable *mt = lsm_memtable_new();
+	lsm_iiter  *it;
+	lsm_err		e;
+	uint32_t	next = 1000;
+	int			n = 0,
+				distinct,
+				i,
+				j;
+
+	CHECK(mt != NULL);
+	while (n < N)
+	{
+		uint64_t	r = harness_rand64(&rnd);
+		uint32_t	k;
+		uint8_t		kb[4];
+
+		if (r % 4 == 0 && n > 0)
+			k = keys[harness_rand64(&rnd) % (uint64_t) n];	/* a newer version */
+		else if (r % 4 == 1)
+			k = (uint32_t) (harness_rand64(&rnd) % next);	/* inside the range */
+		else
+			k = next++;			/* past the last key */
+		kb[0] = (uint8_t) (k >> 24);
+		kb[1] = (uint8_t) (k >> 16);
+		kb[2] = (uint8_t) (k >> 8);
+		kb[3] = (uint8_t) k;
+		keys[n] = k;
+		seqs[n] = (uint64_t) n + 1;
+		CHECK_OK(lsm_memtable_add(mt, seqs[n], LSM_KIND_PUT, kb, 4, kb, 4));
+		n++;
+		if (n % 500 == 0)
+			CHECK(lsm_memtable_check(mt));
+	}
+	/* newest version of each key (keys < 1000 + N) */
+	for (i = 0; i < N; i++)
+		if (seqs[i] > newest[keys[i]])
+			newest[keys[i]] = seqs[i];
+	for (i = 0, distinct = 0; i < 1000 + N; i++)
+		distinct += newest[i] > 0;
+	/* every key once, ascending, with its newest version */
+	lsm_err_clear(&e);
+	it = lsm_memtable_iter(mt, UINT64_MAX, &e);
+	CHECK(it != NULL);
+	j = 0;
+	{
+		uint32_t	pk = 0;
+
+		for (lsm_iiter_seek(it, NULL, 0); it->valid; lsm_iiter_next(it))
+		{
+			uint32_t	k = (uint32_t) it->key[0] << 24 |
+				(uint32_t) it->key[1] << 16 | (uint32_t) it->key[2] << 8 |
+				it->key[3];
+
+			CHECK(j == 0 || k > pk);
+			CHECK(k < 1000 + N);
+			CHECK_EQ_U(it->seq, newest[k]);
+			pk = k;
+			j++;
+		}
+	}
+	CHECK_EQ(j, distinct);
+	/* a seek past the last key finds nothing */
+	{
+		uint8_t		past[4] = {0xff, 0xff, 0xff, 0xff};
+
+		lsm_iiter_seek(it, past, 4);
+		CHECK(!it->valid);
+	}
+	lsm_iiter_destroy(it);
+	/* lookups: the newest version of every key */
+	for (i = 0; i < N; i++)
+	{
+		uint8_t		kb[4] = {(uint8_t) (keys[i] >> 24), (uint8_t) (keys[i] >> 16),
+		(uint8_t) (keys[i] >> 8), (uint8_t) keys[i]};
+		uint64_t	seq;
+		int			kind;
+		const uint8_t *val;
+		size_t		vlen;
+
+		CHECK(lsm_memtable_get(mt, kb, 4, UINT64_MAX, &kind, &val, &vlen, &seq));
+		CHECK_EQ_U(seq, newest[keys[i]]);
+	}
+	lsm_memtable_unref(mt);
+}
+
+/*
  * Reference counting: an iterator holds a reference, so the memtable (and
  * its arena, which the iterator's key and value pointers point into) lives
  * until the last of the owner and the iterators lets go.  ASan reports any
@@ -810,6 +912,7 @@ main(int argc, char **argv)
 	RUN(iter_tombstones);
 	RUN(big_entries);
 	RUN(many_entries);
+	RUN(ascending_runs);
 	RUN(refcount_lifetime);
 	RUN(merge_many_children);
 	return harness_done();

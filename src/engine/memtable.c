@@ -6,6 +6,9 @@
  *		[tag = seq << 8 | kind][klen][vlen][height][next pointers][key][value]
  * The arena hands out memory from 64 KiB chunks (larger entries get a chunk
  * of their own) and frees everything at once when the last reference goes.
+ * The last node of every level is kept, so that a key past the last one (an
+ * ascending load, or a lookup of a key it has not reached yet) needs one
+ * comparison instead of a search.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE				/* flock, fdatasync, strdup, timespec */
@@ -45,6 +48,7 @@ struct lsm_memtable
 	uint32_t	rnd;
 	int			height;
 	mt_node    *head;
+	mt_node    *tail[MAX_HEIGHT];	/* last node of each level, or head */
 	/* value filter over the rows' indexed fields (NULL: none) */
 	uint8_t    *vlines;
 	uint32_t	vbits;
@@ -125,6 +129,7 @@ lsm_memtable *
 lsm_memtable_new(void)
 {
 	lsm_memtable *mt = calloc(1, sizeof(lsm_memtable));
+	int			i;
 
 	if (mt == NULL)
 		return NULL;
@@ -139,6 +144,8 @@ lsm_memtable_new(void)
 	}
 	memset(mt->head, 0, sizeof(mt_node) + MAX_HEIGHT * sizeof(mt_node *));
 	mt->head->height = MAX_HEIGHT;
+	for (i = 0; i < MAX_HEIGHT; i++)
+		mt->tail[i] = mt->head;
 	return mt;
 }
 
@@ -197,6 +204,13 @@ find_ge(const lsm_memtable *mt, const void *key, size_t klen, uint64_t tag,
 	mt_node    *x = mt->head;
 	int			level = mt->height - 1;
 
+	if (mt->tail[0] != mt->head && node_cmp(mt->tail[0], key, klen, tag) < 0)
+	{
+		/* past the last node */
+		if (prev)
+			memcpy(prev, mt->tail, sizeof(mt_node *) * (size_t) mt->height);
+		return NULL;
+	}
 	for (;;)
 	{
 		mt_node    *n = x->next[level];
@@ -296,6 +310,8 @@ lsm_memtable_add(lsm_memtable *mt, uint64_t seq, int kind,
 	{
 		n->next[i] = prev[i]->next[i];
 		prev[i]->next[i] = n;
+		if (n->next[i] == NULL)
+			mt->tail[i] = n;
 	}
 	mt->entries++;
 	return LSM_OK;
@@ -337,6 +353,30 @@ size_t
 lsm_memtable_entries(const lsm_memtable *mt)
 {
 	return mt->entries;
+}
+
+bool
+lsm_memtable_check(const lsm_memtable *mt)
+{
+	int			l;
+
+	for (l = 0; l < MAX_HEIGHT; l++)
+	{
+		mt_node    *x = mt->head;
+
+		while (x->next[l] != NULL)
+		{
+			mt_node    *n = x->next[l];
+
+			if (x != mt->head &&
+				node_cmp(x, node_key(n), n->klen, n->tag) >= 0)
+				return false;
+			x = n;
+		}
+		if (mt->tail[l] != x)
+			return false;
+	}
+	return true;
 }
 
 /* ---------- iterator ---------- */

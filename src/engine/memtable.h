@@ -55,6 +55,12 @@ size_t		lsm_memtable_arena_bytes(const lsm_memtable *mt);
 size_t		lsm_memtable_entries(const lsm_memtable *mt);
 
 /*
+ * Checks the skip list's structure (for tests): every level in (key, seq)
+ * order, and its remembered last node the real one.
+ */
+bool		lsm_memtable_check(const lsm_memtable *mt);
+
+/*
  * An internal iterator over the versions visible at snap (the newest one per
  * key, tombstones included).  Holds a reference on mt.  NULL when out of
  * memory.
