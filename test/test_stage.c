@@ -1352,6 +1352,144 @@ TEST(stage_model)
  * them, and compaction keeps them hidden (the tombstones survive level 0
  * until no deeper level holds the key).
  */
+/* Files per level of the handle's version. */
+static void
+level_files(lsm_db *db, int *files)
+{
+	lsm_stats	st;
+	int			l;
+
+	CHECK_DB_OK(db, lsm_get_stats(db, &st));
+	for (l = 0; l < LSM_MAX_LEVELS; l++)
+		files[l] = st.level[l].files;
+}
+
+/* Stages puts of keys lo .. hi - 1 at version ver, ascending. */
+static void
+stage_put_range(lsm_db *db, lsm_stage *st, smodel *s, int lo, int hi,
+				uint64_t ver)
+{
+	int			i;
+
+	for (i = lo; i < hi; i++)
+		stage_put(db, st, s, i, ver);
+}
+
+/* Commits st and applies s to m (s is emptied). */
+static void
+commit_into(lsm_db *db, lsm_stage *st, smodel *s, model *m)
+{
+	CHECK_DB_OK(db, lsm_stage_commit(st, LSM_WRITE_DEFAULT));
+	model_apply(m, s);
+	memset(s->state, 0, sizeof(s->state));
+}
+
+/*
+ * Where an ingest puts its tables: the deepest level free of overlap at and
+ * above it.  An ascending load into an empty store lands in the last level
+ * without a compaction; a disjoint one next to it too; a stage that writes
+ * the same keys twice (two overlapping runs) puts the newer run above the
+ * older; deletes of deep keys land above them; a memtable holding keys of
+ * the range keeps the ingest in level 0; and so does another process
+ * compacting (LOCK.compact held).  The store matches the model throughout,
+ * after compaction and reopened.
+ */
+TEST(stage_ingest_levels)
+{
+	char	   *dir = harness_tmpdir("stage-levels");
+	char	   *lock = harness_path(dir, "LOCK.compact");
+	model	   *m = model_new();
+	smodel	   *s = smodel_new();
+	lsm_db	   *db = open_store(dir, 1);
+	lsm_stage  *st;
+	lsm_stats	stats;
+	int			f[LSM_MAX_LEVELS],
+				g[LSM_MAX_LEVELS],
+				fd,
+				l,
+				i;
+
+	/* an ascending load into an empty store: the last level, no rewrite */
+	CHECK_DB_OK(db, lsm_stage_open(db, 4096, &st));
+	stage_put_range(db, st, s, 0, 400, 1);
+	CHECK_GT(stage_tables(dir, NULL), 3);
+	commit_into(db, st, s, m);
+	CHECK_DB_OK(db, lsm_get_stats(db, &stats));
+	level_files(db, f);
+	for (l = 0; l < LSM_MAX_LEVELS - 1; l++)
+		CHECK_EQ(f[l], 0);
+	CHECK_GT(f[LSM_MAX_LEVELS - 1], 3);
+	CHECK_EQ_U(stats.compactions, 0);
+	check_store(db, m, "ascending load");
+
+	/* a level-0 table beside the range, then a load past both */
+	for (i = 400; i < 450; i++)
+		store_put(db, m, i, 2);
+	CHECK_DB_OK(db, lsm_flush(db));
+	level_files(db, f);
+	CHECK_DB_OK(db, lsm_stage_open(db, 4096, &st));
+	stage_put_range(db, st, s, 500, 900, 3);
+	commit_into(db, st, s, m);
+	level_files(db, g);
+	CHECK_EQ(g[0], f[0]);
+	CHECK_GT(g[LSM_MAX_LEVELS - 1], f[LSM_MAX_LEVELS - 1]);
+	check_store(db, m, "disjoint load");
+
+	/* the same keys twice in one stage: two runs, the newer above */
+	CHECK_DB_OK(db, lsm_stage_open(db, 4096, &st));
+	stage_put_range(db, st, s, 1000, 1200, 4);
+	stage_put_range(db, st, s, 1000, 1200, 5);
+	commit_into(db, st, s, m);
+	level_files(db, f);
+	CHECK_GT(f[LSM_MAX_LEVELS - 2], 0);
+	check_store(db, m, "two runs of the same keys");
+
+	/* deletes and puts over deep keys: above them */
+	CHECK_DB_OK(db, lsm_stage_open(db, 4096, &st));
+	for (i = 0; i < 900; i += 3)
+		stage_del(db, st, s, i);
+	for (i = 1; i < 900; i += 7)
+		stage_put(db, st, s, i, 6);
+	commit_into(db, st, s, m);
+	check_store(db, m, "deletes over deep keys");
+
+	/* keys of the range in the memtable: the ingest stays in level 0 */
+	store_put(db, m, 1300, 7);
+	level_files(db, f);
+	CHECK_DB_OK(db, lsm_stage_open(db, 4096, &st));
+	stage_put_range(db, st, s, 1250, 1350, 8);
+	commit_into(db, st, s, m);
+	level_files(db, g);
+	CHECK_GT(g[0], f[0] + 1);
+	check_store(db, m, "memtable overlapping");
+
+	/* another process compacting: level 0 */
+	CHECK_DB_OK(db, lsm_compact_all(db));
+	level_files(db, f);
+	CHECK_EQ(f[0], 0);
+	fd = open(lock, O_RDWR);
+	CHECK(fd >= 0 && flock(fd, LOCK_EX) == 0);
+	CHECK_DB_OK(db, lsm_stage_open(db, 4096, &st));
+	stage_put_range(db, st, s, 1400, 1500, 9);
+	commit_into(db, st, s, m);
+	level_files(db, g);
+	CHECK_GT(g[0], 0);
+	for (l = 1; l < LSM_MAX_LEVELS; l++)
+		CHECK_EQ(g[l], f[l]);
+	close(fd);
+	check_store(db, m, "LOCK.compact held");
+
+	CHECK_DB_OK(db, lsm_compact_all(db));
+	check_store(db, m, "after lsm_compact_all");
+	CHECK_DB_OK(db, lsm_close(db));
+	db = open_store(dir, 1);
+	check_store(db, m, "reopened");
+	CHECK_DB_OK(db, lsm_close(db));
+	free(lock);
+	smodel_free(s);
+	model_free(m);
+}
+
 TEST(stage_deletes_deep_keys)
 {
 	char	   *dir = harness_tmpdir("stage-del");
@@ -2178,6 +2316,7 @@ main(int argc, char **argv)
 	RUN(write_opt_sync);
 	RUN(stage_model);
 	RUN(stage_deletes_deep_keys);
+	RUN(stage_ingest_levels);
 	RUN(stage_concurrent_writer);
 	RUN(stage_commit_faults);
 	RUN(stage_spill_enospc);

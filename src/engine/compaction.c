@@ -33,7 +33,6 @@
 
 typedef struct compaction compaction;
 static int	step(lsm_db *db, int level, bool *did, lsm_err *e);
-static int	compact_lock(lsm_db *db, bool wait, lsm_err *e);
 
 struct compaction
 {
@@ -508,12 +507,8 @@ edit_of(const compaction *c, const lsm_version *base, lsm_file **outs,
 	return v;
 }
 
-/*
- * Computes the value filter hierarchy of v from base's tree, opening the
- * tables it needs.  Writes node files; *next_file is advanced past them.
- */
-static int
-update_tree(lsm_db *db, lsm_version *v, const lsm_hnode *base,
+int
+lsm_db_update_tree(lsm_db *db, lsm_version *v, const lsm_hnode *base,
 			uint64_t *next_file, lsm_err *e)
 {
 	int			l,
@@ -553,7 +548,7 @@ prepare_tree(lsm_db *db, compaction *c, lsm_file **outs, int nouts,
 	*root = NULL;
 	if (v == NULL)
 		return LSM_NOMEM_ERR(e);
-	rc = update_tree(db, v, c->base->hroot, next_file, e);
+	rc = lsm_db_update_tree(db, v, c->base->hroot, next_file, e);
 	if (rc == LSM_OK && (*root = v->hroot) != NULL)
 		lsm_hnode_ref(*root);
 	lsm_version_unref(v);
@@ -591,7 +586,7 @@ install(lsm_db *db, compaction *c, lsm_file **outs, int nouts,
 	else
 	{
 		/* not expected: someone else changed the tree; redo it here */
-		rc = update_tree(db, v, db->current->hroot, &next_file, e);
+		rc = lsm_db_update_tree(db, v, db->current->hroot, &next_file, e);
 		if (v->next_file < next_file)
 			v->next_file = next_file;
 	}
@@ -616,7 +611,7 @@ lsm_db_compact(lsm_db *db, bool wait, lsm_err *e)
 {
 	int			rc;
 
-	rc = compact_lock(db, wait, e);
+	rc = lsm_db_compact_lock(db, wait, e);
 	if (rc == LSM_BUSY && !wait)
 		return LSM_OK;			/* someone else is compacting */
 	if (rc != LSM_OK)
@@ -686,9 +681,8 @@ step(lsm_db *db, int level, bool *did, lsm_err *e)
 	return rc;
 }
 
-/* Opens LOCK.compact on first use and takes it (waiting or not). */
-static int
-compact_lock(lsm_db *db, bool wait, lsm_err *e)
+int
+lsm_db_compact_lock(lsm_db *db, bool wait, lsm_err *e)
 {
 	char		path[4096];
 	int			rc;
@@ -720,7 +714,7 @@ lsm_compact_all(lsm_db *db)
 	rc = lsm_flush(db);
 	if (rc != LSM_OK)
 		return rc;
-	rc = compact_lock(db, true, &e);
+	rc = lsm_db_compact_lock(db, true, &e);
 	if (rc != LSM_OK)
 		return lsm_db_fail(db, rc, &e);
 	rc = lsm_db_catch_up(db, &e);

@@ -833,17 +833,92 @@ lsm_refresh(lsm_db *db)
 /* ---------- flush ---------- */
 
 /*
+ * The deepest level that can take ingested table f in v: newer data of a
+ * key must sit above its older data, and the tables of a level >= 1 are
+ * disjoint, so every level from 0 down to the chosen one must hold no
+ * table overlapping f.  0 if level 0 does.
+ */
+static int
+ingest_level(const lsm_version *v, const lsm_file *f)
+{
+	const lsm_table_meta *m = &f->meta;
+	int			l,
+				i;
+
+	for (i = 0; i < v->nfiles[0]; i++)
+		if (lsm_file_overlaps(v->files[0][i], m->smallest, m->smallest_len,
+							  m->largest, m->largest_len))
+			return 0;
+	for (l = 1; l < LSM_MAX_LEVELS; l++)
+	{
+		i = lsm_version_find_file(v, l, m->smallest, m->smallest_len);
+		if (i < v->nfiles[l] &&
+			lsm_key_cmp(v->files[l][i]->meta.smallest,
+						v->files[l][i]->meta.smallest_len,
+						m->largest, m->largest_len) <= 0)
+			break;
+	}
+	return l - 1;
+}
+
+/*
+ * The version flush_install switches in with deep placement: the memtable's
+ * table mem (or NULL) in level 0, then the ingested tables, oldest run
+ * first, each at its ingest_level in the version that holds the tables
+ * placed before it (so a newer run lands above an older one it overlaps),
+ * and the hierarchy updated for the tables placed in levels >= 1; node
+ * files are numbered past lognum.
+ * REQUIRES: the write lock and LOCK.compact.
+ */
+static int
+place_ingest(lsm_db *db, lsm_file *mem, lsm_file **ingest, int ningest,
+			 uint64_t lognum, lsm_version **out, lsm_err *e)
+{
+	lsm_version *v = lsm_version_edit(db->current, NULL, 0, &mem,
+									  mem ? 1 : 0, 0);
+	uint64_t	next_file = lognum + 1;
+	bool		deeper = false;
+	int			i,
+				rc;
+
+	for (i = 0; i < ningest && v != NULL; i++)
+	{
+		int			level = ingest_level(v, ingest[i]);
+		lsm_version *n = lsm_version_edit(v, NULL, 0, &ingest[i], 1, level);
+
+		deeper |= level > 0;
+		lsm_version_unref(v);
+		v = n;
+	}
+	*out = NULL;
+	if (v == NULL)
+		return LSM_NOMEM_ERR(e);
+	if (deeper &&
+		(rc = lsm_db_update_tree(db, v, db->current->hroot, &next_file,
+								 e)) != LSM_OK)
+	{
+		lsm_version_unref(v);
+		return rc;
+	}
+	v->next_file = next_file;
+	*out = v;
+	return LSM_OK;
+}
+
+/*
  * Writes the memtable to a new level-0 table, starts a new WAL and installs
  * both in one manifest, together with the ningest tables of an ingest
  * (already in the store directory, numbered, with global sequences among
  * db->last_seq + 1 ..  db->last_seq + nseq): the manifest's last_seq then
- * covers them, and the new WAL starts after them.  *installed tells
- * whether the manifest was switched in, even if a later step failed.
+ * covers them, and the new WAL starts after them.  With deep (LOCK.compact
+ * held), each ingested table goes to the deepest level it can
+ * (ingest_level), else to level 0.  *installed tells whether the manifest
+ * was switched in, even if a later step failed.
  * REQUIRES: the write lock, caught up.
  */
 static int
 flush_install(lsm_db *db, lsm_file **ingest, int ningest, uint64_t nseq,
-			  bool *installed, lsm_err *e)
+			  bool deep, bool *installed, lsm_err *e)
 {
 	lsm_table_builder *b = NULL;
 	lsm_table_meta meta;
@@ -853,7 +928,7 @@ flush_install(lsm_db *db, lsm_file **ingest, int ningest, uint64_t nseq,
 	lsm_iiter  *it;
 	lsm_version *v;
 	uint64_t	number,
-				lognum,
+				lognum = 0,
 				maxnum,
 				old_log = db->log_number;
 	char		name[32],
@@ -956,14 +1031,17 @@ flush_install(lsm_db *db, lsm_file **ingest, int ningest, uint64_t nseq,
 			add[nadd++] = f;
 		for (i = 0; i < ningest; i++)
 			add[nadd++] = ingest[i];
-		v = lsm_version_edit(db->current, NULL, 0, add, nadd, 0);
-		if (v == NULL)
+		if (deep)
+			rc = place_ingest(db, f, ingest, ningest, lognum, &v, e);
+		else if ((v = lsm_version_edit(db->current, NULL, 0, add, nadd,
+									   0)) == NULL)
 			rc = LSM_NOMEM_ERR(e);
-		else
+		if (rc == LSM_OK)
 		{
 			v->log_number = lognum;
 			v->last_seq = db->last_seq + nseq;
-			v->next_file = lognum + 1;
+			if (v->next_file < lognum + 1)
+				v->next_file = lognum + 1;
 			rc = lsm_db_install(db, v, e);
 			*installed = db->current == v;
 			lsm_version_unref(v);
@@ -1028,7 +1106,7 @@ flush_locked(lsm_db *db, lsm_err *e)
 {
 	bool		installed;
 
-	return flush_install(db, NULL, 0, 0, &installed, e);
+	return flush_install(db, NULL, 0, 0, false, &installed, e);
 }
 
 int
@@ -1165,6 +1243,8 @@ lsm_db_ingest(lsm_db *db, const char *stage_dir, const lsm_table_meta *tables,
 				from[4096],
 				to[4096];
 	uint64_t	number;
+	lsm_err		le;
+	bool		deep;
 	int			moved = 0,
 				i,
 				rc;
@@ -1175,9 +1255,14 @@ lsm_db_ingest(lsm_db *db, const char *stage_dir, const lsm_table_meta *tables,
 	files = calloc((size_t) n, sizeof(lsm_file *));
 	if (files == NULL)
 		return LSM_NOMEM_ERR(e);
+	/* levels >= 1 change only under LOCK.compact; without it, level 0 */
+	lsm_err_clear(&le);
+	deep = lsm_db_compact_lock(db, false, &le) == LSM_OK;
 	rc = lsm_db_write_lock(db, e);
 	if (rc != LSM_OK)
 	{
+		if (deep)
+			lsm_env_unlock(db->compact_fd);
 		free(files);
 		return rc;
 	}
@@ -1229,7 +1314,8 @@ lsm_db_ingest(lsm_db *db, const char *stage_dir, const lsm_table_meta *tables,
 		f->meta.min_seq = f->meta.max_seq = f->meta.global_seq;
 	}
 	if (rc == LSM_OK)
-		rc = flush_install(db, files, n, (uint64_t) nruns, installed, e);
+		rc = flush_install(db, files, n, (uint64_t) nruns, deep, installed,
+						   e);
 	if (rc != LSM_OK && !*installed)
 	{
 		/* no manifest names them: put the moved runs back where they were */
@@ -1247,6 +1333,8 @@ lsm_db_ingest(lsm_db *db, const char *stage_dir, const lsm_table_meta *tables,
 		lsm_file_unref(files[i]);
 	free(files);
 	lsm_db_write_unlock(db);
+	if (deep)
+		lsm_env_unlock(db->compact_fd);
 	if (*installed && db->opt.auto_compact && needs_compaction(db))
 	{
 		lsm_err		ce;

@@ -107,13 +107,16 @@ int			lsm_db_version_get(lsm_db *db, lsm_version *v, const void *key,
 int			lsm_db_value_params(lsm_db *db, lsm_table_builder *b, lsm_err *e);
 
 /*
- * Installs the sorted runs of a stage (stage.c) as level-0 tables, newer
- * than everything in the store: takes the write lock, catches up, renames
- * table i (file stage_dir/<tables[i].number>.sst, fsynced), which belongs
- * to run run_of[i] (0 .. nruns - 1, oldest first; the tables of one run
- * are disjoint), into the store under a new number with global sequence
+ * Installs the sorted runs of a stage (stage.c), newer than everything in
+ * the store: takes the write lock, catches up, renames table i (file
+ * stage_dir/<tables[i].number>.sst, fsynced), which belongs to run
+ * run_of[i] (0 .. nruns - 1, oldest first; the tables of one run are
+ * disjoint), into the store under a new number with global sequence
  * last + 1 + run_of[i], flushes the memtable and switches in one manifest
- * naming all of them.  tables[] is not changed.  On failure nothing is
+ * naming all of them.  Each table goes to the deepest level whose tables,
+ * and those of every level above, are disjoint from it (an ascending load
+ * lands where compaction would have put it, without a rewrite), or to
+ * level 0 when another process is compacting.  tables[] is not changed.  On failure nothing is
  * installed (the tables moved into the store are moved back to stage_dir,
  * or removed if that fails) unless *installed says the manifest was
  * switched in before a later step failed.  Compacts afterwards as a flush
@@ -122,6 +125,22 @@ int			lsm_db_value_params(lsm_db *db, lsm_table_builder *b, lsm_err *e);
 int			lsm_db_ingest(lsm_db *db, const char *stage_dir,
 						  const lsm_table_meta *tables, const int *run_of,
 						  int n, int nruns, bool *installed, lsm_err *e);
+
+/*
+ * Takes LOCK.compact (waiting or not: LSM_BUSY if another process holds
+ * it), opening it on first use; lsm_env_unlock(db->compact_fd) releases
+ * it.  Levels >= 1 change only under it.
+ */
+int			lsm_db_compact_lock(lsm_db *db, bool wait, lsm_err *e);
+
+/*
+ * Computes the value filter hierarchy of v (levels final) from base's
+ * tree, opening the tables it needs.  Writes node files numbered from
+ * *next_file up, which is advanced past them.  REQUIRES: LOCK.compact.
+ */
+int			lsm_db_update_tree(lsm_db *db, lsm_version *v,
+							   const lsm_hnode *base, uint64_t *next_file,
+							   lsm_err *e);
 
 /* The write path of lsm_write_opt with sync resolved (true: fdatasync). */
 int			lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, lsm_err *e);
