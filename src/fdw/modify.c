@@ -220,6 +220,7 @@ static void
 lsmfdwBeginForeignInsert(ModifyTableState *mtstate, ResultRelInfo *rinfo)
 {
 	ModifyTable *plan = mtstate != NULL ? (ModifyTable *) mtstate->ps.plan : NULL;
+	LsmFdwModifyState *st;
 	bool		do_nothing = false;
 
 	if (plan != NULL && plan->onConflictAction == ONCONFLICT_UPDATE)
@@ -228,8 +229,12 @@ lsmfdwBeginForeignInsert(ModifyTableState *mtstate, ResultRelInfo *rinfo)
 				 errmsg("ON CONFLICT DO UPDATE is not supported on lsm_fdw foreign tables")));
 	if (plan != NULL)
 		do_nothing = (plan->onConflictAction == ONCONFLICT_NOTHING);
-	rinfo->ri_FdwState = begin_modify(mtstate != NULL ? mtstate->ps.state : NULL,
-									  rinfo->ri_RelationDesc, do_nothing);
+	st = begin_modify(mtstate != NULL ? mtstate->ps.state : NULL,
+					  rinfo->ri_RelationDesc, do_nothing);
+	rinfo->ri_FdwState = st;
+	/* COPY FROM (no plan): a bulk load */
+	if (plan == NULL)
+		LsmFdwPendingBulkLoad(st->store, st->table->relname);
 }
 
 /*

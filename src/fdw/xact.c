@@ -149,7 +149,8 @@ typedef struct PendingStore
 	char	   *relname;
 	HTAB	   *keys;			/* PendingKey */
 	uint64		first_seq;		/* the store's last sequence number when
-								 * the transaction first wrote to it */
+								 * the transaction first wrote to it ... */
+	bool		first_seq_known;	/* ... if it could be read */
 	lsm_stage  *stage;			/* inserted keys moved out of memory, or
 								 * NULL */
 } PendingStore;
@@ -203,9 +204,10 @@ static void record_mark(void);
 static void undo_to(int pos);
 static void lock_and_check_store(PendingStore *ps);
 static void write_store(PendingStore *ps);
-static uint64 last_sequence(PendingStore *ps);
+static bool last_sequence(PendingStore *ps, uint64 *seq);
 static char *describe_key(PendingStore *ps, const char *key, size_t klen);
 static void maybe_spill(void);
+static void open_stage(PendingStore *ps);
 static void spill_store(PendingStore *ps);
 static bool stage_holds(PendingStore *ps, const char *key, size_t klen);
 static void check_staged_inserts(PendingStore *ps);
@@ -291,7 +293,8 @@ LsmFdwPendingWrite(LsmFdwStore *s, const char *relname,
 	if (ps->stage != NULL && !is_delete && base == LSMFDW_BASE_ABSENT &&
 		marks == NIL && s->scans == 0 &&
 		GetCurrentSubTransactionId() == TopSubTransactionId &&
-		hash_search(ps->keys, &ref, HASH_FIND, NULL) == NULL)
+		(hash_get_num_entries(ps->keys) == 0 ||
+		 hash_search(ps->keys, &ref, HASH_FIND, NULL) == NULL))
 	{
 		int			rc = lsm_stage_put(ps->stage, key, klen, val, vlen);
 
@@ -359,6 +362,23 @@ LsmFdwPendingWrite(LsmFdwStore *s, const char *relname,
 
 	MemoryContextSwitchTo(oldcxt);
 	maybe_spill();
+}
+
+/*
+ * Prepares a bulk load (COPY) into store s: opens its stage at once, so
+ * that the rows it inserts go to the stage's sorted runs as they come
+ * (PendingWrite says when they can), rather than into memory first and
+ * then through a spill in hash order.
+ */
+void
+LsmFdwPendingBulkLoad(LsmFdwStore *s, const char *relname)
+{
+	MemoryContext oldcxt;
+
+	ensure_xact_state();
+	oldcxt = MemoryContextSwitchTo(xact_cxt);
+	open_stage(get_pending_store(s, relname));
+	MemoryContextSwitchTo(oldcxt);
 }
 
 /*
@@ -595,10 +615,10 @@ get_pending_store(LsmFdwStore *s, const char *relname)
 		ps->relname = name;
 		ps->keys = keys;
 		ps->store = s;
-		ps->first_seq = 0;
+		ps->first_seq_known = false;
 		ps->stage = NULL;
 		LsmFdwPinStore(s);
-		ps->first_seq = last_sequence(ps);
+		ps->first_seq_known = last_sequence(ps, &ps->first_seq);
 	}
 	return ps;
 }
@@ -630,6 +650,8 @@ find_key(Oid relid, const char *key, size_t klen)
 	if (pending_stores == NULL ||
 		(ps = hash_search(pending_stores, &relid, HASH_FIND, NULL)) == NULL)
 		return NULL;
+	if (hash_get_num_entries(ps->keys) == 0)
+		return NULL;			/* e.g. every key spilled to the stage */
 	ref.data = key;
 	ref.len = klen;
 	return hash_search(ps->keys, &ref, HASH_FIND, NULL);
@@ -710,18 +732,34 @@ undo_to(int pos)
 	}
 }
 
+/* Opens the stage of ps if it has none. */
+static void
+open_stage(PendingStore *ps)
+{
+	/* the stage's buffer is a quarter of the budget, up to 32 MB */
+	size_t		buffer = Min((size_t) pending_memory_kb * 1024 / 4,
+							 (size_t) 32 * 1024 * 1024);
+	int			rc;
+
+	if (ps->stage != NULL)
+		return;
+	if ((rc = lsm_stage_open(ps->store->db, buffer, &ps->stage)) != LSM_OK)
+		LsmFdwReportError(rc, ps->store->db, ps->relname, "stage writes to");
+}
+
 /*
- * The last sequence number of ps's store as its handle sees it; 0 if the
- * statistics cannot be read (then every check is made).
+ * Sets *seq to the last sequence number of ps's store as its handle sees
+ * it; false if the statistics cannot be read (then every check is made).
  */
-static uint64
-last_sequence(PendingStore *ps)
+static bool
+last_sequence(PendingStore *ps, uint64 *seq)
 {
 	lsm_stats	st;
 
 	if (lsm_get_stats(ps->store->db, &st) != LSM_OK)
-		return 0;
-	return st.last_sequence;
+		return false;
+	*seq = st.last_sequence;
+	return true;
 }
 
 /*
@@ -738,6 +776,7 @@ lock_and_check_store(PendingStore *ps)
 	HASH_SEQ_STATUS status;
 	PendingKey *pk;
 	LOCKTAG		tag;
+	uint64		seq;
 	bool		check_inserts;
 	int			rc;
 
@@ -746,7 +785,8 @@ lock_and_check_store(PendingStore *ps)
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 	if ((rc = lsm_refresh(ps->store->db)) != LSM_OK)
 		LsmFdwReportError(rc, ps->store->db, ps->relname, "refresh");
-	check_inserts = ps->first_seq == 0 || last_sequence(ps) != ps->first_seq;
+	check_inserts = !ps->first_seq_known || !last_sequence(ps, &seq) ||
+		seq != ps->first_seq;
 	if (check_inserts && ps->stage != NULL)
 		check_staged_inserts(ps);
 
@@ -855,15 +895,7 @@ spill_store(PendingStore *ps)
 	PendingKey *pk;
 	int			rc;
 
-	if (ps->stage == NULL)
-	{
-		/* the stage's buffer is a quarter of the budget, up to 32 MB */
-		size_t		buffer = Min((size_t) pending_memory_kb * 1024 / 4,
-								 (size_t) 32 * 1024 * 1024);
-
-		if ((rc = lsm_stage_open(ps->store->db, buffer, &ps->stage)) != LSM_OK)
-			LsmFdwReportError(rc, ps->store->db, ps->relname, "stage writes to");
-	}
+	open_stage(ps);
 	hash_seq_init(&status, ps->keys);
 	while ((pk = hash_seq_search(&status)) != NULL)
 	{
