@@ -646,6 +646,18 @@ check_store(lsm_db *db, const model *m, const char *ctx)
 	CHECK_DB_OK(db, lsm_verify(db));
 }
 
+/* Checks after lsm_compact_all and reopened; closes db. */
+static void
+check_compacted_reopened(const char *dir, lsm_db *db, const model *m)
+{
+	CHECK_DB_OK(db, lsm_compact_all(db));
+	check_store(db, m, "after lsm_compact_all");
+	CHECK_DB_OK(db, lsm_close(db));
+	db = open_store(dir, 1);
+	check_store(db, m, "reopened");
+	CHECK_DB_OK(db, lsm_close(db));
+}
+
 /* lsm_stage_get of key i against s. */
 static void
 check_stage_get(lsm_db *db, lsm_stage *st, const smodel *s, int i,
@@ -1479,12 +1491,7 @@ TEST(stage_ingest_levels)
 	close(fd);
 	check_store(db, m, "LOCK.compact held");
 
-	CHECK_DB_OK(db, lsm_compact_all(db));
-	check_store(db, m, "after lsm_compact_all");
-	CHECK_DB_OK(db, lsm_close(db));
-	db = open_store(dir, 1);
-	check_store(db, m, "reopened");
-	CHECK_DB_OK(db, lsm_close(db));
+	check_compacted_reopened(dir, db, m);
 	free(lock);
 	smodel_free(s);
 	model_free(m);
@@ -1520,12 +1527,7 @@ TEST(stage_deletes_deep_keys)
 	check_store(db, m, "after the ingest");
 	CHECK_DB_OK(db, lsm_compact(db));
 	check_store(db, m, "after lsm_compact");
-	CHECK_DB_OK(db, lsm_compact_all(db));
-	check_store(db, m, "after lsm_compact_all");
-	CHECK_DB_OK(db, lsm_close(db));
-	db = open_store(dir, 1);
-	check_store(db, m, "reopened");
-	CHECK_DB_OK(db, lsm_close(db));
+	check_compacted_reopened(dir, db, m);
 	smodel_free(s);
 	model_free(m);
 }
