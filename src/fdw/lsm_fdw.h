@@ -143,6 +143,9 @@ typedef struct LsmFdwStore
 								 * using db */
 	int			scans;			/* open scans (xact.c spills the pending
 								 * writes of a store only without any) */
+	LocalTransactionId snapshot_lxid;	/* the transaction whose snapshot the
+										 * handle holds (REPEATABLE READ and
+										 * SERIALIZABLE), or invalid */
 } LsmFdwStore;
 
 /* How a scan reads its store: plan.c chooses, scan.c carries out. */

@@ -28,7 +28,8 @@
  * the commit fails if another transaction changed the row meanwhile.
  *
  * Each scan refreshes its store first (lsm_refresh), so it sees what other
- * backends committed before it began.  Everything a (re)start reads lives
+ * backends committed before it began; under REPEATABLE READ and
+ * SERIALIZABLE only the transaction's first does (store.c).  Everything a (re)start reads lives
  * in a memory context reset at the next one.  The iterator and the pin of
  * the store are released by EndForeignScan or, on error, by a reset
  * callback of the query's memory context.

@@ -8,7 +8,13 @@
  * TopMemoryContext, until the backend exits.  Opening replays the store's
  * write-ahead log, so it is worth caching; other backends' commits are then
  * picked up by lsm_refresh, which every statement calls before it reads
- * (LsmFdwOpenStore(..., true)).
+ * (LsmFdwOpenStore(..., true)).  Under REPEATABLE READ and SERIALIZABLE
+ * only the transaction's first statement that reads the store does: the
+ * handle reads nothing but what it caught up with (its version's tables
+ * stay open, so other processes' compactions do not take them away), so
+ * every later statement sees the same snapshot, as postgres_fdw's remote
+ * transactions do.  The commit catches up again, under the commit lock, to
+ * check the transaction's writes against what others committed (xact.c).
  *
  * A handle must not be closed while something uses it: an open iterator
  * (lsm_close refuses), a modification in progress, or the transaction's
@@ -33,10 +39,12 @@
 
 #include <sys/stat.h>
 
+#include "access/xact.h"
 #include "common/file_perm.h"
 #include "miscadmin.h"
 #include "storage/fd.h"
 #include "storage/ipc.h"
+#include "storage/proc.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/memutils.h"
@@ -93,6 +101,7 @@ LsmFdwOpenStore(LsmFdwTable *t, bool refresh)
 		s->doomed = false;
 		s->pins = 0;
 		s->scans = 0;
+		s->snapshot_lxid = InvalidLocalTransactionId;
 	}
 
 	if (s->db != NULL && s->pins == 0 &&
@@ -133,11 +142,20 @@ LsmFdwOpenStore(LsmFdwTable *t, bool refresh)
 			t->create_subid != InvalidSubTransactionId)
 			LsmFdwXactRemoveDirLater(t->relid, t->path, t->create_subid,
 									 false);
+		s->snapshot_lxid = MyProc->lxid;
 		return s;				/* just opened: nothing to catch up with */
 	}
 
-	if (refresh && (rc = lsm_refresh(s->db)) != LSM_OK)
-		LsmFdwReportError(rc, s->db, t->relname, "refresh");
+	/* a transaction snapshot: caught up once per transaction */
+	if (refresh && IsolationUsesXactSnapshot() &&
+		s->snapshot_lxid == MyProc->lxid)
+		return s;
+	if (refresh)
+	{
+		if ((rc = lsm_refresh(s->db)) != LSM_OK)
+			LsmFdwReportError(rc, s->db, t->relname, "refresh");
+		s->snapshot_lxid = MyProc->lxid;
+	}
 	return s;
 }
 
