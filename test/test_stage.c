@@ -29,9 +29,9 @@
  * over tables deep in the store surviving compaction; a writer process
  * committing between lsm_stage_open and lsm_stage_commit (the ingest is
  * still newer) and a reader process picking the ingest up with
- * lsm_refresh; fault sweeps over the commit (every write and every fsync
- * fails in turn, EIO and ENOSPC: the store is unchanged or, past the
- * manifest switch, complete) and ENOSPC while spilling (the stage stays
+ * lsm_refresh; fault sweeps over the commit, of an ordinary and of a
+ * truncating stage (every write and every fsync fails in turn, EIO and
+ * ENOSPC: the store is unchanged or, past the manifest switch, complete) and ENOSPC while spilling (the stage stays
  * usable); simulated power failures after a commit; committing processes
  * killed with SIGKILL at random moments (all or nothing, lsm_verify); and
  * the removal of staging directories left by dead processes, never of a
@@ -1497,6 +1497,104 @@ TEST(stage_ingest_levels)
 	model_free(m);
 }
 
+/*
+ * lsm_stage_truncate: a stage that replaces the store.  The store holds
+ * rows in its levels and its memtable, the stage spilled writes before the
+ * truncate; after it, puts and deletes of some keys.  Lookups answer
+ * "deleted" for every key the stage does not write; an abort changes
+ * nothing; the commit leaves exactly the staged puts, seen by a second
+ * handle after lsm_refresh (its memtable dropped), after compaction and
+ * reopened, with the dropped tables' files gone and one log.  A truncate
+ * with nothing staged after it empties the store.
+ */
+TEST(stage_truncate)
+{
+	char	   *dir = harness_tmpdir("stage-trunc");
+	model	   *m = model_new(),
+			   *after = model_new();
+	smodel	   *s = smodel_new();
+	lsm_db	   *db = open_store(dir, 1),
+			   *db2 = open_store(dir, 1);
+	lsm_stage  *st;
+	lsm_stats	stats;
+	char		k[16];
+	void	   *v;
+	size_t		vlen;
+	int			l,
+				i;
+
+	for (i = 0; i < NK; i++)
+		store_put(db, m, i, 1);
+	CHECK_DB_OK(db, lsm_compact_all(db));
+	for (i = 0; i < 100; i++)
+		store_put(db, m, i, 2);
+	CHECK_DB_OK(db2, lsm_refresh(db2));
+	check_store(db2, m, "second handle before");
+
+	/* truncated, then aborted: nothing changes */
+	CHECK_DB_OK(db, lsm_stage_open(db, 4096, &st));
+	stage_put_range(db, st, s, 200, 400, 3);
+	CHECK_GT(stage_tables(dir, NULL), 1);
+	CHECK_DB_OK(db, lsm_stage_truncate(st));
+	CHECK_EQ(lsm_stage_truncated(st), 1);
+	CHECK_EQ(stage_tables(dir, NULL), 0);
+	lsm_stage_abort(st);
+	check_store(db, m, "truncated stage aborted");
+
+	/* truncated, then written, then committed */
+	memset(s->state, 0, sizeof(s->state));
+	CHECK_DB_OK(db, lsm_stage_open(db, 4096, &st));
+	stage_put_range(db, st, s, 200, 400, 3);
+	CHECK_DB_OK(db, lsm_stage_truncate(st));
+	CHECK_EQ_U(lsm_stage_count(st), 0);
+	memset(s->state, 0, sizeof(s->state));
+	stage_put_range(db, st, s, 10, 300, 4);
+	for (i = 20; i < 30; i++)
+		stage_del(db, st, s, i);
+	stage_put(db, st, s, 1400, 4);
+	CHECK_GT(stage_tables(dir, NULL), 1);
+	for (i = 0; i < NK; i++)
+	{
+		size_t		klen = key_of(i, k);
+		int			rc = lsm_stage_get(st, k, klen, &v, &vlen);
+
+		if (s->state[i] == ST_PUT)
+		{
+			CHECK_MSG(rc == LSM_OK, "get %s: %s", k, lsm_strerror(rc));
+			lsm_free(v);
+		}
+		else
+			CHECK_MSG(rc == LSM_DELETED, "get %s: %s", k, lsm_strerror(rc));
+	}
+	CHECK_DB_OK(db, lsm_stage_commit(st, LSM_WRITE_DEFAULT));
+	model_apply(after, s);
+	check_store(db, after, "truncated and committed");
+	CHECK_DB_OK(db, lsm_get_stats(db, &stats));
+	CHECK_EQ_U(stats.memtable_entries, 0);
+	CHECK_EQ(count_suffix(dir, ".sst"), version_tables(db, NULL));
+	CHECK_EQ(count_suffix(dir, ".log"), 1);
+	CHECK_DB_OK(db2, lsm_refresh(db2));
+	check_store(db2, after, "second handle after");
+	CHECK_DB_OK(db2, lsm_close(db2));
+	check_compacted_reopened(dir, db, after);
+
+	/* nothing staged after the truncate: an empty store */
+	db = open_store(dir, 1);
+	model_free(after);
+	after = model_new();
+	CHECK_DB_OK(db, lsm_stage_open(db, 4096, &st));
+	CHECK_DB_OK(db, lsm_stage_truncate(st));
+	CHECK_DB_OK(db, lsm_stage_commit(st, LSM_WRITE_DEFAULT));
+	check_store(db, after, "empty");
+	CHECK_DB_OK(db, lsm_get_stats(db, &stats));
+	for (l = 0; l < LSM_MAX_LEVELS; l++)
+		CHECK_EQ(stats.level[l].files, 0);
+	check_compacted_reopened(dir, db, after);
+	smodel_free(s);
+	model_free(m);
+	model_free(after);
+}
+
 TEST(stage_deletes_deep_keys)
 {
 	char	   *dir = harness_tmpdir("stage-del");
@@ -1765,76 +1863,84 @@ TEST(stage_commit_faults)
 			   *after;
 	smodel	   *s = smodel_new();
 	int			kind,
+				trunc,
 				cases = 0,
 				failed_after_switch = 0;
 
 	build_template(tmpl, before);
 	fill_stage(NULL, NULL, s, 7, 400);
-	after = model_dup(before);
-	model_apply(after, s);
-	for (kind = 0; kind < 4; kind++)
+	/* an ordinary stage, then a truncating one (the store replaced) */
+	for (trunc = 0; trunc < 2; trunc++)
 	{
-		int			err = kind % 2 ? ENOSPC : EIO;
-		long		n;
-
-		for (n = 1;; n++)
+		after = trunc ? model_new() : model_dup(before);
+		model_apply(after, s);
+		for (kind = 0; kind < 4; kind++)
 		{
-			lsm_fault	f;
-			lsm_db	   *db;
-			lsm_stage  *st;
-			smodel	   *s2 = smodel_new();
-			char		ctx[96];
-			int			rc;
+			int			err = kind % 2 ? ENOSPC : EIO;
+			long		n;
 
-			snprintf(ctx, sizeof(ctx), "%s %ld failing with %s",
-					 kind < 2 ? "write" : "fsync", n, strerror(err));
-			clear_dir(dir);
-			copy_dir(tmpl, dir);
-			db = open_store(dir, n % 2);
-			CHECK_DB_OK(db, lsm_stage_open(db, 4096, &st));
-			fill_stage(db, st, s2, 7, 400);
-			memset(&f, 0, sizeof(f));
-			f.fail_errno = err;
-			if (kind < 2)
-				f.fail_write_at = n;
-			else
-				f.fail_sync_at = n;
-			lsm_fault_install(&f);
-			rc = lsm_stage_commit(st, LSM_WRITE_DEFAULT);
-			lsm_fault_install(NULL);
-			smodel_free(s2);
-			if (f.injected == 0)
+			for (n = 1;; n++)
 			{
-				CHECK_DB_OK(db, rc);
-				check_after_fault(dir, &db, before, after, true, ctx);
+				lsm_fault	f;
+				lsm_db	   *db;
+				lsm_stage  *st;
+				smodel	   *s2 = smodel_new();
+				char		ctx[96];
+				int			rc;
+
+				snprintf(ctx, sizeof(ctx), "%s%s %ld failing with %s",
+						 trunc ? "truncating, " : "",
+						 kind < 2 ? "write" : "fsync", n, strerror(err));
+				clear_dir(dir);
+				copy_dir(tmpl, dir);
+				db = open_store(dir, n % 2);
+				CHECK_DB_OK(db, lsm_stage_open(db, 4096, &st));
+				if (trunc)
+					CHECK_DB_OK(db, lsm_stage_truncate(st));
+				fill_stage(db, st, s2, 7, 400);
+				memset(&f, 0, sizeof(f));
+				f.fail_errno = err;
+				if (kind < 2)
+					f.fail_write_at = n;
+				else
+					f.fail_sync_at = n;
+				lsm_fault_install(&f);
+				rc = lsm_stage_commit(st, LSM_WRITE_DEFAULT);
+				lsm_fault_install(NULL);
+				smodel_free(s2);
+				if (f.injected == 0)
+				{
+					CHECK_DB_OK(db, rc);
+					check_after_fault(dir, &db, before, after, true, ctx);
+					CHECK_DB_OK(db, lsm_close(db));
+					break;
+				}
+				cases++;
+				if (rc == LSM_OK)
+				{
+					/* the failure hit the compaction after the commit */
+					check_after_fault(dir, &db, before, after, true, ctx);
+				}
+				else
+				{
+					CHECK_MSG(rc == (err == ENOSPC ? LSM_NOSPACE : LSM_IOERR),
+							  "%s: commit returned %s (%s)", ctx,
+							  lsm_strerror(rc), lsm_errmsg(db));
+					CHECK_EQ(lsm_errno(db), err);
+					if (has_marker(db, 7))
+						failed_after_switch++;
+					check_after_fault(dir, &db, before, after, false, ctx);
+				}
 				CHECK_DB_OK(db, lsm_close(db));
-				break;
+				CHECK(n < 1000);
 			}
-			cases++;
-			if (rc == LSM_OK)
-			{
-				/* the failure hit the compaction after the commit */
-				check_after_fault(dir, &db, before, after, true, ctx);
-			}
-			else
-			{
-				CHECK_MSG(rc == (err == ENOSPC ? LSM_NOSPACE : LSM_IOERR),
-						  "%s: commit returned %s (%s)", ctx,
-						  lsm_strerror(rc), lsm_errmsg(db));
-				CHECK_EQ(lsm_errno(db), err);
-				if (has_marker(db, 7))
-					failed_after_switch++;
-				check_after_fault(dir, &db, before, after, false, ctx);
-			}
-			CHECK_DB_OK(db, lsm_close(db));
-			CHECK(n < 1000);
 		}
+		model_free(after);
 	}
 	printf("# stage_commit_faults: %d failing commits, %d of them after the "
 		   "manifest switch\n", cases, failed_after_switch);
 	CHECK_GT(cases, 8);
 	model_free(before);
-	model_free(after);
 	smodel_free(s);
 }
 
@@ -2319,6 +2425,7 @@ main(int argc, char **argv)
 	RUN(stage_model);
 	RUN(stage_deletes_deep_keys);
 	RUN(stage_ingest_levels);
+	RUN(stage_truncate);
 	RUN(stage_concurrent_writer);
 	RUN(stage_commit_faults);
 	RUN(stage_spill_enospc);

@@ -607,6 +607,12 @@ install(lsm_db *db, compaction *c, lsm_file **outs, int nouts,
 }
 
 int
+lsm_db_remove_obsolete(lsm_db *db, const lsm_version *v)
+{
+	return remove_obsolete(db, v, false);
+}
+
+int
 lsm_db_compact(lsm_db *db, bool wait, lsm_err *e)
 {
 	int			rc;

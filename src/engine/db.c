@@ -867,20 +867,38 @@ ingest_level(const lsm_version *v, const lsm_file *f)
  * first, each at its ingest_level in the version that holds the tables
  * placed before it (so a newer run lands above an older one it overlaps),
  * and the hierarchy updated for the tables placed in levels >= 1; node
- * files are numbered past lognum.
+ * files are numbered past lognum.  With replace, every table of the
+ * current version is dropped first.
  * REQUIRES: the write lock and LOCK.compact.
  */
 static int
 place_ingest(lsm_db *db, lsm_file *mem, lsm_file **ingest, int ningest,
-			 uint64_t lognum, lsm_version **out, lsm_err *e)
+			 bool replace, uint64_t lognum, lsm_version **out, lsm_err *e)
 {
-	lsm_version *v = lsm_version_edit(db->current, NULL, 0, &mem,
-									  mem ? 1 : 0, 0);
+	const lsm_version *cur = db->current;
+	uint64_t   *drop = NULL;
 	uint64_t	next_file = lognum + 1;
-	bool		deeper = false;
-	int			i,
+	lsm_version *v;
+	bool		deeper = replace;
+	int			ndrop = 0,
+				l,
+				i,
 				rc;
 
+	*out = NULL;
+	if (replace)
+	{
+		for (l = 0; l < LSM_MAX_LEVELS; l++)
+			ndrop += cur->nfiles[l];
+		if ((drop = malloc(sizeof(uint64_t) * (size_t) (ndrop + 1))) == NULL)
+			return LSM_NOMEM_ERR(e);
+		ndrop = 0;
+		for (l = 0; l < LSM_MAX_LEVELS; l++)
+			for (i = 0; i < cur->nfiles[l]; i++)
+				drop[ndrop++] = cur->files[l][i]->meta.number;
+	}
+	v = lsm_version_edit(cur, drop, ndrop, &mem, mem ? 1 : 0, 0);
+	free(drop);
 	for (i = 0; i < ningest && v != NULL; i++)
 	{
 		int			level = ingest_level(v, ingest[i]);
@@ -890,7 +908,6 @@ place_ingest(lsm_db *db, lsm_file *mem, lsm_file **ingest, int ningest,
 		lsm_version_unref(v);
 		v = n;
 	}
-	*out = NULL;
 	if (v == NULL)
 		return LSM_NOMEM_ERR(e);
 	if (deeper &&
@@ -912,13 +929,14 @@ place_ingest(lsm_db *db, lsm_file *mem, lsm_file **ingest, int ningest,
  * db->last_seq + 1 ..  db->last_seq + nseq): the manifest's last_seq then
  * covers them, and the new WAL starts after them.  With deep (LOCK.compact
  * held), each ingested table goes to the deepest level it can
- * (ingest_level), else to level 0.  *installed tells whether the manifest
- * was switched in, even if a later step failed.
+ * (ingest_level), else to level 0.  With replace (and deep) the memtable is
+ * dropped instead of flushed, and so is every table.  *installed tells
+ * whether the manifest was switched in, even if a later step failed.
  * REQUIRES: the write lock, caught up.
  */
 static int
 flush_install(lsm_db *db, lsm_file **ingest, int ningest, uint64_t nseq,
-			  bool deep, bool *installed, lsm_err *e)
+			  bool deep, bool replace, bool *installed, lsm_err *e)
 {
 	lsm_table_builder *b = NULL;
 	lsm_table_meta meta;
@@ -942,7 +960,7 @@ flush_install(lsm_db *db, lsm_file **ingest, int ningest, uint64_t nseq,
 
 	*installed = false;
 	memset(&meta, 0, sizeof(meta));
-	if (lsm_memtable_entries(db->mem) == 0 && ningest == 0)
+	if (lsm_memtable_entries(db->mem) == 0 && ningest == 0 && !replace)
 		return LSM_OK;
 	/* with no table below, tombstones shadow nothing and can go */
 	bottom = true;
@@ -954,10 +972,10 @@ flush_install(lsm_db *db, lsm_file **ingest, int ningest, uint64_t nseq,
 	 * After an ingest the old memtable must go: its entries are older than
 	 * the ingested tables, and reads look in the memtable first.
 	 */
-	if (ningest > 0 && (fresh = new_memtable(db)) == NULL)
+	if ((ningest > 0 || replace) && (fresh = new_memtable(db)) == NULL)
 		return LSM_NOMEM_ERR(e);
 	number = db->current->next_file;
-	if (lsm_memtable_entries(db->mem) > 0)
+	if (lsm_memtable_entries(db->mem) > 0 && !replace)
 	{
 		it = lsm_memtable_iter(db->mem, UINT64_MAX, e);
 		if (it == NULL)
@@ -1032,7 +1050,7 @@ flush_install(lsm_db *db, lsm_file **ingest, int ningest, uint64_t nseq,
 		for (i = 0; i < ningest; i++)
 			add[nadd++] = ingest[i];
 		if (deep)
-			rc = place_ingest(db, f, ingest, ningest, lognum, &v, e);
+			rc = place_ingest(db, f, ingest, ningest, replace, lognum, &v, e);
 		else if ((v = lsm_version_edit(db->current, NULL, 0, add, nadd,
 									   0)) == NULL)
 			rc = LSM_NOMEM_ERR(e);
@@ -1086,9 +1104,9 @@ flush_install(lsm_db *db, lsm_file **ingest, int ningest, uint64_t nseq,
 	db->log_number = lognum;
 	db->log_off = 0;
 	db->last_seq += nseq;
-	if (ningest == 0 || f != NULL)
+	if (f != NULL || (ningest == 0 && !replace))
 		db->ctr.flushes++;
-	if (ningest > 0)
+	if (ningest > 0 || replace)
 		db->ctr.ingests++;
 	/* invariant (5): the manifest that moved past the old log is durable */
 	if (rc == LSM_OK)
@@ -1106,7 +1124,7 @@ flush_locked(lsm_db *db, lsm_err *e)
 {
 	bool		installed;
 
-	return flush_install(db, NULL, 0, 0, false, &installed, e);
+	return flush_install(db, NULL, 0, 0, false, false, &installed, e);
 }
 
 int
@@ -1235,14 +1253,15 @@ lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, lsm_err *e)
 
 int
 lsm_db_ingest(lsm_db *db, const char *stage_dir, const lsm_table_meta *tables,
-			  const int *run_of, int n, int nruns, bool *installed,
-			  lsm_err *e)
+			  const int *run_of, int n, int nruns, bool replace,
+			  bool *installed, lsm_err *e)
 {
 	lsm_file  **files;
 	char		name[32],
 				from[4096],
 				to[4096];
-	uint64_t	number;
+	uint64_t	number,
+				nseq;
 	lsm_err		le;
 	bool		deep;
 	int			moved = 0,
@@ -1250,14 +1269,33 @@ lsm_db_ingest(lsm_db *db, const char *stage_dir, const lsm_table_meta *tables,
 				rc;
 
 	*installed = false;
-	if (n <= 0)
+	if (n <= 0 && !replace)
 		return LSM_OK;
-	files = calloc((size_t) n, sizeof(lsm_file *));
+	/* a replace moves the sequence on even with nothing to install */
+	nseq = (uint64_t) (nruns > 0 ? nruns : 1);
+	files = calloc((size_t) n + 1, sizeof(lsm_file *));
 	if (files == NULL)
 		return LSM_NOMEM_ERR(e);
-	/* levels >= 1 change only under LOCK.compact; without it, level 0 */
-	lsm_err_clear(&le);
-	deep = lsm_db_compact_lock(db, false, &le) == LSM_OK;
+
+	/*
+	 * Levels >= 1 change only under LOCK.compact; without it, level 0.  A
+	 * replace waits for it: a compaction running meanwhile would install
+	 * outputs made of the tables the replace drops.
+	 */
+	if (replace)
+	{
+		if ((rc = lsm_db_compact_lock(db, true, e)) != LSM_OK)
+		{
+			free(files);
+			return rc;
+		}
+		deep = true;
+	}
+	else
+	{
+		lsm_err_clear(&le);
+		deep = lsm_db_compact_lock(db, false, &le) == LSM_OK;
+	}
 	rc = lsm_db_write_lock(db, e);
 	if (rc != LSM_OK)
 	{
@@ -1266,7 +1304,7 @@ lsm_db_ingest(lsm_db *db, const char *stage_dir, const lsm_table_meta *tables,
 		free(files);
 		return rc;
 	}
-	if (db->last_seq + (uint64_t) nruns > LSM_MAX_SEQUENCE)
+	if (db->last_seq + nseq > LSM_MAX_SEQUENCE)
 		rc = lsm_err_set(e, LSM_INVALID, "sequence numbers exhausted");
 
 	/*
@@ -1314,8 +1352,10 @@ lsm_db_ingest(lsm_db *db, const char *stage_dir, const lsm_table_meta *tables,
 		f->meta.min_seq = f->meta.max_seq = f->meta.global_seq;
 	}
 	if (rc == LSM_OK)
-		rc = flush_install(db, files, n, (uint64_t) nruns, deep, installed,
-						   e);
+		rc = flush_install(db, files, n, nseq, deep, replace, installed, e);
+	/* invariant (5): the manifest without the dropped tables is durable */
+	if (replace && *installed)
+		(void) lsm_db_remove_obsolete(db, db->current);
 	if (rc != LSM_OK && !*installed)
 	{
 		/* no manifest names them: put the moved runs back where they were */

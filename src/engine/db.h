@@ -116,7 +116,10 @@ int			lsm_db_value_params(lsm_db *db, lsm_table_builder *b, lsm_err *e);
  * naming all of them.  Each table goes to the deepest level whose tables,
  * and those of every level above, are disjoint from it (an ascending load
  * lands where compaction would have put it, without a rewrite), or to
- * level 0 when another process is compacting.  tables[] is not changed.  On failure nothing is
+ * level 0 when another process is compacting.  With replace (a truncating
+ * stage; n may be 0) the same switch drops every table of the store and
+ * its memtable instead of flushing it, after waiting for LOCK.compact, and
+ * the dropped files are removed.  tables[] is not changed.  On failure nothing is
  * installed (the tables moved into the store are moved back to stage_dir,
  * or removed if that fails) unless *installed says the manifest was
  * switched in before a later step failed.  Compacts afterwards as a flush
@@ -124,7 +127,8 @@ int			lsm_db_value_params(lsm_db *db, lsm_table_builder *b, lsm_err *e);
  */
 int			lsm_db_ingest(lsm_db *db, const char *stage_dir,
 						  const lsm_table_meta *tables, const int *run_of,
-						  int n, int nruns, bool *installed, lsm_err *e);
+						  int n, int nruns, bool replace, bool *installed,
+						  lsm_err *e);
 
 /*
  * Takes LOCK.compact (waiting or not: LSM_BUSY if another process holds
@@ -132,6 +136,12 @@ int			lsm_db_ingest(lsm_db *db, const char *stage_dir,
  * it.  Levels >= 1 change only under it.
  */
 int			lsm_db_compact_lock(lsm_db *db, bool wait, lsm_err *e);
+
+/*
+ * Removes the table and log files of the store directory that v does not
+ * name.  REQUIRES: the write lock and LOCK.compact.
+ */
+int			lsm_db_remove_obsolete(lsm_db *db, const lsm_version *v);
 
 /*
  * Computes the value filter hierarchy of v (levels final) from base's

@@ -297,6 +297,22 @@ int			lsm_stage_get(lsm_stage *st, const void *key, size_t klen,
 						  void **val, size_t *vlen);
 
 /*
+ * Makes the stage replace the store's contents (SQL's TRUNCATE): drops
+ * everything staged so far, and the commit then leaves the store holding
+ * exactly what is staged after this call, in one manifest switch (the
+ * store's tables, memtable and WAL are dropped, their files removed).
+ * Meanwhile lsm_stage_get answers LSM_DELETED for every key the stage does
+ * not put, so that the caller reads nothing of the store, and stage
+ * iterators show only the staged writes.  The commit of a truncating stage
+ * waits for LOCK.compact, so that no compaction reinstalls what it read
+ * from the dropped tables.
+ */
+int			lsm_stage_truncate(lsm_stage *st);
+
+/* 1 if lsm_stage_truncate was called on the stage, else 0. */
+int			lsm_stage_truncated(const lsm_stage *st);
+
+/*
  * An iterator over the staged writes, newest per key, in key order,
  * deletes included (lsm_iter_is_delete), so the caller can merge them over
  * a store iterator.  Its snapshot is taken now: later writes to the stage do

@@ -39,12 +39,18 @@
  * the tables to lsm_db_ingest (db.c), which under the write lock gives
  * every table of run r the global sequence last + 1 + r, moves the files
  * into the store under fresh numbers and switches in one manifest naming
- * them in level 0, together with a flush of the memtable (reads look in
- * the memtable first, and its entries are older than the ingest).  A
- * table with a global sequence reads every entry with that sequence
- * (sstable.c), so the tables need no rewrite and the ingest is newer than
- * everything the store held; compaction then merges them like flushed
- * tables, writing real sequences.
+ * them, each in the deepest level it fits, together with a flush of the
+ * memtable (reads look in the memtable first, and its entries are older
+ * than the ingest).  A table with a global sequence reads every entry with
+ * that sequence (sstable.c), so the tables need no rewrite and the ingest
+ * is newer than everything the store held; compaction then merges them
+ * like flushed tables, writing real sequences.
+ *
+ * Truncation.  lsm_stage_truncate drops what the stage holds and marks it:
+ * lookups then answer "deleted" for every key it does not write, and the
+ * commit always goes through lsm_db_ingest, which drops the store's
+ * tables, memtable and WAL in the same manifest switch that installs the
+ * stage's tables.
  *
  * Staging directories and their removal (invariant 9 in db.c): the owner
  * creates the directory with mkdir, creates LOCK.tmp in it, takes an
@@ -124,6 +130,7 @@ struct lsm_stage
 	int			cap;
 	stage_run  *runs;			/* oldest first */
 	stage_table **cand;			/* scratch of lookups: one per run */
+	bool		truncated;		/* lsm_stage_truncate: replaces the store */
 	bool		have_range;		/* lo and hi hold the range of all tables */
 	lsm_buf		lo,
 				hi;
@@ -815,6 +822,13 @@ spill(lsm_stage *st, bool merge, lsm_err *e)
 	return LSM_OK;
 }
 
+/* What lsm_stage_get answers for a key the stage does not write. */
+static int
+absent(const lsm_stage *st)
+{
+	return st->truncated ? LSM_DELETED : LSM_NOTFOUND;
+}
+
 /* ---------- writes ---------- */
 
 /* Checks a key (and value) handed to the stage. */
@@ -832,6 +846,43 @@ check_kv(lsm_stage *st, const void *key, size_t klen, const void *val,
 		return lsm_err_set(&st->db->err, LSM_INVALID,
 						   "value of %zu bytes is invalid", vlen);
 	return LSM_OK;
+}
+
+/*
+ * Drops every table of the stage's runs (their files too) and empties the
+ * buffer, for lsm_stage_truncate.
+ */
+int
+lsm_stage_truncate(lsm_stage *st)
+{
+	lsm_memtable *fresh;
+	int			i,
+				j;
+
+	if (st == NULL)
+		return LSM_INVALID;
+	if ((fresh = lsm_memtable_new()) == NULL)
+		return lsm_err_set(&st->db->err, LSM_NOMEM, "out of memory");
+	for (i = 0; i < st->nruns; i++)
+	{
+		for (j = 0; j < st->runs[i].ntables; j++)
+			table_free(st, st->runs[i].tables[j], true);
+		free(st->runs[i].tables);
+	}
+	st->nruns = 0;
+	st->have_range = false;
+	lsm_memtable_unref(st->mem);
+	st->mem = fresh;
+	st->count = 0;
+	st->user_bytes = 0;
+	st->truncated = true;
+	return LSM_OK;
+}
+
+int
+lsm_stage_truncated(const lsm_stage *st)
+{
+	return st != NULL && st->truncated;
 }
 
 /* Stages one write, spilling a full buffer first. */
@@ -955,12 +1006,12 @@ lsm_stage_get(lsm_stage *st, const void *key, size_t klen, void **val,
 						 &mseq))
 		return stage_found(st, kind == LSM_KIND_DEL, mv, mvlen, val, vlen);
 	if (st->nruns == 0)
-		return LSM_NOTFOUND;
+		return absent(st);
 	kf = fence_of(key, klen);
 	if (st->have_range &&
 		!range_covers(st->lo_fence, st->lo.data, st->lo.len, st->hi_fence,
 					  st->hi.data, st->hi.len, kf, key, klen))
-		return LSM_NOTFOUND;
+		return absent(st);
 
 	/*
 	 * In each run (newest first) the one table that may hold the key; one
@@ -992,7 +1043,7 @@ lsm_stage_get(lsm_stage *st, const void *key, size_t klen, void **val,
 			return lsm_db_fail(st->db, rc, &e);
 		return stage_found(st, hit.del != 0, hit.val, hit.vlen, val, vlen);
 	}
-	return LSM_NOTFOUND;
+	return absent(st);
 }
 
 /* Builds the merging iterator of a stage iterator (lsm_iter_build). */
@@ -1110,7 +1161,7 @@ lsm_stage_commit(lsm_stage *st, int flags)
 	sync = flags == LSM_WRITE_DEFAULT ? db->opt.sync != 0 :
 		flags == LSM_WRITE_SYNC;
 	lsm_err_clear(&e);
-	if (st->nruns == 0 &&
+	if (st->nruns == 0 && !st->truncated &&
 		lsm_memtable_bytes(st->mem) <= db->opt.memtable_bytes)
 	{
 		/* small: one ordinary batch */
@@ -1138,8 +1189,8 @@ lsm_stage_commit(lsm_stage *st, int flags)
 		for (i = 0; i < st->nruns; i++)
 			n += st->runs[i].ntables;
 		if (rc == LSM_OK &&
-			((metas = malloc(sizeof(lsm_table_meta) * (size_t) n)) == NULL ||
-			 (run_of = malloc(sizeof(int) * (size_t) n)) == NULL))
+			((metas = malloc(sizeof(lsm_table_meta) * (size_t) (n + 1))) == NULL ||
+			 (run_of = malloc(sizeof(int) * (size_t) (n + 1))) == NULL))
 			rc = LSM_NOMEM_ERR(&e);
 		if (rc == LSM_OK)
 		{
@@ -1151,7 +1202,7 @@ lsm_stage_commit(lsm_stage *st, int flags)
 					run_of[n++] = i;
 				}
 			rc = lsm_db_ingest(db, st->dir, metas, run_of, n, st->nruns,
-							   &installed, &e);
+							   st->truncated, &installed, &e);
 			if (rc == LSM_OK || installed)
 				db->ctr.user_bytes_written += st->user_bytes;
 		}
