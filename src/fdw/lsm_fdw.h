@@ -279,6 +279,8 @@ extern void LsmFdwSetRowVersion(ItemPointer tid, const char *row,
 								size_t rowlen);
 extern uint64 LsmFdwRowVersion(ItemPointer tid);
 extern void LsmFdwPendingBulkLoad(LsmFdwStore *s, const char *relname);
+extern bool LsmFdwPendingTruncate(LsmFdwStore *s, const char *relname);
+extern bool LsmFdwPendingTruncated(Oid relid);
 extern bool LsmFdwPendingInMemory(Oid relid, const char *key, size_t klen,
 								  CommandId curcid);
 extern lsm_iter *LsmFdwPendingStageIter(Oid relid);

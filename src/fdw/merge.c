@@ -72,6 +72,9 @@ LsmFdwMergeOpen(LsmFdwMerge *m, LsmFdwStore *s, Oid relid,
 	if (m->staged != NULL)
 		lsm_iter_seek(m->staged, lower, lower != NULL ? lowerlen : 0);
 
+	/* after a TRUNCATE in this transaction the store holds nothing */
+	if (LsmFdwPendingTruncated(relid))
+		return;
 	if ((rc = lsm_iter_open(s->db, &m->iter)) != LSM_OK)
 		LsmFdwReportError(rc, s->db, relname, "read");
 	lsm_iter_seek(m->iter, lower, lower != NULL ? lowerlen : 0);
@@ -116,7 +119,9 @@ LsmFdwMergeNext(LsmFdwMerge *m, const char **key, size_t *klen,
 			else if ((rc = lsm_iter_status(m->staged)) != LSM_OK)
 				LsmFdwReportError(rc, m->store->db, m->relname, "read");
 		}
-		if (lsm_iter_valid(m->iter))
+		if (m->iter == NULL)
+			;					/* truncated */
+		else if (lsm_iter_valid(m->iter))
 			k[2] = lsm_iter_key(m->iter, &kl[2]);
 		else if ((rc = lsm_iter_status(m->iter)) != LSM_OK)
 			LsmFdwReportError(rc, m->store->db, m->relname, "read");

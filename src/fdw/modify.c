@@ -540,7 +540,13 @@ truncate_one(Relation rel)
 	size_t		klen;
 	size_t		rowlen;
 
-	/* the merge's snapshots do not see the deletes added meanwhile */
+	if (LsmFdwPendingTruncate(s, t->relname))
+		return;
+
+	/*
+	 * Else (in a savepoint, or with the table being read) a delete of every
+	 * row; the merge's snapshots do not see the deletes added meanwhile.
+	 */
 	memset(&m, 0, sizeof(m));
 	LsmFdwPinStore(s);
 	s->scans++;

@@ -365,6 +365,71 @@ LsmFdwPendingWrite(LsmFdwStore *s, const char *relname,
 }
 
 /*
+ * TRUNCATE of store s (table relname) in constant time and memory, if it
+ * can be: at the top level of the transaction, with no savepoint (whose
+ * rollback would have to bring the rows back) and no scan of the table
+ * open.  Then the transaction's pending writes to s are dropped and its
+ * stage truncated (lsm_stage_truncate): reads see no committed row, and
+ * the commit replaces the store's contents with what the transaction
+ * writes afterwards.  Returns false, having done nothing, otherwise.
+ */
+bool
+LsmFdwPendingTruncate(LsmFdwStore *s, const char *relname)
+{
+	MemoryContext oldcxt;
+	HASH_SEQ_STATUS status;
+	PendingStore *ps;
+	PendingKey *pk;
+	int			rc;
+
+	if (marks != NIL || s->scans > 0 ||
+		GetCurrentSubTransactionId() != TopSubTransactionId)
+		return false;
+	ensure_xact_state();
+	oldcxt = MemoryContextSwitchTo(xact_cxt);
+	ps = get_pending_store(s, relname);
+	open_stage(ps);
+	MemoryContextSwitchTo(oldcxt);
+
+	/* with no savepoint nothing in memory will be undone alone */
+	undo_len = 0;
+	hash_seq_init(&status, ps->keys);
+	while ((pk = hash_seq_search(&status)) != NULL)
+	{
+		PendingVersion *v = pk->newest;
+		char	   *key = (char *) pk->ref.data;
+
+		pending_bytes -= Min(pending_bytes, pk->ref.len);
+		while (v != NULL)
+		{
+			PendingVersion *older = v->older;
+
+			pending_bytes -= Min(pending_bytes, v->vlen + VERSION_OVERHEAD);
+			if (v->val != NULL)
+				pfree((char *) v->val);
+			pfree(v);
+			v = older;
+		}
+		(void) hash_search(ps->keys, &pk->ref, HASH_REMOVE, NULL);
+		pfree(key);
+	}
+	if ((rc = lsm_stage_truncate(ps->stage)) != LSM_OK)
+		LsmFdwReportError(rc, ps->store->db, ps->relname, "truncate");
+	return true;
+}
+
+/* Whether the transaction truncated relation relid (LsmFdwPendingTruncate). */
+bool
+LsmFdwPendingTruncated(Oid relid)
+{
+	PendingStore *ps;
+
+	return pending_stores != NULL &&
+		(ps = hash_search(pending_stores, &relid, HASH_FIND, NULL)) != NULL &&
+		lsm_stage_truncated(ps->stage);
+}
+
+/*
  * Prepares a bulk load (COPY) into store s: opens its stage at once, so
  * that the rows it inserts go to the stage's sorted runs as they come
  * (PendingWrite says when they can), rather than into memory first and
@@ -787,6 +852,9 @@ lock_and_check_store(PendingStore *ps)
 		LsmFdwReportError(rc, ps->store->db, ps->relname, "refresh");
 	check_inserts = !ps->first_seq_known || !last_sequence(ps, &seq) ||
 		seq != ps->first_seq;
+	/* no committed row survives a TRUNCATE, which locked out other writers */
+	if (lsm_stage_truncated(ps->stage))
+		check_inserts = false;
 	if (check_inserts && ps->stage != NULL)
 		check_staged_inserts(ps);
 
@@ -1014,7 +1082,8 @@ fold_into_stage(PendingStore *ps)
 			rc = lsm_stage_delete(ps->stage, pk->ref.data, pk->ref.len);
 		else if (!pk->staged)
 			continue;			/* inserted, then deleted: nothing to do */
-		else if (LsmFdwGet(ps->store, ps->relname, pk->ref.data, pk->ref.len,
+		else if (!lsm_stage_truncated(ps->stage) &&
+				 LsmFdwGet(ps->store, ps->relname, pk->ref.data, pk->ref.len,
 						   &row, &rowlen))
 			rc = lsm_stage_put(ps->stage, pk->ref.data, pk->ref.len, row,
 							   rowlen);
