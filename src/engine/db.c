@@ -1353,8 +1353,8 @@ lsm_db_ingest(lsm_db *db, const char *stage_dir, const lsm_table_meta *tables,
 	}
 	if (rc == LSM_OK)
 		rc = flush_install(db, files, n, nseq, deep, replace, installed, e);
-	/* invariant (5): the manifest without the dropped tables is durable */
-	if (replace && *installed)
+	/* invariant (5): only once the manifest without them is durable */
+	if (replace && rc == LSM_OK)
 		(void) lsm_db_remove_obsolete(db, db->current);
 	if (rc != LSM_OK && !*installed)
 	{

@@ -414,46 +414,61 @@ static void
 run_engine(LsmFdwTable *t, LsmFdwFuncOp op, lsm_stats *st)
 {
 	LsmFdwStore *s;
+	lsm_db	   *volatile db;
+	bool		private_handle;
 
 	CHECK_FOR_INTERRUPTS();
 	s = LsmFdwOpenStore(t, true);
 	LsmFdwPinStore(s);
+
+	/*
+	 * Flushing and compacting catch the handle up with other sessions'
+	 * commits: under a transaction snapshot, on a handle of their own.
+	 */
+	private_handle = (op == LSMFDW_OP_FLUSH || op == LSMFDW_OP_COMPACT ||
+					  op == LSMFDW_OP_COMPACT_ALL) && LsmFdwHoldsSnapshot(s);
+	db = s->db;
 	PG_TRY();
 	{
 		const char *action = NULL;
 		int			rc = LSM_OK;
 
+		if (private_handle)
+			db = LsmFdwOpenPrivateHandle(t);
+
 		switch (op)
 		{
 			case LSMFDW_OP_STATS:
-				rc = lsm_get_stats(s->db, st);
+				rc = lsm_get_stats(db, st);
 				action = "read the statistics of";
 				break;
 			case LSMFDW_OP_RESET_COUNTERS:
-				lsm_reset_counters(s->db);
+				lsm_reset_counters(db);
 				break;
 			case LSMFDW_OP_FLUSH:
-				rc = lsm_flush(s->db);
+				rc = lsm_flush(db);
 				action = "flush";
 				break;
 			case LSMFDW_OP_COMPACT:
-				rc = lsm_compact(s->db);
+				rc = lsm_compact(db);
 				action = "compact";
 				break;
 			case LSMFDW_OP_COMPACT_ALL:
-				rc = lsm_compact_all(s->db);
+				rc = lsm_compact_all(db);
 				action = "compact";
 				break;
 			case LSMFDW_OP_VERIFY:
-				rc = lsm_verify(s->db);
+				rc = lsm_verify(db);
 				action = "verify";
 				break;
 		}
 		if (rc != LSM_OK)
-			LsmFdwReportError(rc, s->db, t->relname, action);
+			LsmFdwReportError(rc, db, t->relname, action);
 	}
 	PG_FINALLY();
 	{
+		if (private_handle && db != s->db && db != NULL)
+			(void) lsm_close(db);
 		LsmFdwUnpinStore(s);
 	}
 	PG_END_TRY();

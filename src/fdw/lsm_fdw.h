@@ -251,6 +251,8 @@ extern bool LsmFdwEncodeNeedle(LsmFdwColumn *col, Datum value, Oid valtype,
 
 /* store.c */
 extern void LsmFdwInitStores(void);
+extern bool LsmFdwHoldsSnapshot(const LsmFdwStore *s);
+extern lsm_db *LsmFdwOpenPrivateHandle(LsmFdwTable *t);
 extern LsmFdwStore *LsmFdwOpenStore(LsmFdwTable *t, bool refresh);
 extern void LsmFdwPinStore(LsmFdwStore *s);
 extern void LsmFdwUnpinStore(LsmFdwStore *s);

@@ -13,8 +13,11 @@
  * handle reads nothing but what it caught up with (its version's tables
  * stay open, so other processes' compactions do not take them away), so
  * every later statement sees the same snapshot, as postgres_fdw's remote
- * transactions do.  The commit catches up again, under the commit lock, to
- * check the transaction's writes against what others committed (xact.c).
+ * transactions do.  Meanwhile the handle is not reopened when the table's
+ * definition changes (another session's ANALYZE invalidates it too), and
+ * lsm_flush and lsm_compact work on a second handle.  The commit catches up
+ * again, under the commit lock, to check the transaction's writes against
+ * what others committed (xact.c).
  *
  * A handle must not be closed while something uses it: an open iterator
  * (lsm_close refuses), a modification in progress, or the transaction's
@@ -104,8 +107,10 @@ LsmFdwOpenStore(LsmFdwTable *t, bool refresh)
 		s->snapshot_lxid = InvalidLocalTransactionId;
 	}
 
+	/* a changed definition is picked up, but not under a snapshot */
 	if (s->db != NULL && s->pins == 0 &&
-		(s->stale || s->doomed || strcmp(s->path, t->path) != 0))
+		(s->doomed || strcmp(s->path, t->path) != 0 ||
+		 (s->stale && !LsmFdwHoldsSnapshot(s))))
 		close_store(s);
 
 	if (s->db == NULL)
@@ -147,8 +152,7 @@ LsmFdwOpenStore(LsmFdwTable *t, bool refresh)
 	}
 
 	/* a transaction snapshot: caught up once per transaction */
-	if (refresh && IsolationUsesXactSnapshot() &&
-		s->snapshot_lxid == MyProc->lxid)
+	if (refresh && LsmFdwHoldsSnapshot(s))
 		return s;
 	if (refresh)
 	{
@@ -157,6 +161,36 @@ LsmFdwOpenStore(LsmFdwTable *t, bool refresh)
 		s->snapshot_lxid = MyProc->lxid;
 	}
 	return s;
+}
+
+/*
+ * Whether s's handle holds the snapshot of the current REPEATABLE READ or
+ * SERIALIZABLE transaction, which it must then keep until the transaction
+ * ends (see the file header).
+ */
+bool
+LsmFdwHoldsSnapshot(const LsmFdwStore *s)
+{
+	return IsolationUsesXactSnapshot() && s->snapshot_lxid == MyProc->lxid;
+}
+
+/*
+ * Opens a second handle on t's store, for an operation that must not move
+ * the shared handle's snapshot (an lsm_flush under REPEATABLE READ);
+ * close it with lsm_close.  Raises an error if the store cannot be opened.
+ */
+lsm_db *
+LsmFdwOpenPrivateHandle(LsmFdwTable *t)
+{
+	lsm_options opts = t->opts;
+	lsm_db	   *db;
+	int			rc;
+
+	opts.interrupt = interrupt_pending;
+	opts.interrupt_arg = NULL;
+	if ((rc = lsm_open(t->path, &opts, &db)) != LSM_OK)
+		LsmFdwReportError(rc, NULL, t->relname, "open");
+	return db;
 }
 
 /* Keeps the handle of s open (see the file header). */

@@ -1162,7 +1162,9 @@ write_store(PendingStore *ps)
 static bool
 store_has_writes(PendingStore *ps)
 {
-	return ps->stage != NULL || hash_get_num_entries(ps->keys) > 0;
+	return hash_get_num_entries(ps->keys) > 0 ||
+		(ps->stage != NULL && (lsm_stage_count(ps->stage) > 0 ||
+							   lsm_stage_truncated(ps->stage)));
 }
 
 /* Whether the transaction has pending writes for any store. */

@@ -3,9 +3,11 @@
 #
 # A foreign table and a heap table hold the same rows; session A reads both
 # twice in one transaction, with session B committing inserts, an update
-# and a delete to both in between, and once more after its commit.  Each
-# read is the row checksum of the whole table, the count of a value search
-# (grp = 7) and two key lookups, so that every access path is looked at.
+# and a delete to both in between (then running ANALYZE, which invalidates
+# A's cached definition of the table), and once more after its commit.
+# Before its second read A calls lsm_flush on the table.  Each read is the
+# row checksum of the whole table, the count of a value search (grp = 7)
+# and two key lookups, so that every access path is looked at.
 #
 #   read_committed      every statement sees what was committed before it:
 #                       A's second read shows B's writes, on both tables;
@@ -13,8 +15,8 @@
 #                       snapshot), on both tables; after A's commit B's
 #                       writes show;
 #   serializable        the same under SERIALIZABLE;
-#   rr_update_conflict  under REPEATABLE READ, A reads a row, B updates it
-#                       and commits, A updates it: A fails with 40001 (at
+#   rr_update_conflict  under REPEATABLE READ, A reads a row, B updates it,
+#                       commits and analyzes, A updates it: A fails with 40001 (at
 #                       its UPDATE on a heap table, at its COMMIT on a
 #                       foreign one) and B's update stays.
 #
@@ -54,6 +56,7 @@ reads() {
 		read_sql fx
 		read_sql hx
 		echo 'SELECT pg_sleep(1) \g /dev/null'
+		echo "SELECT lsm_flush('fx') \g /dev/null"
 		read_sql fx
 		read_sql hx
 		echo 'COMMIT;'
@@ -70,6 +73,7 @@ reads() {
 			echo "DELETE FROM $t WHERE id = 17;"
 		done
 		echo 'COMMIT;'
+		echo 'ANALYZE fx;'
 	} >"$work/$tag.2.sql"
 	run_sessions "$db" "$tag" 2 || nfailed=$?
 	[ "$nfailed" -eq 0 ] || fail "$tag" "$nfailed sessions failed"
@@ -124,7 +128,8 @@ test_rr_update_conflict() {
 			'\if :ERROR' '\echo :SQLSTATE' '\else' '\echo :e1' '\endif' \
 			>"$work/upd_$t.1.sql"
 		printf '%s\n' '\set ON_ERROR_STOP 1' 'SELECT pg_sleep(0.4) \g /dev/null' \
-			"UPDATE $t SET v = 'B' WHERE id = 10;" >"$work/upd_$t.2.sql"
+			"UPDATE $t SET v = 'B' WHERE id = 10;" "ANALYZE $t;" \
+			>"$work/upd_$t.2.sql"
 		run_sessions "$db" "upd_$t" 2 || nfailed=$((nfailed + $?))
 		a+="$t: A $(cat "$work/upd_$t.1.out"), "
 		v+="$(sql "$db" "SELECT v FROM $t WHERE id = 10") "
