@@ -90,6 +90,25 @@ LsmFdwMergeNext(LsmFdwMerge *m, const char **key, size_t *klen,
 {
 	int			rc;
 
+	/* nothing pending (a transaction that has not written): the store */
+	if (m->npending == 0 && m->staged == NULL && m->iter != NULL)
+	{
+		if (m->at & FROM_STORE)
+			lsm_iter_next(m->iter);
+		m->at = 0;
+		CHECK_FOR_INTERRUPTS();
+		if (!lsm_iter_valid(m->iter))
+		{
+			if ((rc = lsm_iter_status(m->iter)) != LSM_OK)
+				LsmFdwReportError(rc, m->store->db, m->relname, "read");
+			return false;
+		}
+		m->at = FROM_STORE;
+		*key = lsm_iter_key(m->iter, klen);
+		*row = lsm_iter_value(m->iter, rowlen);
+		return true;
+	}
+
 	for (;;)
 	{
 		const char *k[3] = {NULL, NULL, NULL};
