@@ -29,7 +29,9 @@
 # Then big transactions (200k rows in one INSERT ... SELECT, one batch of
 # about 10 MB, enough to flush and compact) killed at several moments of
 # their COMMIT, found by watching pg_stat_activity: after the restart each
-# is all or nothing.
+# is all or nothing.  Last, transactions that TRUNCATE the big table and
+# load 200k rows into it, killed the same way: afterwards the table holds
+# what it held before, or the new rows alone.
 #
 # The tables have small memtables, so that flushes and compactions run all
 # the time and crashes land in them too.  Environment: see common.bash;
@@ -340,6 +342,55 @@ big_txn_file() {
 	EOF
 }
 
+# truncate_txn_file GROUP: SQL of a transaction that truncates big_t and
+# loads group GROUP into it: its commit replaces the table's store.
+truncate_txn_file() {
+	big_txn_file "$1" | sed 's/^BEGIN;$/BEGIN;\nTRUNCATE big_t;/'
+}
+
+# table_state: "rows|checksum" of the whole of big_t.
+table_state() {
+	sql "$db" "SELECT count(*) || '|' || coalesce(sum(hashtext(t::text)), 0)
+		FROM big_t t"
+}
+
+# truncate_cycle ATTEMPT FRACTION MEASURED: a TRUNCATE and load of group
+# ATTEMPT, killed FRACTION of MEASURED seconds into its COMMIT: afterwards
+# big_t is what it was, or group ATTEMPT alone (and that if acknowledged).
+truncate_cycle() {
+	local a=$1 frac=$2 measured=$3 delay pid rc=0 before after acked
+
+	before=$(table_state)
+	delay=$(awk -v f="$frac" -v m="$measured" 'BEGIN { printf "%.3f", f * m }')
+	truncate_txn_file "$a" >"$work/trunc$a.sql"
+	background psql_session "$db" "$work/trunc$a.out" "$work/trunc$a.sql"
+	pid=$!
+	wait_for_commit "$delay"
+	pg_crash
+	wait "$pid" || rc=$?
+	bg_pids=()
+	acked=0
+	grep -q '^ack' "$work/trunc$a.out" && acked=1
+	if ! client_ended_by_crash "$work/trunc$a.out" "$rc"; then
+		fail "truncate${a}_no_error" "psql exited with status $rc:" \
+			"$(tail -n 5 "$work/trunc$a.out.err")"
+	fi
+	pg_start
+	after=$(table_state)
+	diag "TRUNCATE and load $a: immediate shutdown ${delay} s into its COMMIT" \
+		"(${frac} of ${measured} s), acknowledged: $acked, rows after restart: ${after%%|*}"
+	if [ "$after" = "$before" ] && [ "$acked" -eq 0 ]; then
+		ok "truncate${a}_all_or_nothing"
+	elif [ "${after%%|*}" = "$big_rows" ] &&
+		[ "$(big_group_state "$a")" = "$big_rows|$big_rows" ]; then
+		ok "truncate${a}_all_or_nothing"
+	else
+		fail "truncate${a}_all_or_nothing" "before: $before" "after: $after" \
+			"acknowledged: $acked"
+	fi
+	check "truncate${a}_lookups_agree_with_scan" 0 "$(big_lookups "$a")"
+}
+
 # Waits until the big transaction's session is in its COMMIT, then DELAY
 # seconds more.  Fails if the session ends before it was seen committing.
 wait_for_commit() {
@@ -456,6 +507,19 @@ main() {
 	k=1
 	for frac in 0.05 0.15 0.3 0.6 0.9; do
 		big_cycle "$k" "$frac" "$measured"
+		k=$((k + 1))
+	done
+
+	# TRUNCATE and a load in one transaction, replacing the store at
+	# commit: one committed normally, then others killed during COMMIT
+	truncate_txn_file 10 >"$work/trunc10.sql"
+	measured=$(psql_session_fg "$work/trunc10.sql")
+	diag "a TRUNCATE and load of $big_rows rows commits in $measured s"
+	check truncate10_committed "$big_rows|$big_rows|$big_rows" \
+		"$(table_state | cut -d'|' -f1)|$(big_group_state 10)"
+	k=11
+	for frac in 0.1 0.5 0.9; do
+		truncate_cycle "$k" "$frac" "$measured"
 		k=$((k + 1))
 	done
 
