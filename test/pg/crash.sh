@@ -354,28 +354,39 @@ table_state() {
 		FROM big_t t"
 }
 
-# truncate_cycle ATTEMPT FRACTION MEASURED: a TRUNCATE and load of group
-# ATTEMPT, killed FRACTION of MEASURED seconds into its COMMIT: afterwards
-# big_t is what it was, or group ATTEMPT alone (and that if acknowledged).
-truncate_cycle() {
-	local a=$1 frac=$2 measured=$3 delay pid rc=0 before after acked
+# crash_in_commit NAME FILE DELAY: runs the transaction in FILE (which
+# echoes "ack" after its COMMIT) in a session of its own, stops the server
+# with an immediate shutdown DELAY seconds into its COMMIT and starts it
+# again.  Sets acked (1 if the COMMIT returned); NAME_no_error fails if the
+# session ended for another reason than the crash.
+crash_in_commit() {
+	local name=$1 file=$2 delay=$3 out=${2%.sql}.out pid rc=0
 
-	before=$(table_state)
-	delay=$(awk -v f="$frac" -v m="$measured" 'BEGIN { printf "%.3f", f * m }')
-	truncate_txn_file "$a" >"$work/trunc$a.sql"
-	background psql_session "$db" "$work/trunc$a.out" "$work/trunc$a.sql"
+	background psql_session "$db" "$out" "$file"
 	pid=$!
 	wait_for_commit "$delay"
 	pg_crash
 	wait "$pid" || rc=$?
 	bg_pids=()
 	acked=0
-	grep -q '^ack' "$work/trunc$a.out" && acked=1
-	if ! client_ended_by_crash "$work/trunc$a.out" "$rc"; then
-		fail "truncate${a}_no_error" "psql exited with status $rc:" \
-			"$(tail -n 5 "$work/trunc$a.out.err")"
+	grep -q '^ack' "$out" && acked=1
+	if ! client_ended_by_crash "$out" "$rc"; then
+		fail "${name}_no_error" "psql exited with status $rc:" \
+			"$(tail -n 5 "$out.err")"
 	fi
 	pg_start
+}
+
+# truncate_cycle ATTEMPT FRACTION MEASURED: a TRUNCATE and load of group
+# ATTEMPT, killed FRACTION of MEASURED seconds into its COMMIT: afterwards
+# big_t is what it was, or group ATTEMPT alone (and that if acknowledged).
+truncate_cycle() {
+	local a=$1 frac=$2 measured=$3 delay before after acked
+
+	before=$(table_state)
+	delay=$(awk -v f="$frac" -v m="$measured" 'BEGIN { printf "%.3f", f * m }')
+	truncate_txn_file "$a" >"$work/trunc$a.sql"
+	crash_in_commit "truncate$a" "$work/trunc$a.sql" "$delay"
 	after=$(table_state)
 	diag "TRUNCATE and load $a: immediate shutdown ${delay} s into its COMMIT" \
 		"(${frac} of ${measured} s), acknowledged: $acked, rows after restart: ${after%%|*}"
@@ -446,23 +457,11 @@ big_lookups() {
 # big_cycle ATTEMPT FRACTION MEASURED: a big transaction killed FRACTION of
 # MEASURED seconds (its commit time) into its COMMIT.
 big_cycle() {
-	local a=$1 frac=$2 measured=$3 delay pid rc=0 state acked want
+	local a=$1 frac=$2 measured=$3 delay state acked want
 
 	delay=$(awk -v f="$frac" -v m="$measured" 'BEGIN { printf "%.3f", f * m }')
 	big_txn_file "$a" >"$work/big$a.sql"
-	background psql_session "$db" "$work/big$a.out" "$work/big$a.sql"
-	pid=$!
-	wait_for_commit "$delay"
-	pg_crash
-	wait "$pid" || rc=$?
-	bg_pids=()
-	acked=0
-	grep -q '^ack' "$work/big$a.out" && acked=1
-	if ! client_ended_by_crash "$work/big$a.out" "$rc"; then
-		fail "big_txn${a}_no_error" "psql exited with status $rc:" \
-			"$(tail -n 5 "$work/big$a.out.err")"
-	fi
-	pg_start
+	crash_in_commit "big_txn$a" "$work/big$a.sql" "$delay"
 	state=$(big_group_state "$a")
 	diag "big transaction $a: immediate shutdown ${delay} s into its COMMIT" \
 		"(${frac} of ${measured} s), acknowledged: $acked, rows after restart: ${state%%|*}"
