@@ -40,6 +40,7 @@
  */
 #include "postgres.h"
 
+#include <sys/file.h>
 #include <sys/stat.h>
 
 #include "access/xact.h"
@@ -427,21 +428,37 @@ make_parent_directory(const LsmFdwTable *t)
  * runs in another database, where nothing of ours hears of it, so the
  * first backend that opens a store afterwards cleans up; once per backend.
  * A database being dropped is still in pg_database until the drop commits;
- * a database being created has no stores yet.  Failures are only logged.
+ * a database being created has no stores yet.  Backends that open their
+ * first store at the same moment would remove the same files, and warn
+ * about the ones another removed first, so one cleans while holding an
+ * flock on LSMFDW_DEFAULT_DIR/cleanup.lock and the others skip it.
  */
 static void
 remove_dropped_databases(void)
 {
 	static bool done = false;
+	int			lockfd;
 	DIR		   *dir;
 	struct dirent *de;
 
 	if (done)
 		return;
 	done = true;
+	lockfd = OpenTransientFile(LSMFDW_DEFAULT_DIR "/cleanup.lock",
+							   O_RDWR | O_CREAT | PG_BINARY);
+	if (lockfd < 0)
+		return;					/* no store yet, or nothing we may clean */
+	if (flock(lockfd, LOCK_EX | LOCK_NB) != 0)
+	{
+		CloseTransientFile(lockfd); /* another backend is cleaning */
+		return;
+	}
 	dir = AllocateDir(LSMFDW_DEFAULT_DIR);
 	if (dir == NULL)
-		return;					/* no store yet */
+	{
+		CloseTransientFile(lockfd);
+		return;
+	}
 	while ((de = ReadDirExtended(dir, LSMFDW_DEFAULT_DIR, LOG)) != NULL)
 	{
 		char	   *end;
@@ -462,6 +479,7 @@ remove_dropped_databases(void)
 		pfree(path);
 	}
 	FreeDir(dir);
+	CloseTransientFile(lockfd);	/* releases the flock */
 }
 
 /*

@@ -8,7 +8,9 @@
 # DATABASE does not: it runs in another database, where no hook sees the
 # tables.  So the first backend that opens a store afterwards removes the
 # directories of databases that no longer exist (store.c); this test checks
-# that $PGDATA/lsm_fdw/<database oid> is gone after that.
+# that $PGDATA/lsm_fdw/<database oid> is gone after that, and that sessions
+# which open their first stores at the same moment clean up without getting
+# in each other's way (no warnings about files another one removed).
 #
 # Environment: see common.bash.
 
@@ -16,6 +18,48 @@
 source "$(dirname "${BASH_SOURCE[0]}")/common.bash"
 
 db=lsm_drop_database
+
+# Several dropped databases' stores, then sessions that open their first
+# store at once: each gets its answer and no message, and the stores go.
+# (Every session that opens a store cleans up, so the databases are all
+# created and filled before any is dropped.)
+concurrent_cleanup() {
+	local dirs=() d i s pids=() nbad=0 left=()
+
+	for d in 1 2 3; do
+		create_db "${db}_gone$d"
+		for i in 1 2 3 4; do
+			sql "${db}_gone$d" "CREATE FOREIGN TABLE t$i (k int4 OPTIONS (key 'true'), v text)
+				SERVER lsm OPTIONS (memtable_size '16kB')" \
+				"INSERT INTO t$i SELECT g, md5(g::text) FROM generate_series(1, 500) g"
+		done
+		dirs+=("$PGDATA/lsm_fdw/$(sql postgres "SELECT oid FROM pg_database WHERE datname = '${db}_gone$d'")")
+	done
+	for d in 1 2 3; do
+		sql postgres "DROP DATABASE ${db}_gone$d"
+	done
+	create_db "${db}_live"
+	sql "${db}_live" "CREATE FOREIGN TABLE t (k int4 OPTIONS (key 'true')) SERVER lsm"
+	for s in 1 2 3 4 5 6; do
+		"${PSQL[@]}" -d "${db}_live" -c "SELECT count(*) FROM t" \
+			>"$work/open$s.out" 2>"$work/open$s.err" &
+		pids+=("$!")
+	done
+	for s in 1 2 3 4 5 6; do
+		if ! wait "${pids[$((s - 1))]}" || [ "$(cat "$work/open$s.out")" != 0 ] ||
+			[ -s "$work/open$s.err" ]; then
+			nbad=$((nbad + 1))
+			diag "session $s: $(cat "$work/open$s.out" "$work/open$s.err")"
+		fi
+	done
+	check concurrent_first_opens_quiet 0 "$nbad"
+	for d in "${dirs[@]}"; do
+		[ ! -e "$d" ] || left+=("$d")
+	done
+	check concurrent_first_opens_clean_up "" "${left[*]}"
+	rm -rf "${left[@]}"
+	drop_db "${db}_live"
+}
 
 main() {
 	local dboid reloid dir
@@ -49,6 +93,7 @@ main() {
 	else
 		ok drop_database_removes_stores
 	fi
+	concurrent_cleanup
 }
 
 main
