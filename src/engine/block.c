@@ -223,6 +223,41 @@ lsm_block_iter_next(lsm_block_iter *it)
 	decode_next(it);
 }
 
+/* From the current entry, decodes forward while the next one starts before end. */
+static void
+decode_until(lsm_block_iter *it, size_t end)
+{
+	while (it->valid && it->next_off < end)
+		decode_next(it);
+}
+
+void
+lsm_block_iter_last(lsm_block_iter *it)
+{
+	lsm_block_iter_seek_restart(it, it->num_restarts - 1);
+	decode_until(it, it->data_len);
+}
+
+void
+lsm_block_iter_prev(lsm_block_iter *it)
+{
+	size_t		cur = it->off;
+	uint32_t	r = it->restart_idx;
+
+	/* the restart block holding the entry before cur */
+	while (restart_off(it, r) >= cur)
+	{
+		if (r == 0)
+		{
+			it->valid = false;
+			return;
+		}
+		r--;
+	}
+	lsm_block_iter_seek_restart(it, r);
+	decode_until(it, cur);
+}
+
 void
 lsm_block_iter_seek_offset(lsm_block_iter *it, size_t off)
 {

@@ -73,6 +73,15 @@ void		lsm_block_iter_free(lsm_block_iter *it);
 void		lsm_block_iter_first(lsm_block_iter *it);
 void		lsm_block_iter_next(lsm_block_iter *it);
 
+/*
+ * Backwards: the last entry, and the entry before the current one (invalid
+ * before the first).  Entries are decoded forwards only, so a step back
+ * rescans from the restart point before the current entry: up to
+ * restart_interval decodes, as in LevelDB.
+ */
+void		lsm_block_iter_last(lsm_block_iter *it);
+void		lsm_block_iter_prev(lsm_block_iter *it);
+
 /* Positions on the first entry with key >= target. */
 void		lsm_block_iter_seek(lsm_block_iter *it, const uint8_t *target,
 								size_t tlen);

@@ -4,12 +4,13 @@
  *		(including value search by scan).
  *
  * The merging iterator keeps every child positioned and yields the smallest
- * key; when several children hold that key, the version with the highest
- * sequence wins and all of them advance past it.  Children are usually few
- * (the memtable, the level-0 files, one iterator per deeper level), and
- * then a linear scan for the minimum beats a heap; an ingest can leave
- * hundreds of level-0 files (one per run of a large stage), and with more
- * than MERGE_HEAP_MIN children the minimum comes from a binary heap.
+ * key (the largest, after seek_back); when several children hold that key,
+ * the version with the highest sequence wins and all of them move past it.
+ * Children are usually few (the memtable, the level-0 files, one iterator
+ * per deeper level), and then a linear scan for the minimum beats a heap; an
+ * ingest can leave hundreds of level-0 files (one per run of a large stage),
+ * and with more than MERGE_HEAP_MIN children the minimum comes from a binary
+ * heap.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE				/* flock, fdatasync, strdup, timespec */
@@ -32,15 +33,31 @@ typedef struct merge_iter
 	int		   *heap;			/* valid children, (key, -seq) order; NULL
 								 * for the linear scan */
 	int			nheap;
+	bool		back;			/* last seek was seek_back: keys descend */
 } merge_iter;
 
-/* Does child a sort before child b: smaller key, or same key and newer? */
+/*
+ * Does child a come before child b: smaller key (larger going back), or the
+ * same key and newer?
+ */
 static inline bool
-merge_before(const lsm_iiter *a, const lsm_iiter *b)
+merge_before(const merge_iter *m, const lsm_iiter *a, const lsm_iiter *b)
 {
 	int			cmp = lsm_key_cmp(a->key, a->klen, b->key, b->klen);
 
+	if (m->back)
+		cmp = -cmp;
 	return cmp < 0 || (cmp == 0 && a->seq > b->seq);
+}
+
+/* Moves child c one key on, in the merge's direction. */
+static inline void
+merge_step(const merge_iter *m, lsm_iiter *c)
+{
+	if (m->back)
+		lsm_iiter_prev(c);
+	else
+		lsm_iiter_next(c);
 }
 
 static void
@@ -55,10 +72,10 @@ heap_down(merge_iter *m, int i)
 					t;
 
 		if (l < m->nheap &&
-			merge_before(m->children[h[l]], m->children[h[best]]))
+			merge_before(m, m->children[h[l]], m->children[h[best]]))
 			best = l;
 		if (l + 1 < m->nheap &&
-			merge_before(m->children[h[l + 1]], m->children[h[best]]))
+			merge_before(m, m->children[h[l + 1]], m->children[h[best]]))
 			best = l + 1;
 		if (best == i)
 			return;
@@ -79,7 +96,7 @@ heap_up(merge_iter *m, int i)
 		int			p = (i - 1) / 2,
 					t;
 
-		if (!merge_before(m->children[h[i]], m->children[h[p]]))
+		if (!merge_before(m, m->children[h[i]], m->children[h[p]]))
 			return;
 		t = h[i];
 		h[i] = h[p];
@@ -159,7 +176,7 @@ heap_next(merge_iter *m)
 
 		if (lsm_key_cmp(c->key, c->klen, cur->key, cur->klen) != 0)
 			break;
-		lsm_iiter_next(c);
+		merge_step(m, c);
 		if (merge_child_failed(m, c))
 			return;
 		if (c->valid)
@@ -170,7 +187,7 @@ heap_next(merge_iter *m)
 			heap_down(m, 0);
 		}
 	}
-	lsm_iiter_next(cur);
+	merge_step(m, cur);
 	if (merge_child_failed(m, cur))
 		return;
 	if (cur->valid)
@@ -202,16 +219,8 @@ merge_settle(merge_iter *m)
 			}
 			continue;
 		}
-		if (best < 0)
+		if (best < 0 || merge_before(m, c, m->children[best]))
 			best = i;
-		else
-		{
-			lsm_iiter  *b = m->children[best];
-			int			cmp = lsm_key_cmp(c->key, c->klen, b->key, b->klen);
-
-			if (cmp < 0 || (cmp == 0 && c->seq > b->seq))
-				best = i;
-		}
 	}
 	m->cur = best;
 	m->base.valid = best >= 0;
@@ -228,21 +237,40 @@ merge_settle(merge_iter *m)
 	}
 }
 
+/* Positions every child (forwards or back) and picks the first. */
 static void
-merge_seek(lsm_iiter *base, const uint8_t *key, size_t klen)
+merge_position(merge_iter *m, const uint8_t *key, size_t klen, bool back)
 {
-	merge_iter *m = (merge_iter *) base;
 	int			i;
 
 	m->base.rc = LSM_OK;
+	m->back = back;
 	for (i = 0; i < m->n; i++)
-		lsm_iiter_seek(m->children[i], key, klen);
+	{
+		if (back)
+			lsm_iiter_seek_back(m->children[i], key, klen);
+		else
+			lsm_iiter_seek(m->children[i], key, klen);
+	}
 	if (m->heap)
 		heap_build(m);
 	else
 		merge_settle(m);
 }
 
+static void
+merge_seek(lsm_iiter *base, const uint8_t *key, size_t klen)
+{
+	merge_position((merge_iter *) base, key, klen, false);
+}
+
+static void
+merge_seek_back(lsm_iiter *base, const uint8_t *key, size_t klen)
+{
+	merge_position((merge_iter *) base, key, klen, true);
+}
+
+/* next and prev: one key on in the direction of the last seek */
 static void
 merge_next(lsm_iiter *base)
 {
@@ -260,9 +288,9 @@ merge_next(lsm_iiter *base)
 
 		if (i != m->cur && c->valid &&
 			lsm_key_cmp(c->key, c->klen, cur->key, cur->klen) == 0)
-			lsm_iiter_next(c);
+			merge_step(m, c);
 	}
-	lsm_iiter_next(cur);
+	merge_step(m, cur);
 	merge_settle(m);
 }
 
@@ -279,7 +307,8 @@ merge_destroy(lsm_iiter *base)
 	free(m);
 }
 
-static const lsm_iiter_ops merge_ops = {merge_seek, merge_next, merge_destroy};
+static const lsm_iiter_ops merge_ops = {merge_seek, merge_next, merge_seek_back,
+	merge_next, merge_destroy};
 
 lsm_iiter *
 lsm_merge_iter_new(lsm_iiter **children, int n, lsm_err *err)
@@ -336,16 +365,21 @@ level_publish(level_iter *it)
 	it->base.del = f->del;
 }
 
-/* Opens file idx positioned at key (NULL = its first), skipping exhausted files. */
+/*
+ * Opens file idx positioned at key (NULL = its first; when back, the last
+ * key <= key, NULL = its last), going on to the files after it (before it)
+ * while they hold nothing from there.
+ */
 static void
-level_open_from(level_iter *it, int idx, const uint8_t *key, size_t klen)
+level_open_from(level_iter *it, int idx, const uint8_t *key, size_t klen,
+				bool back)
 {
 	for (;;)
 	{
 		lsm_iiter_destroy(it->file);
 		it->file = NULL;
 		it->idx = idx;
-		if (idx >= it->nfiles)
+		if (idx < 0 || idx >= it->nfiles)
 		{
 			it->base.valid = false;
 			return;
@@ -357,14 +391,17 @@ level_open_from(level_iter *it, int idx, const uint8_t *key, size_t klen)
 			it->base.rc = LSM_NOMEM_ERR(it->base.err);
 			return;
 		}
-		lsm_iiter_seek(it->file, key, klen);
+		if (back)
+			lsm_iiter_seek_back(it->file, key, klen);
+		else
+			lsm_iiter_seek(it->file, key, klen);
 		if (it->file->valid || it->file->rc != LSM_OK)
 		{
 			it->base.rc = it->file->rc;
 			level_publish(it);
 			return;
 		}
-		idx++;
+		idx += back ? -1 : 1;
 		key = NULL;
 	}
 }
@@ -376,7 +413,7 @@ level_seek(lsm_iiter *base, const uint8_t *key, size_t klen)
 
 	it->base.rc = LSM_OK;
 	level_open_from(it, key ? lsm_files_find(it->files, it->nfiles, key, klen) : 0,
-					key, klen);
+					key, klen, false);
 }
 
 static void
@@ -391,7 +428,38 @@ level_next(lsm_iiter *base)
 		level_publish(it);
 		return;
 	}
-	level_open_from(it, it->idx + 1, NULL, 0);
+	level_open_from(it, it->idx + 1, NULL, 0, false);
+}
+
+static void
+level_seek_back(lsm_iiter *base, const uint8_t *key, size_t klen)
+{
+	level_iter *it = (level_iter *) base;
+	int			idx = it->nfiles - 1;
+
+	/* the first file whose last key is >= key, or the last file */
+	it->base.rc = LSM_OK;
+	if (key != NULL && (idx = lsm_files_find(it->files, it->nfiles, key, klen)) == it->nfiles)
+	{
+		idx = it->nfiles - 1;
+		key = NULL;
+	}
+	level_open_from(it, idx, key, klen, true);
+}
+
+static void
+level_prev(lsm_iiter *base)
+{
+	level_iter *it = (level_iter *) base;
+
+	lsm_iiter_prev(it->file);
+	if (it->file->valid || it->file->rc != LSM_OK)
+	{
+		it->base.rc = it->file->rc;
+		level_publish(it);
+		return;
+	}
+	level_open_from(it, it->idx - 1, NULL, 0, true);
 }
 
 static void
@@ -404,7 +472,8 @@ level_destroy(lsm_iiter *base)
 	free(it);
 }
 
-static const lsm_iiter_ops level_ops = {level_seek, level_next, level_destroy};
+static const lsm_iiter_ops level_ops = {level_seek, level_next, level_seek_back,
+	level_prev, level_destroy};
 
 lsm_iiter *
 lsm_level_iter_new(lsm_version *v, lsm_file **files, int n, lsm_err *err)
@@ -485,7 +554,18 @@ struct lsm_iter
 	int			rc;
 	bool		search;			/* m is a value search (vsearch.c) */
 	bool		deletes;		/* show tombstones (a stage's iterator) */
+	bool		reverse;		/* runs backwards (lsm_iter_reverse) */
 };
+
+/* Moves the merge one key on, in the iterator's direction. */
+static inline void
+iter_step(lsm_iter *it)
+{
+	if (it->reverse)
+		lsm_iiter_prev(it->m);
+	else
+		lsm_iiter_next(it->m);
+}
 
 /* Skips tombstones (unless the iterator shows them). */
 static void
@@ -503,7 +583,7 @@ iter_skip(lsm_iter *it)
 								 "iteration interrupted");
 			return;
 		}
-		lsm_iiter_next(it->m);
+		iter_step(it);
 	}
 }
 
@@ -576,8 +656,20 @@ lsm_iter_seek(lsm_iter *it, const void *key, size_t klen)
 							 LSM_MAX_KEY_LEN);
 		return;
 	}
-	lsm_iiter_seek(it->m, key, key ? klen : 0);
+	if (it->reverse)
+		lsm_iiter_seek_back(it->m, key, key ? klen : 0);
+	else
+		lsm_iiter_seek(it->m, key, key ? klen : 0);
 	iter_skip(it);
+}
+
+int
+lsm_iter_reverse(lsm_iter *it)
+{
+	if (it == NULL || it->positioned || it->search)
+		return LSM_INVALID;
+	it->reverse = true;
+	return LSM_OK;
 }
 
 int
@@ -597,7 +689,7 @@ lsm_iter_next(lsm_iter *it)
 {
 	if (!lsm_iter_valid(it))
 		return;
-	lsm_iiter_next(it->m);
+	iter_step(it);
 	iter_skip(it);
 }
 

@@ -234,6 +234,15 @@ int			lsm_iter_status(const lsm_iter *it);
 void		lsm_iter_close(lsm_iter *it);
 
 /*
+ * Makes an unpositioned iterator (of a store or a stage) run backwards:
+ * lsm_iter_seek then positions on the last key <= key (the last key when
+ * key is NULL), and lsm_iter_next moves to the previous key.  The snapshot,
+ * what is shown and the rest of the protocol are unchanged.  LSM_INVALID
+ * for an iterator already positioned and for a value search.
+ */
+int			lsm_iter_reverse(lsm_iter *it);
+
+/*
  * 1 if the iterator is on a delete: only iterators of a stage
  * (lsm_stage_iter_open) show deletes, with an empty value; store
  * iterators skip them and always give 0.

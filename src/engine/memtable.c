@@ -228,6 +228,26 @@ find_ge(const lsm_memtable *mt, const void *key, size_t klen, uint64_t tag,
 	}
 }
 
+/* Finds the last node < (key, tag), or NULL if there is none. */
+static mt_node *
+find_lt(const lsm_memtable *mt, const void *key, size_t klen, uint64_t tag)
+{
+	mt_node    *x = mt->head;
+	int			level = mt->height - 1;
+
+	for (;;)
+	{
+		mt_node    *n = x->next[level];
+
+		if (n != NULL && node_cmp(n, key, klen, tag) < 0)
+			x = n;
+		else if (level == 0)
+			return x == mt->head ? NULL : x;
+		else
+			level--;
+	}
+}
+
 int
 lsm_memtable_index_values(lsm_memtable *mt, uint32_t m, int k,
 						  uint64_t unindexed)
@@ -432,6 +452,50 @@ mt_iter_next(lsm_iiter *base)
 	mt_iter_settle(it, n);
 }
 
+/*
+ * From n backwards, finds the last key with a version visible at the
+ * snapshot and publishes its newest visible version.  Nodes have no back
+ * links: each step back is a search from the head, O(log n), as LevelDB's.
+ */
+static void
+mt_iter_settle_back(mt_iter *it, mt_node *n)
+{
+	while (n != NULL)
+	{
+		mt_node    *v = find_ge(it->mt, node_key(n), n->klen,
+								snap_tag(it->snap), NULL);
+
+		if (v != NULL && v->klen == n->klen &&
+			memcmp(node_key(v), node_key(n), n->klen) == 0)
+			return mt_iter_settle(it, v);
+		/* every version of this key is newer than the snapshot */
+		n = find_lt(it->mt, node_key(n), n->klen, UINT64_MAX);
+	}
+	mt_iter_settle(it, NULL);
+}
+
+static void
+mt_iter_seek_back(lsm_iiter *base, const uint8_t *key, size_t klen)
+{
+	mt_iter    *it = (mt_iter *) base;
+	lsm_memtable *mt = it->mt;
+
+	if (key == NULL)
+		mt_iter_settle_back(it, mt->tail[0] != mt->head ? mt->tail[0] : NULL);
+	else						/* tag 0 sorts after every version of key */
+		mt_iter_settle_back(it, find_lt(mt, key, klen, 0));
+}
+
+static void
+mt_iter_prev(lsm_iiter *base)
+{
+	mt_iter    *it = (mt_iter *) base;
+
+	/* tag UINT64_MAX sorts before every version of the current key */
+	mt_iter_settle_back(it, find_lt(it->mt, node_key(it->node), it->node->klen,
+									UINT64_MAX));
+}
+
 static void
 mt_iter_destroy(lsm_iiter *base)
 {
@@ -442,7 +506,7 @@ mt_iter_destroy(lsm_iiter *base)
 }
 
 static const lsm_iiter_ops mt_iter_ops = {mt_iter_seek, mt_iter_next,
-mt_iter_destroy};
+	mt_iter_seek_back, mt_iter_prev, mt_iter_destroy};
 
 lsm_iiter *
 lsm_memtable_iter(lsm_memtable *mt, uint64_t snap, lsm_err *err)

@@ -537,9 +537,12 @@ ti_fail(table_iter *it, int rc)
 	it->base.rc = rc;
 }
 
-/* Publishes the block cursor's entry, or moves on to later blocks. */
+/*
+ * Publishes the block cursor's entry, or moves on to the blocks after it
+ * (before it when back), entering each at its first entry (its last).
+ */
 static void
-ti_settle(table_iter *it)
+ti_settle(table_iter *it, bool back)
 {
 	for (;;)
 	{
@@ -569,7 +572,10 @@ ti_settle(table_iter *it)
 										   it->t->name));
 		if (it->in_block)
 		{
-			lsm_block_iter_next(&it->index);
+			if (back)
+				lsm_block_iter_prev(&it->index);
+			else
+				lsm_block_iter_next(&it->index);
 			it->in_block = false;
 		}
 		if (!it->index.valid)
@@ -590,9 +596,26 @@ ti_settle(table_iter *it)
 			return ti_fail(it, LSM_CORRUPT(it->base.err,
 										   "malformed data block in %s",
 										   it->t->name));
-		lsm_block_iter_first(&it->block);
+		if (back)
+			lsm_block_iter_last(&it->block);
+		else
+			lsm_block_iter_first(&it->block);
 		it->in_block = true;
 	}
+}
+
+/* Starts a seek: false (with the iterator failed) if the table is broken. */
+static bool
+ti_seek_start(table_iter *it)
+{
+	it->base.rc = LSM_OK;
+	it->in_block = false;
+	if (it->t->broken_rc != LSM_OK)
+	{
+		ti_fail(it, lsm_table_status(it->t, it->base.err));
+		return false;
+	}
+	return true;
 }
 
 static void
@@ -600,24 +623,22 @@ ti_seek(lsm_iiter *base, const uint8_t *key, size_t klen)
 {
 	table_iter *it = (table_iter *) base;
 
-	it->base.rc = LSM_OK;
-	if (it->t->broken_rc != LSM_OK)
-		return ti_fail(it, lsm_table_status(it->t, it->base.err));
-	it->in_block = false;
+	if (!ti_seek_start(it))
+		return;
 	if (key == NULL)
 	{
 		lsm_block_iter_first(&it->index);
-		ti_settle(it);
+		ti_settle(it, false);
 		return;
 	}
 	lsm_block_iter_seek(&it->index, key, klen);
-	ti_settle(it);
+	ti_settle(it, false);
 	/* the block holding key may start below it: skip to the first >= key */
 	while (it->base.valid && it->in_block &&
 		   lsm_key_cmp(it->base.key, it->base.klen, key, klen) < 0)
 	{
 		lsm_block_iter_seek(&it->block, key, klen);
-		ti_settle(it);
+		ti_settle(it, false);
 	}
 }
 
@@ -627,7 +648,45 @@ ti_next(lsm_iiter *base)
 	table_iter *it = (table_iter *) base;
 
 	lsm_block_iter_next(&it->block);
-	ti_settle(it);
+	ti_settle(it, false);
+}
+
+static void
+ti_seek_back(lsm_iiter *base, const uint8_t *key, size_t klen)
+{
+	table_iter *it = (table_iter *) base;
+
+	if (!ti_seek_start(it))
+		return;
+	/* the first block whose last key is >= key; past them all, the last */
+	if (key != NULL)
+		lsm_block_iter_seek(&it->index, key, klen);
+	if (key == NULL || (!it->index.valid && !it->index.corrupt))
+	{
+		lsm_block_iter_last(&it->index);
+		ti_settle(it, true);
+		return;
+	}
+	ti_settle(it, true);
+	if (!it->base.valid || !it->in_block)
+		return;
+	/* in that block: the first entry >= key, or the one before it */
+	lsm_block_iter_seek(&it->block, key, klen);
+	if (!it->block.valid && !it->block.corrupt)
+		lsm_block_iter_last(&it->block);
+	else if (it->block.valid &&
+			 lsm_key_cmp(it->block.key.data, it->block.key.len, key, klen) > 0)
+		lsm_block_iter_prev(&it->block);
+	ti_settle(it, true);
+}
+
+static void
+ti_prev(lsm_iiter *base)
+{
+	table_iter *it = (table_iter *) base;
+
+	lsm_block_iter_prev(&it->block);
+	ti_settle(it, true);
 }
 
 static void
@@ -641,7 +700,8 @@ ti_destroy(lsm_iiter *base)
 	free(it);
 }
 
-static const lsm_iiter_ops table_iter_ops = {ti_seek, ti_next, ti_destroy};
+static const lsm_iiter_ops table_iter_ops = {ti_seek, ti_next, ti_seek_back,
+	ti_prev, ti_destroy};
 
 lsm_iiter *
 lsm_table_iter(lsm_table *t, lsm_err *err)

@@ -530,7 +530,9 @@ vs_destroy(lsm_iiter *base)
 	free(s);
 }
 
-static const lsm_iiter_ops vsearch_ops = {vs_seek, vs_next, vs_destroy};
+/* forwards only: lsm_iter_reverse refuses value searches */
+static const lsm_iiter_ops vsearch_ops = {vs_seek, vs_next, NULL, NULL,
+	vs_destroy};
 
 int
 lsm_vsearch_new(lsm_db *db, lsm_version *v, lsm_memtable *mem, uint64_t snap,
