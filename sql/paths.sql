@@ -1,6 +1,6 @@
 --
 -- Access paths beyond the key lookup: key lists (IN, = ANY), key ranges,
--- key order for ORDER BY ... LIMIT, value searches on non-key columns
+-- key order for ORDER BY ... [DESC] LIMIT, value searches on non-key columns
 -- (constants, generic plans, parameterized by a join), the GUC
 -- lsm_fdw.value_search, EXPLAIN ANALYZE's engine counters.  EXPLAIN (COSTS
 -- OFF) shows which path; every answer is compared with a native table.
@@ -85,9 +85,30 @@ SELECT id FROM tw ORDER BY id LIMIT 3;
 EXPLAIN (COSTS OFF) SELECT id FROM tw WHERE id > 1000 ORDER BY id LIMIT 3;
 SELECT id FROM tw WHERE id > 1000 ORDER BY id LIMIT 3;
 SELECT same('SELECT id, usr FROM tw WHERE id > 19000 ORDER BY id', true);
--- descending order is sorted by the executor
+-- descending order: the engine's iterators run backwards, from the upper
+-- bound down to the lower one
 EXPLAIN (COSTS OFF) SELECT id FROM tw ORDER BY id DESC LIMIT 3;
 SELECT id FROM tw ORDER BY id DESC LIMIT 3;
+EXPLAIN (COSTS OFF) SELECT id FROM tw WHERE id < 1000 ORDER BY id DESC LIMIT 3;
+SELECT id FROM tw WHERE id < 1000 ORDER BY id DESC LIMIT 3;
+SELECT same('SELECT id, usr FROM tw ORDER BY id DESC', true);
+SELECT same('SELECT id, usr FROM tw WHERE id > 19000 ORDER BY id DESC', true);
+SELECT same('SELECT id FROM tw WHERE id > 100 AND id <= 5000 ORDER BY id DESC', true);
+SELECT same('SELECT id FROM tw WHERE id >= 100 AND id < 5000 ORDER BY id DESC LIMIT 7', true);
+SELECT same('SELECT id FROM tw WHERE id < 1 ORDER BY id DESC', true);
+SELECT same('SELECT id FROM tw WHERE id > 20000 ORDER BY id DESC', true);
+SELECT same('SELECT id FROM tw WHERE id < 20 AND id > 10 ORDER BY id DESC NULLS LAST', true);
+EXPLAIN (COSTS OFF) SELECT id FROM tw WHERE id IN (5, 500, 50) ORDER BY id DESC;
+SELECT same('SELECT id FROM tw WHERE id IN (5, 500, 50, 5, 70000) ORDER BY id DESC', true);
+-- a strict bound beyond the key type's range is clamped into it: the key
+-- at the end of the range is still in (both directions)
+CREATE FOREIGN TABLE small_keys (k int4 OPTIONS (key 'true'), v text)
+  SERVER lsm_paths_srv;
+INSERT INTO small_keys VALUES (2147483647, 'max'), (-2147483648, 'min'), (0, 'zero');
+SELECT k FROM small_keys WHERE k < 3000000000::int8 ORDER BY k;
+SELECT k FROM small_keys WHERE k < 3000000000::int8 ORDER BY k DESC;
+SELECT k FROM small_keys WHERE k > -3000000000::int8 ORDER BY k DESC;
+DROP FOREIGN TABLE small_keys;
 
 -- text keys: ranges and order follow bytes, so only under "C"
 CREATE FOREIGN TABLE words (w text OPTIONS (key 'true') COLLATE "C", n int)
@@ -99,6 +120,8 @@ INSERT INTO words VALUES ('a', 1), ('B', 2), ('b', 3), ('ab', 4), ('', 5);
 INSERT INTO words_en SELECT * FROM words;
 EXPLAIN (COSTS OFF) SELECT * FROM words WHERE w >= 'a' ORDER BY w;
 SELECT * FROM words WHERE w >= 'a' ORDER BY w;
+EXPLAIN (COSTS OFF) SELECT * FROM words WHERE w <= 'b' ORDER BY w DESC;
+SELECT * FROM words WHERE w <= 'b' ORDER BY w DESC;
 EXPLAIN (COSTS OFF) SELECT * FROM words_en WHERE w >= 'a' ORDER BY w;
 SELECT * FROM words_en WHERE w >= 'a' ORDER BY w;
 SELECT * FROM words_en WHERE w >= 'a' COLLATE "C" ORDER BY w COLLATE "C";
@@ -197,6 +220,9 @@ SELECT same('SELECT * FROM tw WHERE usr = ''user42''');
 SELECT same('SELECT * FROM tw WHERE id IN (1, 30000, 29999)');
 SELECT same('SELECT * FROM tw WHERE id >= 29990');
 SELECT same('SELECT * FROM tw WHERE id <= 3 ORDER BY id', true);
+SELECT same('SELECT * FROM tw WHERE id <= 3 ORDER BY id DESC', true);
+SELECT same('SELECT id, usr FROM tw ORDER BY id DESC LIMIT 5', true);
+SELECT same('SELECT id, usr FROM tw WHERE id IN (1, 2, 30000) ORDER BY id DESC', true);
 ROLLBACK;
 SELECT same('SELECT * FROM tw WHERE usr = ''user42''');
 

@@ -171,15 +171,19 @@ enum LsmFdwScanPrivate
 	LSMFDW_PRIVATE_BOUNDS,		/* IntList: LsmFdwBound of each bound */
 	LSMFDW_PRIVATE_FIELD,		/* Integer: the searched column's field */
 	LSMFDW_PRIVATE_STRATEGY,	/* Integer: value search strategy */
-	LSMFDW_PRIVATE_ROW_VERSION	/* Integer: 1 if the plan reads ctid */
+	LSMFDW_PRIVATE_ROW_VERSION, /* Integer: 1 if the plan reads ctid */
+	LSMFDW_PRIVATE_BACKWARD		/* Integer: 1 for descending key order */
 };
 
-/* The kind of a bound of a key range */
+/*
+ * The kind of a bound of a key range.  Both are read inclusively: a strict
+ * bound may have been clamped into the key type's range (an int8 above every
+ * int4), and the executor checks the qual anyway.
+ */
 typedef enum LsmFdwBound
 {
-	LSMFDW_BOUND_LOWER,			/* key > or >= value (read as >=) */
-	LSMFDW_BOUND_UPPER,			/* key <= value */
-	LSMFDW_BOUND_UPPER_STRICT	/* key < value */
+	LSMFDW_BOUND_LOWER,			/* key > or >= value */
+	LSMFDW_BOUND_UPPER			/* key < or <= value */
 } LsmFdwBound;
 
 /* lsm_fdw.value_search: an LSM_SEARCH_* or this */
@@ -299,13 +303,15 @@ typedef struct LsmFdwMerge
 	lsm_iter   *staged;			/* the stage's writes, or NULL */
 	LsmFdwPendingRow *pending;	/* the pending writes in memory */
 	int			npending;
-	int			ppos;
+	int			ppos;			/* -1 or npending: none left */
+	bool		backward;		/* descending key order */
 	int			at;				/* sources at the row returned last */
 } LsmFdwMerge;
 
 extern void LsmFdwMergeOpen(LsmFdwMerge *m, LsmFdwStore *s, Oid relid,
 							const char *relname, CommandId curcid,
-							const char *lower, size_t lowerlen);
+							bool backward, const char *start,
+							size_t startlen);
 extern bool LsmFdwMergeNext(LsmFdwMerge *m, const char **key, size_t *klen,
 							const char **row, size_t *rowlen);
 extern void LsmFdwMergeClose(LsmFdwMerge *m);

@@ -14,7 +14,9 @@
  *	3. the store's committed rows, through a snapshot iterator.
  *
  * A delete in 1 or 2 hides the key.  Full scans, key ranges (scan.c) and
- * TRUNCATE (modify.c) read through it.
+ * TRUNCATE (modify.c) read through it.  It also runs in descending key
+ * order (ORDER BY key DESC): the engine's iterators then run backwards
+ * (lsm_iter_reverse), the array is walked down, and the largest key wins.
  *
  * src/fdw/merge.c
  *
@@ -30,54 +32,64 @@
 #define FROM_STAGE		2
 #define FROM_STORE		4
 
+/* Positions an engine iterator of m at start, in m's direction. */
+static void
+seek(LsmFdwMerge *m, lsm_iter *it, const char *start, size_t startlen)
+{
+	if (m->backward)
+		(void) lsm_iter_reverse(it);	/* cannot fail: it is unpositioned */
+	lsm_iter_seek(it, start, start != NULL ? startlen : 0);
+}
+
 /*
  * Opens m over the store s of relation relid (table relname, for errors)
  * as a reader with command id curcid sees it (InvalidCommandId: the newest
- * pending versions), from the first key at or after lower (all keys if
- * lower is NULL).  The iterators belong to m until LsmFdwMergeClose, which
- * the caller must reach on error too (it may be called on a half-opened
- * m).  Allocates in the current memory context.
+ * pending versions), from the first key at or after start (backward: at or
+ * before it; all keys if start is NULL).  The iterators belong to m until
+ * LsmFdwMergeClose, which the caller must reach on error too (it may be
+ * called on a half-opened m).  Allocates in the current memory context.
  */
 void
 LsmFdwMergeOpen(LsmFdwMerge *m, LsmFdwStore *s, Oid relid,
-				const char *relname, CommandId curcid,
-				const char *lower, size_t lowerlen)
+				const char *relname, CommandId curcid, bool backward,
+				const char *start, size_t startlen)
 {
+	int			lo = 0;
+	int			hi;
 	int			rc;
 
 	memset(m, 0, sizeof(*m));
 	m->store = s;
 	m->relname = relname;
+	m->backward = backward;
 	m->pending = LsmFdwPendingVisible(relid, curcid, &m->npending);
-	if (lower != NULL)
+
+	/* the first pending row after start, or npending */
+	hi = start != NULL ? m->npending : 0;
+	while (lo < hi)
 	{
-		int			lo = 0;
-		int			hi = m->npending;
+		int			mid = lo + (hi - lo) / 2;
+		int			c = LsmFdwKeyCmp(m->pending[mid].key, m->pending[mid].klen,
+									 start, startlen);
 
-		/* the first pending row at or after the lower bound */
-		while (lo < hi)
-		{
-			int			mid = lo + (hi - lo) / 2;
-
-			if (LsmFdwKeyCmp(m->pending[mid].key, m->pending[mid].klen,
-						lower, lowerlen) < 0)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		m->ppos = lo;
+		if (c < 0 || (backward && c == 0))
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
+	/* forward: the first at or after start; backward: the last at or before */
+	m->ppos = !backward ? lo : start != NULL ? lo - 1 : m->npending - 1;
 
 	m->staged = LsmFdwPendingStageIter(relid);
 	if (m->staged != NULL)
-		lsm_iter_seek(m->staged, lower, lower != NULL ? lowerlen : 0);
+		seek(m, m->staged, start, startlen);
 
 	/* after a TRUNCATE in this transaction the store holds nothing */
 	if (LsmFdwPendingTruncated(relid))
 		return;
 	if ((rc = lsm_iter_open(s->db, &m->iter)) != LSM_OK)
 		LsmFdwReportError(rc, s->db, relname, "read");
-	lsm_iter_seek(m->iter, lower, lower != NULL ? lowerlen : 0);
+	seek(m, m->iter, start, startlen);
 }
 
 /*
@@ -118,7 +130,7 @@ LsmFdwMergeNext(LsmFdwMerge *m, const char **key, size_t *klen,
 
 		/* step past the row returned last, in every source that had it */
 		if (m->at & FROM_PENDING)
-			m->ppos++;
+			m->ppos += m->backward ? -1 : 1;
 		if (m->at & FROM_STAGE)
 			lsm_iter_next(m->staged);
 		if (m->at & FROM_STORE)
@@ -126,7 +138,7 @@ LsmFdwMergeNext(LsmFdwMerge *m, const char **key, size_t *klen,
 		m->at = 0;
 		CHECK_FOR_INTERRUPTS();
 
-		if (m->ppos < m->npending)
+		if (m->ppos >= 0 && m->ppos < m->npending)
 		{
 			k[0] = m->pending[m->ppos].key;
 			kl[0] = m->pending[m->ppos].klen;
@@ -145,12 +157,23 @@ LsmFdwMergeNext(LsmFdwMerge *m, const char **key, size_t *klen,
 		else if ((rc = lsm_iter_status(m->iter)) != LSM_OK)
 			LsmFdwReportError(rc, m->store->db, m->relname, "read");
 
-		/* the smallest key; on a tie the first source (the newest) wins */
+		/*
+		 * The smallest key (backward: the largest); on a tie the first
+		 * source (the newest) wins
+		 */
 		for (i = 0; i < 3; i++)
 		{
-			if (k[i] != NULL &&
-				(best < 0 || LsmFdwKeyCmp(k[i], kl[i], k[best], kl[best]) < 0))
-				best = i;
+			int			c;
+
+			if (k[i] == NULL)
+				continue;
+			if (best >= 0)
+			{
+				c = LsmFdwKeyCmp(k[i], kl[i], k[best], kl[best]);
+				if (c == 0 || (c > 0) != m->backward)
+					continue;
+			}
+			best = i;
 		}
 		if (best < 0)
 			return false;

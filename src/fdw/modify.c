@@ -553,7 +553,7 @@ truncate_one(Relation rel)
 	PG_TRY();
 	{
 		LsmFdwMergeOpen(&m, s, t->relid, t->relname, InvalidCommandId,
-						NULL, 0);
+						false, NULL, 0);
 		while (LsmFdwMergeNext(&m, &key, &klen, &row, &rowlen))
 			LsmFdwPendingWrite(s, t->relname, key, klen, NULL, 0, true,
 							   LSMFDW_BASE_ANY, 0, cid);

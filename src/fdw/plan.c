@@ -22,8 +22,9 @@
  *
  * Full scans, ranges and key lists return rows in key order, which is the
  * key type's btree order (codec.c; for text, only under the "C"
- * collation): their paths carry the pathkey of ORDER BY key when the query
- * wants it, so that no Sort is needed and a LIMIT stops the scan early.
+ * collation), or in descending key order: their paths carry the pathkey of
+ * ORDER BY key [DESC] when the query wants it, so that no Sort is needed
+ * and a LIMIT stops the scan early.
  *
  * A value is usable if it does not depend on the scanned table and is not
  * volatile, the operator is of the key's (column's) btree operator family,
@@ -34,7 +35,7 @@
  * included, stays in the plan's qual list for the executor to check: the
  * result is always what a native table with the same rows would return, and
  * a path may read a little more than its quals select (a range bound
- * clamped to the key type, an exclusive lower bound read inclusively).
+ * clamped to the key type, an exclusive bound read inclusively).
  *
  * Costs: pages are read through the page cache (mmap), at seq_page_cost.
  * A lookup reads about one block; a full scan every page and every entry; a
@@ -161,7 +162,7 @@ static bool key_member_matches(PlannerInfo *root, RelOptInfo *rel,
 							   void *arg);
 static void add_parameterized_paths(PlannerInfo *root, RelOptInfo *baserel,
 									LsmFdwRelInfo *info);
-static List *access_private(LsmFdwAccess access, Node *what);
+static List *access_private(LsmFdwAccess access, Node *what, List *pathkeys);
 
 /* Defines the GUCs of the planner (from _PG_init). */
 void
@@ -259,7 +260,8 @@ LsmFdwGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel,
 										 info->per_tuple,
 										 NIL, NULL, NULL,
 										 access_private(LSMFDW_ACCESS_KEY_LOOKUP,
-														(Node *) info->key_value)));
+														(Node *) info->key_value,
+														NIL)));
 		return;
 	}
 
@@ -275,14 +277,14 @@ LsmFdwGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel,
 			 create_foreignscan_path(root, baserel, NULL, baserel->rows,
 									 info->startup, full, NIL, NULL, NULL,
 									 access_private(LSMFDW_ACCESS_FULL_SCAN,
-													NULL)));
+													NULL, NIL)));
 	if (pathkeys != NIL)
 		add_path(baserel, (Path *)
 				 create_foreignscan_path(root, baserel, NULL, baserel->rows,
 										 info->startup, full, pathkeys, NULL,
 										 NULL,
 										 access_private(LSMFDW_ACCESS_FULL_SCAN,
-														NULL)));
+														NULL, pathkeys)));
 	add_key_list_path(root, baserel, info, pathkeys);
 	add_range_path(root, baserel, info, pathkeys);
 	if (lsm_fdw_value_search != LSMFDW_VALUE_SEARCH_OFF)
@@ -359,10 +361,7 @@ LsmFdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 				bounds = lappend_int(bounds,
 									 s == BTGreaterStrategyNumber ||
 									 s == BTGreaterEqualStrategyNumber
-									 ? LSMFDW_BOUND_LOWER
-									 : s == BTLessStrategyNumber
-									 ? LSMFDW_BOUND_UPPER_STRICT
-									 : LSMFDW_BOUND_UPPER);
+									 ? LSMFDW_BOUND_LOWER : LSMFDW_BOUND_UPPER);
 			}
 			break;
 	}
@@ -389,6 +388,7 @@ LsmFdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 	private = lappend(private, makeInteger(t->cols[column - 1].field));
 	private = lappend(private, makeInteger(strategy));
 	private = lappend(private, makeInteger(row_version));
+	private = lappend(private, lthird(best_path->fdw_private));	/* backward */
 	return make_foreignscan(tlist, scan_clauses, baserel->relid, fdw_exprs,
 							private, NIL, NIL, outer_plan);
 }
@@ -628,9 +628,9 @@ key_list_array(PlannerInfo *root, RelOptInfo *baserel, const LsmFdwTable *t,
 
 /*
  * The pathkeys of key order, if the query's first sort key is the key
- * column ascending and the key's byte order is that sort's order; else
- * NIL.  Descending order is not offered (the engine's iterators only move
- * forward).
+ * column, ascending or descending, and the key's byte order is that sort's
+ * order; else NIL.  Keys are never null, so NULLS FIRST or LAST does not
+ * matter.
  */
 static List *
 key_order_pathkeys(PlannerInfo *root, RelOptInfo *baserel,
@@ -647,7 +647,8 @@ key_order_pathkeys(PlannerInfo *root, RelOptInfo *baserel,
 	opfamily = btree_family(key);
 	if (!OidIsValid(opfamily) ||
 		pk->pk_opfamily != opfamily ||
-		pk->pk_strategy != BTLessStrategyNumber ||
+		(pk->pk_strategy != BTLessStrategyNumber &&
+		 pk->pk_strategy != BTGreaterStrategyNumber) ||
 		(key->codec == LSMFDW_CODEC_TEXT &&
 		 !lc_collate_is_c(pk->pk_eclass->ec_collation)))
 		return NIL;
@@ -689,7 +690,8 @@ add_key_list_path(PlannerInfo *root, RelOptInfo *baserel, LsmFdwRelInfo *info,
 										 nkeys * (seq_page_cost + info->per_tuple),
 										 pathkeys, NULL, NULL,
 										 access_private(LSMFDW_ACCESS_KEY_LIST,
-														(Node *) array)));
+														(Node *) array,
+														pathkeys)));
 		return;
 	}
 }
@@ -731,7 +733,8 @@ add_range_path(PlannerInfo *root, RelOptInfo *baserel, LsmFdwRelInfo *info,
 									 pathkeys, NULL,
 									 NULL,
 									 access_private(LSMFDW_ACCESS_KEY_RANGE,
-													(Node *) bounds)));
+													(Node *) bounds,
+													pathkeys)));
 }
 
 /*
@@ -774,7 +777,8 @@ add_value_search_path(PlannerInfo *root, RelOptInfo *baserel,
 									 NIL, NULL, NULL,
 									 access_private(LSMFDW_ACCESS_VALUE_SEARCH,
 													(Node *) list_make2(makeInteger(best.attno),
-																		best.value))));
+																		best.value),
+													NIL)));
 	return true;
 }
 
@@ -924,13 +928,20 @@ add_parameterized_paths(PlannerInfo *root, RelOptInfo *baserel,
 										 info->startup, info->startup + cost,
 										 NIL, required_outer, NULL,
 										 access_private(access,
-														(Node *) rinfo)));
+														(Node *) rinfo, NIL)));
 	}
 }
 
-/* ForeignPath.fdw_private: the access (Integer), then what it uses. */
+/*
+ * ForeignPath.fdw_private: the access (Integer), what it uses, and whether
+ * it reads in descending key order (Integer; pathkeys from
+ * key_order_pathkeys, or NIL).
+ */
 static List *
-access_private(LsmFdwAccess access, Node *what)
+access_private(LsmFdwAccess access, Node *what, List *pathkeys)
 {
-	return list_make2(makeInteger(access), what);
+	bool		backward = pathkeys != NIL &&
+		linitial_node(PathKey, pathkeys)->pk_strategy == BTGreaterStrategyNumber;
+
+	return list_make3(makeInteger(access), what, makeInteger(backward));
 }

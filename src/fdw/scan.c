@@ -12,6 +12,10 @@
  *					seeks an iterator to the lower bound and stops past the
  *					upper one
  *	full scan		an iterator from the first key to the end
+ *
+ * The last three also run in descending key order when the plan says so
+ * (ORDER BY key DESC): the key list backwards, and the iterators from the
+ * upper bound down to the lower one (lsm_iter_reverse).
  *	value search	lsm_value_search_with on the column's row field with the
  *					encoded value and the planned strategy
  *
@@ -94,8 +98,10 @@ typedef struct LsmFdwScanState
 	/* full scan and key range: committed rows and pending writes merged */
 	LsmFdwMerge merge;
 	bool		merge_open;
+	bool		backward;		/* descending key order */
+	bool		has_lower;
+	StringInfoData lower;
 	bool		has_upper;
-	bool		upper_strict;
 	StringInfoData upper;
 	bool		empty;			/* the bounds exclude every key */
 
@@ -135,7 +141,7 @@ static void fetch_keys(LsmFdwScanState *st, int n, char **keys,
 static bool next_ordered(LsmFdwScanState *st, TupleTableSlot *slot);
 static bool next_found(LsmFdwScanState *st, TupleTableSlot *slot);
 static bool next_searched(LsmFdwScanState *st, TupleTableSlot *slot);
-static bool past_upper(LsmFdwScanState *st, const char *key, size_t klen);
+static bool past_bound(LsmFdwScanState *st, const char *key, size_t klen);
 static bool holds_needle(LsmFdwScanState *st, const char *row,
 						 size_t rowlen);
 static void store_row(LsmFdwScanState *st, TupleTableSlot *slot,
@@ -191,11 +197,14 @@ lsmfdwBeginForeignScan(ForeignScanState *node, int eflags)
 								   LSMFDW_PRIVATE_STRATEGY));
 	st->row_version = intVal(list_nth(plan->fdw_private,
 									  LSMFDW_PRIVATE_ROW_VERSION)) != 0;
+	st->backward = intVal(list_nth(plan->fdw_private,
+								   LSMFDW_PRIVATE_BACKWARD)) != 0;
 	st->instrument = estate->es_instrument != 0;
 	st->curcid = estate->es_snapshot->curcid;
 	st->start_cxt = AllocSetContextCreate(estate->es_query_cxt,
 										  "lsm_fdw scan",
 										  ALLOCSET_DEFAULT_SIZES);
+	initStringInfo(&st->lower);
 	initStringInfo(&st->upper);
 	initStringInfo(&st->needle);
 
@@ -299,6 +308,8 @@ lsmfdwExplainForeignScan(ForeignScanState *node, ExplainState *es)
 	else
 		ExplainPropertyText("LSM Access",
 							psprintf("%s (%s)", names[access], column), es);
+	if (intVal(list_nth(plan->fdw_private, LSMFDW_PRIVATE_BACKWARD)) != 0)
+		ExplainPropertyText("LSM Order", "descending", es);
 	if (access == LSMFDW_ACCESS_VALUE_SEARCH)
 		ExplainPropertyText("LSM Strategy",
 							LsmFdwStrategyName(intVal(list_nth(plan->fdw_private,
@@ -411,6 +422,7 @@ start_scan(ForeignScanState *node, LsmFdwScanState *st)
 	st->ppos = 0;
 	st->staged = NULL;
 	st->empty = false;
+	st->has_lower = false;
 	st->has_upper = false;
 	st->search_done = false;
 	st->started = true;
@@ -607,20 +619,19 @@ fetch_keys(LsmFdwScanState *st, int n, char **keys, size_t *klens)
 
 /*
  * Full scan and key range: evaluates the bounds (the tightest lower and
- * upper bound win), opens an iterator at the lower bound, and finds the
- * pending rows from there.
+ * upper bound win), opens an iterator at the lower bound (backward: the
+ * upper), and finds the pending rows from there.
  */
 static void
 start_range(ForeignScanState *node, LsmFdwScanState *st)
 {
 	ExprContext *econtext = node->ss.ps.ps_ExprContext;
-	StringInfoData lower;
-	bool		has_lower = false;
+	StringInfo	start;
 	ListCell   *lc1;
 	ListCell   *lc2;
 	int			i = 0;
 
-	initStringInfo(&lower);
+	resetStringInfo(&st->lower);
 	resetStringInfo(&st->upper);
 	forboth(lc1, st->value_states, lc2, st->bounds)
 	{
@@ -642,33 +653,29 @@ start_range(ForeignScanState *node, LsmFdwScanState *st)
 			continue;
 		if (!upper)
 		{
-			if (!has_lower ||
-				LsmFdwKeyCmp(b.data, b.len, lower.data, lower.len) > 0)
+			if (!st->has_lower ||
+				LsmFdwKeyCmp(b.data, b.len, st->lower.data, st->lower.len) > 0)
 			{
-				resetStringInfo(&lower);
-				appendBinaryStringInfo(&lower, b.data, b.len);
-				has_lower = true;
+				resetStringInfo(&st->lower);
+				appendBinaryStringInfo(&st->lower, b.data, b.len);
+				st->has_lower = true;
 			}
 		}
-		else
+		else if (!st->has_upper ||
+				 LsmFdwKeyCmp(b.data, b.len, st->upper.data, st->upper.len) < 0)
 		{
-			int			c = st->has_upper
-				? LsmFdwKeyCmp(b.data, b.len, st->upper.data, st->upper.len) : -1;
-
-			if (c < 0 || (c == 0 && kind == LSMFDW_BOUND_UPPER_STRICT))
-			{
-				resetStringInfo(&st->upper);
-				appendBinaryStringInfo(&st->upper, b.data, b.len);
-				st->has_upper = true;
-				st->upper_strict = kind == LSMFDW_BOUND_UPPER_STRICT;
-			}
+			resetStringInfo(&st->upper);
+			appendBinaryStringInfo(&st->upper, b.data, b.len);
+			st->has_upper = true;
 		}
 	}
 
+	start = st->backward ? &st->upper : &st->lower;
 	st->merge_open = true;
 	LsmFdwMergeOpen(&st->merge, st->store, st->table->relid,
-					st->table->relname, st->curcid,
-					has_lower ? lower.data : NULL, lower.len);
+					st->table->relname, st->curcid, st->backward,
+					(st->backward ? st->has_upper : st->has_lower)
+					? start->data : NULL, start->len);
 }
 
 /*
@@ -719,7 +726,8 @@ next_found(LsmFdwScanState *st, TupleTableSlot *slot)
 {
 	while (st->fpos < st->nfound)
 	{
-		LsmFdwPendingRow *r = &st->found[st->fpos++];
+		int			i = st->fpos++;
+		LsmFdwPendingRow *r = &st->found[st->backward ? st->nfound - 1 - i : i];
 
 		if (r->is_delete)
 			continue;
@@ -732,7 +740,7 @@ next_found(LsmFdwScanState *st, TupleTableSlot *slot)
 /*
  * Full scan and key range: stores the next row of the merge (committed rows
  * overlaid with the pending writes the scan sees) in slot, up to the upper
- * bound; returns false at the end.
+ * bound (backward: down to the lower); returns false at the end.
  */
 static bool
 next_ordered(LsmFdwScanState *st, TupleTableSlot *slot)
@@ -744,7 +752,7 @@ next_ordered(LsmFdwScanState *st, TupleTableSlot *slot)
 
 	if (st->empty ||
 		!LsmFdwMergeNext(&st->merge, &key, &klen, &row, &rowlen) ||
-		past_upper(st, key, klen))
+		past_bound(st, key, klen))
 		return false;
 	store_row(st, slot, key, klen, row, rowlen);	/* copies */
 	return true;
@@ -845,16 +853,15 @@ holds_needle(LsmFdwScanState *st, const char *row, size_t rowlen)
 		memcmp(f.data, st->needle.data, f.len) == 0;
 }
 
-/* Whether key is beyond the scan's upper bound. */
+/* Whether key lies beyond the bound where the scan ends. */
 static bool
-past_upper(LsmFdwScanState *st, const char *key, size_t klen)
+past_bound(LsmFdwScanState *st, const char *key, size_t klen)
 {
-	int			c;
-
-	if (!st->has_upper)
-		return false;
-	c = LsmFdwKeyCmp(key, klen, st->upper.data, st->upper.len);
-	return c > 0 || (c == 0 && st->upper_strict);
+	if (st->backward)
+		return st->has_lower &&
+			LsmFdwKeyCmp(key, klen, st->lower.data, st->lower.len) < 0;
+	return st->has_upper &&
+		LsmFdwKeyCmp(key, klen, st->upper.data, st->upper.len) > 0;
 }
 
 /*
