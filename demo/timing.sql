@@ -57,13 +57,15 @@ INSERT INTO demo_timings (n, what, query, runs) VALUES
     (3, '1,000 key lookups (nested loop)',
         format('SELECT count(*) FROM generate_series(1, 1000) g JOIN {t} t ON t.id = g * %s',
                :rows / 1000), 21),
-    (4, 'usr = a frequent user',
+    (4, 'newest 10 (ORDER BY id DESC LIMIT 10)',
+        'SELECT * FROM {t} ORDER BY id DESC LIMIT 10', 21),
+    (5, 'usr = a frequent user',
         'SELECT count(*) FROM {t} WHERE usr = ''user000042''', 5),
-    (5, 'usr = a rare user',
+    (6, 'usr = a rare user',
         'SELECT count(*) FROM {t} WHERE usr = ''user031337''', 5),
-    (6, 'full scan, group by',
+    (7, 'full scan, group by',
         'SELECT lang, count(*) FROM {t} GROUP BY lang', 5),
-    (7, 'join with users',
+    (8, 'join with users',
         'SELECT count(*) FROM {t} t JOIN users u ON u.usr = t.usr WHERE t.lang = ''ko'' AND u.country = ''NZ''', 5);
 
 \echo

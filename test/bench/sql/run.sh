@@ -5,8 +5,10 @@
 #	same rows, in one run, on a throwaway cluster: point selects (pgbench
 #	TPS), equality on a non-key column (every value search strategy, a full
 #	scan, heap sequential scan, btree and bloom indexes), COPY FROM (time
-#	and peak memory of the loading backend), bytes on disk, and a nested
-#	loop join by key.  Results: docs/benchmarks-sql.md.
+#	and peak memory of the loading backend), bytes on disk, a nested loop
+#	join by key, and pages of ten rows in key order, ascending and
+#	descending (ORDER BY id [DESC] LIMIT 10).  Results:
+#	docs/benchmarks-sql.md.
 #
 # usage: sudo test/bench/sql/run.sh [small|full]
 #
@@ -38,7 +40,7 @@
 #   SQLBENCH_SECONDS   seconds of each pgbench run (default 30)
 #   SQLBENCH_RUNS      runs of each workload (default 3)
 #   SQLBENCH_COPY_RUNS runs of each COPY of up to 1M rows (default: RUNS)
-#   SQLBENCH_SECTIONS  which of "disk point eq join" to run after the COPYs
+#   SQLBENCH_SECTIONS  which of "disk point eq join order" to run after the COPYs
 #                      (default all; the COPYs always run: they load the
 #                      tables), e.g. SQLBENCH_SECTIONS=point
 #   SQLBENCH_QUIET_WAIT  seconds to wait, before each timed step, for other
@@ -85,7 +87,7 @@ seconds=${SQLBENCH_SECONDS:-30}
 runs=${SQLBENCH_RUNS:-3}
 big_runs=${SQLBENCH_BIG_RUNS:-1}
 copy_runs=${SQLBENCH_COPY_RUNS:-$runs}
-sections=" ${SQLBENCH_SECTIONS:-disk point eq join} "
+sections=" ${SQLBENCH_SECTIONS:-disk point eq join order} "
 execs=${SQLBENCH_EXECS:-200}
 slow_execs=${SQLBENCH_SLOW_EXECS:-20}
 max_mem_gb=${SQLBENCH_MAX_MEM_GB:-8}
@@ -859,6 +861,56 @@ join_section() {
 }
 
 # ---------------------------------------------------------------------------
+# Workload 6: key order with LIMIT (pages of ten rows)
+
+order_section() {
+	local r side kind q lsm_ms heap_ms
+	# shellcheck disable=SC2016  # $1: the statement's parameter
+	local -A queries=(
+		[asc]='SELECT count(*), sum(hashtextextended(t::text, 0)) FROM (SELECT * FROM t_%s WHERE id > $1::int8 ORDER BY id LIMIT 10) t'
+		[desc]='SELECT count(*), sum(hashtextextended(t::text, 0)) FROM (SELECT * FROM t_%s WHERE id < $1::int8 ORDER BY id DESC LIMIT 10) t'
+		[newest]='SELECT count(*), sum(hashtextextended(t::text, 0)) FROM (SELECT * FROM t_%s ORDER BY id DESC LIMIT 10) t'
+	)
+
+	section "workload 6: ten rows in key order from 1000 random keys, up (asc) and down (desc), and the last ten (newest)"
+	sql "INSERT INTO bench_values
+		 SELECT 'order', array_agg((1 + (hashint8extended(i, 95) & 2147483647) % $query_rows)::text)
+		 FROM generate_series(1, 1000) i" >/dev/null
+	for kind in asc desc newest; do
+		for side in lsm pk; do
+			# shellcheck disable=SC2059  # the query is the format
+			q=$(printf "${queries[$kind]}" "$side")
+			echo "--- $kind: $q"
+			psql_show -c "EXPLAIN ${q//\$1::int8/500}"
+		done
+	done
+	for r in $(seq "$runs"); do
+		for kind in asc desc newest; do
+			for side in lsm pk; do
+				# shellcheck disable=SC2059
+				q=$(printf "${queries[$kind]}" "$side")
+				wait_quiet
+				noise_begin
+				sql "SELECT bench_run('order', '$side', '$kind', $r, '$q',
+					(SELECT vals FROM bench_values WHERE kind = 'order'))" >/dev/null
+				noise_end
+				printf 'run %s  %-6s %-3s (other work %s cores)\n' "$r" "$kind" "$side" "$noise"
+			done
+		done
+	done
+	sql "SELECT bench_check('order')"
+	# a start key near either end gives a short page; most give ten rows
+	sql "SELECT CASE WHEN sum(cnt) >= 9 * count(*) THEN 'ok' END FROM bench_times WHERE section = 'order'" |
+		grep -qx ok || die "WRONG ANSWER: the pages in key order came back short"
+	for kind in asc desc newest; do
+		lsm_ms=$(sql "SELECT median_ms FROM bench_summary WHERE section = 'order' AND variant = 'lsm' AND kind = '$kind'")
+		heap_ms=$(sql "SELECT median_ms FROM bench_summary WHERE section = 'order' AND variant = 'pk' AND kind = '$kind'")
+		result "$(printf 'order_limit_10_%-7s lsm %.4f ms   heap %.4f ms   heap/lsm %.2fx   (server-side, median of %s runs of 1000)' \
+			"$kind" "$lsm_ms" "$heap_ms" "$(calc '%f' "$heap_ms / $lsm_ms")" "$runs")"
+	done
+}
+
+# ---------------------------------------------------------------------------
 
 main() {
 	local n t
@@ -891,6 +943,7 @@ main() {
 	[[ "$sections" != *" point "* ]] || point_section
 	[[ "$sections" != *" eq "* ]] || eq_section
 	[[ "$sections" != *" join "* ]] || join_section
+	[[ "$sections" != *" order "* ]] || order_section
 
 	section "summary ($size, $query_rows rows; see docs/benchmarks-sql.md for the targets)"
 	printf '%s\n' "${summary[@]}"
