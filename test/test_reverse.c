@@ -170,6 +170,19 @@ check_backwards(lsm_iter *it, const rmodel *m, const uint8_t *t, size_t tlen,
 	}
 }
 
+/* Checks a whole backward scan of db against m. */
+static void
+check_full_backward(lsm_db *db, const rmodel *m, const char *what)
+{
+	lsm_iter   *it;
+
+	CHECK_DB_OK(db, lsm_iter_open(db, &it));
+	CHECK_OK(lsm_iter_reverse(it));
+	lsm_iter_seek(it, NULL, 0);
+	check_backwards(it, m, NULL, 0, -1, what);
+	lsm_iter_close(it);
+}
+
 /* A seek target: a candidate key, or one between candidates, or NULL. */
 static const uint8_t *
 random_target(uint64_t *rng, const rmodel *m, uint8_t *buf, size_t *len)
@@ -260,15 +273,7 @@ reverse_random_run(int compact)
 			lsm_iter_close(it);
 		}
 		else if (r < 975)
-		{
-			lsm_iter   *it;
-
-			CHECK_DB_OK(db, lsm_iter_open(db, &it));
-			CHECK_OK(lsm_iter_reverse(it));
-			lsm_iter_seek(it, NULL, 0);
-			check_backwards(it, m, NULL, 0, -1, "full backward scan");
-			lsm_iter_close(it);
-		}
+			check_full_backward(db, m, "full backward scan");
 		else if (held == NULL)
 		{
 			/* an iterator whose snapshot must outlive later changes */
@@ -286,15 +291,7 @@ reverse_random_run(int compact)
 	}
 	if (held != NULL)
 		lsm_iter_close(held);
-	{
-		lsm_iter   *it;
-
-		CHECK_DB_OK(db, lsm_iter_open(db, &it));
-		CHECK_OK(lsm_iter_reverse(it));
-		lsm_iter_seek(it, NULL, 0);
-		check_backwards(it, m, NULL, 0, -1, "final backward scan");
-		lsm_iter_close(it);
-	}
+	check_full_backward(db, m, "final backward scan");
 	CHECK_OK(lsm_close(db));
 	free(m);
 	free(held_model);
