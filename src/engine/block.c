@@ -239,10 +239,65 @@ lsm_block_iter_last(lsm_block_iter *it)
 }
 
 void
-lsm_block_iter_prev(lsm_block_iter *it)
+lsm_block_back_free(lsm_block_back *back)
+{
+	lsm_buf_free(&back->keys);
+	back->data = NULL;
+	back->n = 0;
+}
+
+/* Adds the cursor's entry to back; disables back if it is full. */
+static void
+back_push(lsm_block_back *back, const lsm_block_iter *it)
+{
+	int			i = back->n;
+
+	if (i == LSM_BLOCK_BACK_MAX ||
+		lsm_buf_append(&back->keys, it->key.data, it->key.len) != LSM_OK)
+	{
+		back->data = NULL;
+		return;
+	}
+	back->e[i].off = it->off;
+	back->e[i].next_off = it->next_off;
+	back->e[i].kpos = back->keys.len - it->key.len;
+	back->e[i].klen = it->key.len;
+	back->e[i].val = it->val;
+	back->e[i].vlen = it->vlen;
+	back->n++;
+}
+
+/* Positions the cursor on back's last entry, taking it out. */
+static void
+back_pop(lsm_block_back *back, lsm_block_iter *it)
+{
+	int			i = --back->n;
+
+	if (!key_reserve(it, back->e[i].klen))
+	{
+		it->valid = false;
+		it->corrupt = true;		/* as decode_next reports it */
+		return;
+	}
+	memcpy(it->key.data, back->keys.data + back->e[i].kpos, back->e[i].klen);
+	it->key.len = back->e[i].klen;
+	it->off = back->e[i].off;
+	it->next_off = back->e[i].next_off;
+	it->val = back->e[i].val;
+	it->vlen = back->e[i].vlen;
+	it->restart_idx = back->restart;
+	it->valid = true;
+}
+
+void
+lsm_block_iter_prev(lsm_block_iter *it, lsm_block_back *back)
 {
 	size_t		cur = it->off;
 	uint32_t	r = it->restart_idx;
+
+	if (back != NULL && back->data == it->data && back->n > 0 &&
+		back->e[back->n - 1].next_off == cur)
+		return back_pop(back, it);
 
 	/* the restart block holding the entry before cur */
 	while (restart_off(it, r) >= cur)
@@ -255,7 +310,20 @@ lsm_block_iter_prev(lsm_block_iter *it)
 		r--;
 	}
 	lsm_block_iter_seek_restart(it, r);
-	decode_until(it, cur);
+	if (back != NULL)
+	{
+		back->data = it->data;
+		back->restart = r;
+		back->n = 0;
+		back->keys.len = 0;
+	}
+	/* on to the entry before cur, keeping the ones passed on the way */
+	while (it->valid && it->next_off < cur)
+	{
+		if (back != NULL && back->data != NULL)
+			back_push(back, it);
+		decode_next(it);
+	}
 }
 
 void

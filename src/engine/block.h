@@ -74,13 +74,40 @@ void		lsm_block_iter_first(lsm_block_iter *it);
 void		lsm_block_iter_next(lsm_block_iter *it);
 
 /*
+ * The entries of one restart block that a step back decoded on its way to
+ * the entry it wanted, so that the next steps back take them from here
+ * (RocksDB keeps the same cache).  Belongs to whoever steps back through a
+ * block, not to the cursor: point lookups never need it.
+ */
+#define LSM_BLOCK_BACK_MAX 32
+typedef struct lsm_block_back
+{
+	const uint8_t *data;		/* the block's entries; NULL: empty */
+	uint32_t	restart;		/* their restart block */
+	int			n;				/* entries cached, in order */
+	struct
+	{
+		size_t		off;
+		size_t		next_off;
+		size_t		kpos;		/* key at keys.data + kpos */
+		size_t		klen;
+		const uint8_t *val;
+		size_t		vlen;
+	}			e[LSM_BLOCK_BACK_MAX];
+	lsm_buf		keys;
+} lsm_block_back;
+
+void		lsm_block_back_free(lsm_block_back *back);
+
+/*
  * Backwards: the last entry, and the entry before the current one (invalid
  * before the first).  Entries are decoded forwards only, so a step back
- * rescans from the restart point before the current entry: up to
- * restart_interval decodes, as in LevelDB.
+ * decodes again from the restart point before the current entry (up to
+ * restart_interval entries, as LevelDB's Prev does) unless back (may be
+ * NULL) holds the entry from an earlier step.
  */
 void		lsm_block_iter_last(lsm_block_iter *it);
-void		lsm_block_iter_prev(lsm_block_iter *it);
+void		lsm_block_iter_prev(lsm_block_iter *it, lsm_block_back *back);
 
 /* Positions on the first entry with key >= target. */
 void		lsm_block_iter_seek(lsm_block_iter *it, const uint8_t *target,

@@ -527,6 +527,7 @@ typedef struct table_iter
 	lsm_table  *t;
 	lsm_block_iter index;
 	lsm_block_iter block;
+	lsm_block_back back;		/* of block, for steps back */
 	bool		in_block;
 } table_iter;
 
@@ -573,7 +574,7 @@ ti_settle(table_iter *it, bool back)
 		if (it->in_block)
 		{
 			if (back)
-				lsm_block_iter_prev(&it->index);
+				lsm_block_iter_prev(&it->index, NULL);
 			else
 				lsm_block_iter_next(&it->index);
 			it->in_block = false;
@@ -676,7 +677,7 @@ ti_seek_back(lsm_iiter *base, const uint8_t *key, size_t klen)
 		lsm_block_iter_last(&it->block);
 	else if (it->block.valid &&
 			 lsm_key_cmp(it->block.key.data, it->block.key.len, key, klen) > 0)
-		lsm_block_iter_prev(&it->block);
+		lsm_block_iter_prev(&it->block, &it->back);
 	ti_settle(it, true);
 }
 
@@ -685,7 +686,7 @@ ti_prev(lsm_iiter *base)
 {
 	table_iter *it = (table_iter *) base;
 
-	lsm_block_iter_prev(&it->block);
+	lsm_block_iter_prev(&it->block, &it->back);
 	ti_settle(it, true);
 }
 
@@ -696,6 +697,7 @@ ti_destroy(lsm_iiter *base)
 
 	lsm_block_iter_free(&it->index);
 	lsm_block_iter_free(&it->block);
+	lsm_block_back_free(&it->back);
 	lsm_table_unref(it->t);
 	free(it);
 }
