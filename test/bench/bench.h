@@ -58,7 +58,8 @@ typedef struct bench_config
  * get returns 1 and a value (released with free_value) if the key is found,
  * 0 if it is absent.  multi_get sets vals[i] to a value (free_value) or to
  * NULL for an absent key.  iter_seek with key NULL positions on the first
- * entry.  sstables fills per_level[0..BENCH_MAX_LEVELS-1] and returns the
+ * entry; iter_seek_last positions a fresh iterator on the last entry, and
+ * iter_prev then moves back.  sstables fills per_level[0..BENCH_MAX_LEVELS-1] and returns the
  * total, or -1 if the engine does not say.  memory writes the engine's own
  * account of its memory use into buf.
  *
@@ -88,6 +89,8 @@ typedef struct bench_driver
 	void		(*iter_seek) (void *it, const char *key, size_t key_len);
 	int			(*iter_valid) (void *it);
 	void		(*iter_next) (void *it);
+	void		(*iter_seek_last) (void *it);
+	void		(*iter_prev) (void *it);
 	const char *(*iter_key) (void *it, size_t *key_len);
 	const char *(*iter_value) (void *it, size_t *val_len);
 	void		(*iter_close) (void *it);

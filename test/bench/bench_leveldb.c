@@ -216,6 +216,18 @@ ldb_iter_next(void *it)
 	leveldb_iter_next(((ldb_iter *) it)->it);
 }
 
+static void
+ldb_iter_seek_last(void *it)
+{
+	leveldb_iter_seek_to_last(((ldb_iter *) it)->it);
+}
+
+static void
+ldb_iter_prev(void *it)
+{
+	leveldb_iter_prev(((ldb_iter *) it)->it);
+}
+
 static const char *
 ldb_iter_key(void *it, size_t *key_len)
 {
@@ -310,6 +322,8 @@ const bench_driver bench_leveldb_driver = {
 	.iter_seek = ldb_iter_seek,
 	.iter_valid = ldb_iter_valid,
 	.iter_next = ldb_iter_next,
+	.iter_seek_last = ldb_iter_seek_last,
+	.iter_prev = ldb_iter_prev,
 	.iter_key = ldb_iter_key,
 	.iter_value = ldb_iter_value,
 	.iter_close = ldb_iter_close,

@@ -309,6 +309,17 @@ lsmb_iter_next(void *it)
 	lsm_iter_next(((lsm_bench_iter *) it)->it);
 }
 
+/* Turns the fresh iterator backwards and positions it on the last key. */
+static void
+lsmb_iter_seek_last(void *it)
+{
+	lsm_iter   *li = ((lsm_bench_iter *) it)->it;
+
+	if (lsm_iter_reverse(li) != LSM_OK)
+		bench_fatal("lsm", "iter_seek_last", "iterator already positioned");
+	lsm_iter_seek(li, NULL, 0);
+}
+
 static const char *
 lsmb_iter_key(void *it, size_t *key_len)
 {
@@ -549,6 +560,8 @@ const bench_driver bench_lsm_driver = {
 	.iter_seek = lsmb_iter_seek,
 	.iter_valid = lsmb_iter_valid,
 	.iter_next = lsmb_iter_next,
+	.iter_seek_last = lsmb_iter_seek_last,
+	.iter_prev = lsmb_iter_next,	/* a reverse iterator's next */
 	.iter_key = lsmb_iter_key,
 	.iter_value = lsmb_iter_value,
 	.iter_close = lsmb_iter_close,
@@ -574,6 +587,8 @@ const bench_driver bench_lsm_shared_driver = {
 	.iter_seek = lsmb_iter_seek,
 	.iter_valid = lsmb_iter_valid,
 	.iter_next = lsmb_iter_next,
+	.iter_seek_last = lsmb_iter_seek_last,
+	.iter_prev = lsmb_iter_next,	/* a reverse iterator's next */
 	.iter_key = lsmb_iter_key,
 	.iter_value = lsmb_iter_value,
 	.iter_close = lsmb_iter_close,

@@ -278,6 +278,18 @@ rocks_iter_next(void *it)
 	rocksdb_iter_next(((rocks_iter *) it)->it);
 }
 
+static void
+rocks_iter_seek_last(void *it)
+{
+	rocksdb_iter_seek_to_last(((rocks_iter *) it)->it);
+}
+
+static void
+rocks_iter_prev(void *it)
+{
+	rocksdb_iter_prev(((rocks_iter *) it)->it);
+}
+
 static const char *
 rocks_iter_key(void *it, size_t *key_len)
 {
@@ -388,6 +400,8 @@ const bench_driver bench_rocksdb_driver = {
 	.iter_seek = rocks_iter_seek,
 	.iter_valid = rocks_iter_valid,
 	.iter_next = rocks_iter_next,
+	.iter_seek_last = rocks_iter_seek_last,
+	.iter_prev = rocks_iter_prev,
 	.iter_key = rocks_iter_key,
 	.iter_value = rocks_iter_value,
 	.iter_close = rocks_iter_close,

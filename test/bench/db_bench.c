@@ -55,7 +55,7 @@
 #define VALUE_POOL_SIZE (1 << 20)
 #define DEFAULT_DB_DIR	"/tmp/lsm_db_bench"
 #define DEFAULT_BENCHMARKS \
-	"fillseq,fillrandom,readrandom,readmissing,readseq,seekrandom,multiget"
+	"fillseq,fillrandom,readrandom,readmissing,readseq,readreverse,seekrandom,multiget"
 
 /* What a workload does to the store, and so what it needs first. */
 typedef enum workload_kind
@@ -117,6 +117,7 @@ static void wl_fillrandom(engine_state *e, uint64_t seed, run_result *rr);
 static void wl_readrandom(engine_state *e, uint64_t seed, run_result *rr);
 static void wl_readmissing(engine_state *e, uint64_t seed, run_result *rr);
 static void wl_readseq(engine_state *e, uint64_t seed, run_result *rr);
+static void wl_readreverse(engine_state *e, uint64_t seed, run_result *rr);
 static void wl_seekrandom(engine_state *e, uint64_t seed, run_result *rr);
 static void wl_multiget(engine_state *e, uint64_t seed, run_result *rr);
 
@@ -126,6 +127,7 @@ static const workload workloads[] = {
 	{"readrandom", WL_READ, wl_readrandom, "get existing keys, random order"},
 	{"readmissing", WL_READ, wl_readmissing, "get absent keys, random order"},
 	{"readseq", WL_READ, wl_readseq, "iterate over the whole store"},
+	{"readreverse", WL_READ, wl_readreverse, "iterate backwards over the whole store"},
 	{"seekrandom", WL_READ, wl_seekrandom, "seek to a random key, read one"},
 	{"multiget", WL_READ, wl_multiget, "batches of 64 existing keys"},
 	{"filterfpr", WL_LSM_STATS, NULL, "ours: key filter FPR (--filter_fpr)"},
@@ -519,6 +521,41 @@ key_add_two(char *key)
 	}
 }
 
+/* Subtracts 2 from a 16-digit decimal key (at least 2) in place. */
+static void
+key_sub_two(char *key)
+{
+	int			i = BENCH_KEY_SIZE - 1;
+	int			borrow = 2;
+
+	while (borrow && i >= 0)
+	{
+		int			d = key[i] - '0' - borrow;
+
+		borrow = d < 0;
+		key[i] = (char) ('0' + (d < 0 ? d + 10 : d));
+		i--;
+	}
+}
+
+/* Fails unless the iterator's entry is key expect with its 100-byte value. */
+static void
+check_entry(engine_state *e, void *it, const char *what, uint64_t count,
+			const char *expect)
+{
+	size_t		klen;
+	size_t		vlen;
+	const char *k = e->drv->iter_key(it, &klen);
+	const char *v = e->drv->iter_value(it, &vlen);
+
+	if (klen != BENCH_KEY_SIZE || memcmp(k, expect, BENCH_KEY_SIZE) != 0 ||
+		vlen != BENCH_VALUE_SIZE || memcmp(v, k, BENCH_KEY_SIZE) != 0)
+		bench_fatal(e->drv->name, what,
+					"entry %llu is \"%.*s\" (%zu-byte value), expected "
+					"\"%.16s\"", (unsigned long long) count,
+					(int) (klen < 64 ? klen : 64), k, vlen, expect);
+}
+
 /*
  * readseq: iterates over the whole store; entry i must be key 2*i+1 with a
  * 100-byte value that starts with its key.
@@ -537,19 +574,38 @@ wl_readseq(engine_state *e, uint64_t seed, run_result *rr)
 	for (e->drv->iter_seek(it, NULL, 0); e->drv->iter_valid(it);
 		 e->drv->iter_next(it))
 	{
-		size_t		klen;
-		size_t		vlen;
-		const char *k = e->drv->iter_key(it, &klen);
-		const char *v = e->drv->iter_value(it, &vlen);
-
-		if (klen != BENCH_KEY_SIZE || memcmp(k, expect, BENCH_KEY_SIZE) != 0 ||
-			vlen != BENCH_VALUE_SIZE || memcmp(v, k, BENCH_KEY_SIZE) != 0)
-			bench_fatal(e->drv->name, "readseq",
-						"entry %llu is \"%.*s\" (%zu-byte value), expected "
-						"\"%.16s\"", (unsigned long long) count,
-						(int) (klen < 64 ? klen : 64), k, vlen, expect);
+		check_entry(e, it, "readseq", count, expect);
 		count++;
 		key_add_two(expect);
+	}
+	e->drv->iter_close(it);
+	rr->micros = bench_now_micros() - start;
+	rr->ops = count;
+	rr->found = count;
+	rr->expected = config.num;
+}
+
+/*
+ * readreverse: iterates backwards over the whole store; entry i must be key
+ * 2*(num-1-i)+1.
+ */
+static void
+wl_readreverse(engine_state *e, uint64_t seed, run_result *rr)
+{
+	char		expect[BENCH_KEY_SIZE];
+	uint64_t	count = 0;
+	void	   *it;
+	double		start = bench_now_micros();
+
+	(void) seed;
+	bench_format_key(expect, 2 * config.num - 1);
+	it = e->drv->iter_open(e->db);
+	for (e->drv->iter_seek_last(it); e->drv->iter_valid(it);
+		 e->drv->iter_prev(it))
+	{
+		check_entry(e, it, "readreverse", count, expect);
+		if (++count < config.num)
+			key_sub_two(expect);
 	}
 	e->drv->iter_close(it);
 	rr->micros = bench_now_micros() - start;
