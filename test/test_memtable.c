@@ -15,6 +15,12 @@
  * as its children, from 1 to 200 of them: with few children it scans for
  * the minimum, with many it keeps a heap; both must give the newest
  * version of every key once, in order, after any seek.
+ *
+ * Backwards (seek_back and prev): reverse_against_model at snapshots that
+ * hide the newest versions of many keys, against the model and against
+ * the forward scan reversed; reverse_hidden_versions by hand; and
+ * merge_reverse_many_children, the merging iterator backwards over 1 to
+ * 200 memtables read at a snapshot.
  */
 #include "harness.h"
 
@@ -902,6 +908,516 @@ TEST(merge_many_children)
 	}
 }
 
+/* ---------------------------------------------------------------------- */
+/* Backwards. */
+
+/*
+ * Model index of the newest version visible at snap of the last key that
+ * has one among the versions m->v[0..end), where end is the first version
+ * of a key or m->n; m->n if no key there has a visible version.  (Versions
+ * of a key are contiguous, newest first.)
+ */
+static size_t
+model_back_from(const model *m, size_t end, uint64_t snap)
+{
+	while (end > 0)
+	{
+		size_t		start = end - 1,
+					i;
+
+		while (start > 0 &&
+			   lsm_key_cmp(m->v[start - 1].key, m->v[start - 1].klen,
+						   m->v[end - 1].key, m->v[end - 1].klen) == 0)
+			start--;
+		for (i = start; i < end; i++)
+			if (m->v[i].seq <= snap)
+				return i;
+		end = start;			/* every version of that key is too new */
+	}
+	return m->n;
+}
+
+/*
+ * Model index of the entry a seek back to key lands on at snap (the last
+ * key <= key with a visible version; key NULL: the last such key), or m->n.
+ */
+static size_t
+model_seek_back(const model *m, const uint8_t *key, size_t klen,
+				uint64_t snap)
+{
+	size_t		lo = 0,
+				hi = m->n;
+
+	if (key == NULL)
+		return model_back_from(m, m->n, snap);
+	/* the first version of a key > key */
+	while (lo < hi)
+	{
+		size_t		mid = lo + (hi - lo) / 2;
+
+		if (lsm_key_cmp(m->v[mid].key, m->v[mid].klen, key, klen) <= 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return model_back_from(m, lo, snap);
+}
+
+/* Model index of the entry a step back from entry i lands on, or m->n. */
+static size_t
+model_prev(const model *m, size_t i, uint64_t snap)
+{
+	size_t		start = i;
+
+	while (start > 0 &&
+		   lsm_key_cmp(m->v[start - 1].key, m->v[start - 1].klen,
+					   m->v[i].key, m->v[i].klen) == 0)
+		start--;
+	return model_back_from(m, start, snap);
+}
+
+/* check_at, first saying which step of which snapshot went wrong. */
+static void
+check_at_step(const lsm_iiter *it, const model *m, size_t i, uint64_t snap,
+			  const char *what)
+{
+	bool		want = i < m->n;
+
+	if (it->valid != want ||
+		(want && (lsm_key_cmp(it->key, it->klen, m->v[i].key,
+							  m->v[i].klen) != 0 || it->seq != m->v[i].seq)))
+		harness_note(__FILE__, __LINE__, "%s at snapshot %" PRIu64
+					 ": expected %s", what, snap,
+					 want ? "another version" : "the end");
+	check_at(it, m, i);
+}
+
+/* A random key of 0..5 bytes, most of them from the model's alphabet. */
+static size_t
+random_probe(uint64_t *rnd, uint8_t *key)
+{
+	static const uint8_t alphabet[] = {0x00, 0x01, 'a', 0xff, 0x02, 'b'};
+	size_t		klen = harness_rand64(rnd) % 6,
+				j;
+
+	for (j = 0; j < klen; j++)
+		key[j] = alphabet[harness_rand64(rnd) % sizeof(alphabet)];
+	return klen;
+}
+
+/*
+ * Backwards against the model, at snapshots that hide the newest versions
+ * of many keys (and every version of some): a whole backward scan gives,
+ * from the last key, the newest visible version of every key with one,
+ * tombstones included, and is exactly the forward scan reversed; a seek
+ * back to every version's key and to random keys, and a few steps back
+ * from there, land where the model says; and a random walk switches
+ * between seek, next, seek_back and prev as iter.h's protocol allows.
+ */
+TEST(reverse_against_model)
+{
+	uint64_t	rnd = harness_seed() ^ 0x5eb4c;
+	lsm_memtable *mt = lsm_memtable_new();
+	model		m;
+	lsm_err		e;
+	uint64_t	snaps[] = {0, 1, 2, 17, 100, 333, 999, 1000, 1500, UINT64_MAX};
+	size_t		s;
+
+	CHECK(mt != NULL);
+	model_fill(&m, mt, 1500, &rnd);
+	lsm_err_clear(&e);
+	for (s = 0; s < sizeof(snaps) / sizeof(snaps[0]); s++)
+	{
+		uint64_t	snap = snaps[s];
+		lsm_iiter  *it = lsm_memtable_iter(mt, snap, &e);
+		version    *fwd = calloc(m.n, sizeof(version));
+		size_t		nf = 0,
+					nb = 0,
+					mi,
+					i;
+		int			step;
+		bool		back = false;
+
+		CHECK(it != NULL && fwd != NULL);
+
+		/* forwards, recorded */
+		for (lsm_iiter_seek(it, NULL, 0); it->valid; lsm_iiter_next(it))
+		{
+			version    *v = &fwd[nf++];
+
+			CHECK(nf <= m.n && it->klen <= sizeof(v->key) &&
+				  it->vlen <= sizeof(v->val));
+			memcpy(v->key, it->key, it->klen);
+			v->klen = it->klen;
+			v->seq = it->seq;
+			v->kind = it->del ? LSM_KIND_DEL : LSM_KIND_PUT;
+			memcpy(v->val, it->val, it->vlen);
+			v->vlen = it->vlen;
+		}
+		CHECK_EQ(it->rc, LSM_OK);
+
+		/* backwards: the model from its end, the forward scan reversed */
+		lsm_iiter_seek_back(it, NULL, 0);
+		for (mi = model_seek_back(&m, NULL, 0, snap); mi < m.n;
+			 mi = model_prev(&m, mi, snap))
+		{
+			const version *f;
+
+			check_at_step(it, &m, mi, snap, "backward scan");
+			CHECK_MSG(nb < nf, "snapshot %" PRIu64 ": backward scan longer "
+					  "than the forward one (%zu)", snap, nf);
+			f = &fwd[nf - 1 - nb];
+			CHECK_MEMEQ(it->key, it->klen, f->key, f->klen);
+			CHECK_EQ_U(it->seq, f->seq);
+			CHECK_EQ(it->del, f->kind == LSM_KIND_DEL);
+			CHECK_MEMEQ(it->val, it->vlen, f->val, f->vlen);
+			nb++;
+			lsm_iiter_prev(it);
+		}
+		check_at_step(it, &m, m.n, snap, "backward scan");
+		CHECK_EQ_U(nb, nf);
+		if (snap == 0)
+			CHECK_EQ_U(nb, 0);
+
+		/* seek back to every version's key and to random keys, step back */
+		for (i = 0; i < m.n + 300; i++)
+		{
+			uint8_t		key[8];
+			size_t		klen,
+						j;
+
+			if (i < m.n)
+			{
+				klen = m.v[i].klen;
+				memcpy(key, m.v[i].key, klen);
+			}
+			else
+				klen = random_probe(&rnd, key);
+			lsm_iiter_seek_back(it, key, klen);
+			mi = model_seek_back(&m, key, klen, snap);
+			check_at_step(it, &m, mi, snap, "seek back");
+			for (j = 0; j < 3 && mi < m.n; j++)
+			{
+				lsm_iiter_prev(it);
+				mi = model_prev(&m, mi, snap);
+				check_at_step(it, &m, mi, snap, "step back after a seek back");
+			}
+		}
+
+		/* a random walk, changing direction at every seek */
+		mi = m.n;
+		for (step = 0; step < 3000; step++)
+		{
+			uint64_t	r = harness_rand64(&rnd) % 8;
+
+			if (r < 2 || mi >= m.n)
+			{
+				uint8_t		key[8];
+				size_t		klen = random_probe(&rnd, key);
+				const uint8_t *kp = harness_rand64(&rnd) % 8 == 0 ? NULL : key;
+
+				back = r % 2 == 1;
+				if (back)
+				{
+					lsm_iiter_seek_back(it, kp, klen);
+					mi = model_seek_back(&m, kp, klen, snap);
+				}
+				else
+				{
+					lsm_iiter_seek(it, kp, klen);
+					mi = model_seek(&m, kp, klen, snap);
+				}
+			}
+			else if (back)
+			{
+				lsm_iiter_prev(it);
+				mi = model_prev(&m, mi, snap);
+			}
+			else
+			{
+				lsm_iiter_next(it);
+				mi = model_next(&m, mi, snap);
+			}
+			check_at_step(it, &m, mi, snap, back ? "walk back" : "walk on");
+		}
+		free(fwd);
+		lsm_iiter_destroy(it);
+	}
+	free(m.v);
+	lsm_memtable_unref(mt);
+}
+
+/* The iterator is on key with seq, a tombstone or val. */
+static void
+check_entry(const lsm_iiter *it, const char *key, size_t klen, uint64_t seq,
+			const char *val)
+{
+	CHECK_MSG(it->valid, "iterator ended, expected %s@%" PRIu64, key, seq);
+	CHECK_MEMEQ(it->key, it->klen, key, klen);
+	CHECK_EQ_U(it->seq, seq);
+	CHECK_EQ(it->del, val == NULL);
+	if (val != NULL)
+		CHECK_MEMEQ(it->val, it->vlen, val, strlen(val));
+}
+
+/*
+ * Backwards past versions the snapshot does not see: keys whose only
+ * versions are too new at the end, at the start and between visible ones,
+ * and keys whose newest version is too new (an older one shows instead),
+ * a tombstone and a prefix key among them.
+ */
+TEST(reverse_hidden_versions)
+{
+	lsm_memtable *mt = lsm_memtable_new();
+	lsm_iiter  *it;
+	lsm_err		e;
+
+	CHECK(mt != NULL);
+	CHECK_OK(lsm_memtable_add(mt, 9, LSM_KIND_PUT, "0", 1, "09", 2));
+	CHECK_OK(lsm_memtable_add(mt, 1, LSM_KIND_PUT, "a", 1, "a1", 2));
+	CHECK_OK(lsm_memtable_add(mt, 5, LSM_KIND_PUT, "b", 1, "b5", 2));
+	CHECK_OK(lsm_memtable_add(mt, 2, LSM_KIND_PUT, "c", 1, "c2", 2));
+	CHECK_OK(lsm_memtable_add(mt, 6, LSM_KIND_DEL, "c", 1, NULL, 0));
+	CHECK_OK(lsm_memtable_add(mt, 3, LSM_KIND_DEL, "c\0", 2, NULL, 0));
+	CHECK_OK(lsm_memtable_add(mt, 8, LSM_KIND_PUT, "c\0", 2, "c8", 2));
+	CHECK_OK(lsm_memtable_add(mt, 7, LSM_KIND_PUT, "d", 1, "d7", 2));
+	lsm_err_clear(&e);
+
+	/* at 4: 0, b and d are too new; c shows its put, c\0 its tombstone */
+	it = lsm_memtable_iter(mt, 4, &e);
+	CHECK(it != NULL);
+	lsm_iiter_seek_back(it, NULL, 0);
+	check_entry(it, "c\0", 2, 3, NULL);
+	lsm_iiter_prev(it);
+	check_entry(it, "c", 1, 2, "c2");
+	lsm_iiter_prev(it);
+	check_entry(it, "a", 1, 1, "a1");
+	lsm_iiter_prev(it);
+	CHECK(!it->valid);
+	CHECK_EQ(it->rc, LSM_OK);
+	lsm_iiter_seek_back(it, (const uint8_t *) "d", 1);
+	check_entry(it, "c\0", 2, 3, NULL);
+	lsm_iiter_seek_back(it, (const uint8_t *) "c\0", 2);
+	check_entry(it, "c\0", 2, 3, NULL);
+	lsm_iiter_seek_back(it, (const uint8_t *) "c", 1);
+	check_entry(it, "c", 1, 2, "c2");
+	lsm_iiter_seek_back(it, (const uint8_t *) "b\xff", 2);
+	check_entry(it, "a", 1, 1, "a1");
+	lsm_iiter_seek_back(it, (const uint8_t *) "b", 1);
+	check_entry(it, "a", 1, 1, "a1");
+	lsm_iiter_seek_back(it, (const uint8_t *) "a", 1);
+	check_entry(it, "a", 1, 1, "a1");
+	lsm_iiter_seek_back(it, (const uint8_t *) "0", 1);
+	CHECK(!it->valid);
+	lsm_iiter_seek_back(it, (const uint8_t *) "", 0);
+	CHECK(!it->valid);
+	lsm_iiter_destroy(it);
+
+	/* at 6: b shows, c is a tombstone */
+	it = lsm_memtable_iter(mt, 6, &e);
+	CHECK(it != NULL);
+	lsm_iiter_seek_back(it, (const uint8_t *) "z", 1);
+	check_entry(it, "c\0", 2, 3, NULL);
+	lsm_iiter_prev(it);
+	check_entry(it, "c", 1, 6, NULL);
+	lsm_iiter_prev(it);
+	check_entry(it, "b", 1, 5, "b5");
+	lsm_iiter_prev(it);
+	check_entry(it, "a", 1, 1, "a1");
+	lsm_iiter_prev(it);
+	CHECK(!it->valid);
+	lsm_iiter_destroy(it);
+
+	/* at 0 nothing, at 9 everything */
+	it = lsm_memtable_iter(mt, 0, &e);
+	CHECK(it != NULL);
+	lsm_iiter_seek_back(it, NULL, 0);
+	CHECK(!it->valid);
+	lsm_iiter_seek_back(it, (const uint8_t *) "c", 1);
+	CHECK(!it->valid);
+	lsm_iiter_destroy(it);
+	it = lsm_memtable_iter(mt, 9, &e);
+	CHECK(it != NULL);
+	lsm_iiter_seek_back(it, NULL, 0);
+	check_entry(it, "d", 1, 7, "d7");
+	lsm_iiter_prev(it);
+	check_entry(it, "c\0", 2, 8, "c8");
+	lsm_iiter_prev(it);
+	check_entry(it, "c", 1, 6, NULL);
+	lsm_iiter_prev(it);
+	check_entry(it, "b", 1, 5, "b5");
+	lsm_iiter_prev(it);
+	check_entry(it, "a", 1, 1, "a1");
+	lsm_iiter_prev(it);
+	check_entry(it, "0", 1, 9, "09");
+	lsm_iiter_prev(it);
+	CHECK(!it->valid);
+	CHECK_EQ(it->rc, LSM_OK);
+	lsm_iiter_destroy(it);
+	lsm_memtable_unref(mt);
+}
+
+/*
+ * The merging iterator backwards over n memtables (1 to 200: a linear
+ * scan for the largest key, or a heap) holding one or two versions of
+ * random keys each, read at a snapshot that hides about half the versions:
+ * per key the visible version with the highest sequence, tombstones
+ * included, from the last key <= the target down to the first, after seeks
+ * back to keys, between keys, before the first, after the last and NULL;
+ * and forwards again after each backward pass.
+ */
+TEST(merge_reverse_many_children)
+{
+	static const int counts[] = {1, 2, 8, 9, 17, 64, 200};
+	uint64_t	rng = harness_seed() ^ 0x7e7e4;
+	uint64_t	snap = UINT64_C(1) << 51;
+	int			c;
+
+	for (c = 0; c < (int) (sizeof(counts) / sizeof(counts[0])); c++)
+	{
+		enum
+		{
+			NKEY = 300
+		};
+		int			n = counts[c],
+					i,
+					k,
+					round;
+		uint64_t	best_seq[NKEY];
+		int			best_kind[NKEY];
+		lsm_memtable **mts = calloc((size_t) n, sizeof(lsm_memtable *));
+		lsm_iiter **kids = calloc((size_t) n, sizeof(lsm_iiter *));
+		lsm_iiter  *m;
+		lsm_err		e;
+
+		CHECK(mts != NULL && kids != NULL);
+		lsm_err_clear(&e);
+		memset(best_seq, 0, sizeof(best_seq));
+		memset(best_kind, 0, sizeof(best_kind));
+		for (i = 0; i < n; i++)
+		{
+			mts[i] = lsm_memtable_new();
+			CHECK(mts[i] != NULL);
+			for (k = 0; k < NKEY; k++)
+			{
+				int			nv,
+							v;
+
+				if (harness_rand64(&rng) % 4 != 0)
+					continue;
+				nv = 1 + (int) (harness_rand64(&rng) % 2);
+				for (v = 0; v < nv; v++)
+				{
+					char		key[16],
+								val[32];
+					uint64_t	seq = 1 + (harness_rand64(&rng) >> 12);
+					int			kind = harness_rand64(&rng) % 5 == 0 ?
+						LSM_KIND_DEL : LSM_KIND_PUT;
+
+					sprintf(key, "k%04d", k);
+					sprintf(val, "%d:%" PRIu64, k, seq);
+					CHECK_OK(lsm_memtable_add(mts[i], seq, kind, key, 5, val,
+											  kind == LSM_KIND_PUT ?
+											  strlen(val) : 0));
+					CHECK(seq != best_seq[k]);
+					if (seq <= snap && seq > best_seq[k])
+					{
+						best_seq[k] = seq;
+						best_kind[k] = kind;
+					}
+				}
+			}
+			kids[i] = lsm_memtable_iter(mts[i], snap, &e);
+			CHECK(kids[i] != NULL);
+		}
+		m = lsm_merge_iter_new(kids, n, &e);
+		CHECK(m != NULL);
+		for (round = 0; round < 24; round++)
+		{
+			char		target[16];
+			size_t		tlen = 0;
+			int			from,
+						fwd;
+
+			/* the target: NULL, before, after, at or between keys */
+			switch (round < 4 ? round : 4 + (int) (harness_rand64(&rng) % 3))
+			{
+				case 0:
+					from = NKEY - 1;
+					break;
+				case 1:
+					from = -1;
+					tlen = 0;	/* the empty key */
+					break;
+				case 2:
+					from = NKEY - 1;
+					tlen = (size_t) sprintf(target, "l");
+					break;
+				case 3:
+					from = -1;
+					tlen = (size_t) sprintf(target, "k");
+					break;
+				case 4:
+					from = (int) (harness_rand64(&rng) % NKEY);
+					tlen = (size_t) sprintf(target, "k%04d", from);
+					break;
+				default:
+					/* k0042 and a byte: after k0042, before k0043 */
+					from = (int) (harness_rand64(&rng) % NKEY);
+					tlen = (size_t) sprintf(target, "k%04d", from);
+					target[tlen++] = harness_rand64(&rng) % 2 ? '\0' : '\xff';
+					break;
+			}
+			lsm_iiter_seek_back(m, round == 0 ? NULL : (const uint8_t *) target,
+								tlen);
+			for (k = from; k >= 0; k--)
+			{
+				char		want[32];
+
+				if (best_seq[k] == 0)
+					continue;
+				CHECK_MSG(m->valid, "%d children, round %d: merge ended "
+						  "before k%04d", n, round, k);
+				CHECK_EQ(m->klen, 5);
+				CHECK_EQ((m->key[1] - '0') * 1000 + (m->key[2] - '0') * 100 +
+						 (m->key[3] - '0') * 10 + (m->key[4] - '0'), k);
+				CHECK_EQ_U(m->seq, best_seq[k]);
+				CHECK_EQ(m->del, best_kind[k] == LSM_KIND_DEL);
+				if (!m->del)
+				{
+					sprintf(want, "%d:%" PRIu64, k, best_seq[k]);
+					CHECK_MEMEQ(m->val, m->vlen, want, strlen(want));
+				}
+				lsm_iiter_prev(m);
+			}
+			CHECK_MSG(!m->valid, "%d children, round %d: merge returned an "
+					  "extra key", n, round);
+			CHECK_EQ(m->rc, LSM_OK);
+
+			/* and forwards again, for a few keys */
+			fwd = (int) (harness_rand64(&rng) % NKEY);
+			sprintf(target, "k%04d", fwd);
+			lsm_iiter_seek(m, (const uint8_t *) target, 5);
+			for (k = fwd, i = 0; k < NKEY && i < 20; k++)
+			{
+				if (best_seq[k] == 0)
+					continue;
+				CHECK(m->valid);
+				CHECK_EQ((m->key[1] - '0') * 1000 + (m->key[2] - '0') * 100 +
+						 (m->key[3] - '0') * 10 + (m->key[4] - '0'), k);
+				CHECK_EQ_U(m->seq, best_seq[k]);
+				lsm_iiter_next(m);
+				i++;
+			}
+		}
+		lsm_iiter_destroy(m);
+		for (i = 0; i < n; i++)
+			lsm_memtable_unref(mts[i]);
+		free(mts);
+		free(kids);
+	}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -915,5 +1431,8 @@ main(int argc, char **argv)
 	RUN(ascending_runs);
 	RUN(refcount_lifetime);
 	RUN(merge_many_children);
+	RUN(reverse_against_model);
+	RUN(reverse_hidden_versions);
+	RUN(merge_reverse_many_children);
 	return harness_done();
 }

@@ -6,12 +6,15 @@
  * Each case drives one store through a few thousand random operations --
  * puts, deletes, mixed batches (with repeated keys), overwrites with new
  * rows, point gets of present and absent keys, multi-gets, seeks followed by
- * a few nexts, full scans, value searches on fields 0 and 1, flushes,
- * compactions (lsm_compact and lsm_compact_all) and close + reopen -- and
- * checks every answer against a
+ * a few nexts, full scans, backward seeks (lsm_iter_reverse: to present
+ * and absent keys, just before and after present ones, before the first,
+ * after the last, NULL) followed by a few steps back, full backward scans,
+ * value searches on fields 0 and 1, flushes, compactions (lsm_compact and
+ * lsm_compact_all) and close + reopen -- and checks every answer against a
  * sorted array of key -> value that is updated alongside.  Answers must be
- * exact: the same keys in the same order with the same values, and for
- * value search the same set of keys, each once, with its newest value.
+ * exact: the same keys in the same order (descending backwards) with the
+ * same values, and for value search the same set of keys, each once, with
+ * its newest value.
  *
  * The stores are configured small (8-32 KiB memtables, 4-16 KiB files,
  * level ratio 2-3) so a run spans many SSTables over several levels.  Keys
@@ -20,10 +23,11 @@
  * fields 0 and 1 come from small domains, so many rows share a field value
  * and a value moves between SSTables as its rows are rewritten.
  *
- * While the operations run, an iterator is sometimes held open across
- * later writes, flushes and compactions and then compared with a copy of
- * the model taken when it was opened (the snapshot guarantee of
- * lsm_iter_open); iterator_snapshot tests the same thing deliberately.
+ * While the operations run, an iterator (every third one a backward
+ * one) is sometimes held open across later writes, flushes and compactions
+ * and then compared with a copy of the model taken when it was opened (the
+ * snapshot guarantee of lsm_iter_open); iterator_snapshot tests the same
+ * thing deliberately, both ways.
  *
  * Every case derives its own seed from harness_seed(), which is printed;
  * LSM_TEST_SEED=<n> repeats a run (the case name on the command line runs
@@ -239,8 +243,11 @@ typedef struct rstate
 	lsm_iter   *snap_it;
 	model		snap;
 	int			snap_due;		/* op at which it is checked */
-	size_t		snap_pos;		/* index in snap it is positioned at */
+	size_t		snap_pos;		/* index in snap it is positioned at;
+								 * backwards, the number of entries at and
+								 * before it */
 	int			snap_positioned;
+	int			snap_reverse;	/* it runs backwards */
 
 	/* what the run covered */
 	long		n_put,
@@ -250,12 +257,15 @@ typedef struct rstate
 				n_mget,
 				n_seek,
 				n_scan,
+				n_seek_back,
+				n_scan_back,
 				n_vsearch,
 				n_vhits,
 				n_flush,
 				n_compact,
 				n_reopen,
-				n_snap;
+				n_snap,
+				n_snap_back;
 	int			max_files;
 	int			max_levels;
 } rstate;
@@ -654,6 +664,183 @@ check_seek(rstate *s)
 	s->n_seek++;
 }
 
+/*
+ * The backward iterator, positioned, must yield m's entries from index
+ * pos - 1 down (pos counts the entries at and before its position: 0 is
+ * before the first): at most `steps` of them (all if steps < 0), then (if
+ * it went past the first) be invalid.
+ */
+static void
+check_iter_back_from(rstate *s, lsm_iter *it, const model *m, size_t pos,
+					 long steps, const char *what)
+{
+	long		k;
+	char		ha[100],
+				hb[100];
+
+	for (k = 0; steps < 0 || k < steps; k++, pos--)
+	{
+		const ment *e;
+		const void *key,
+				   *val;
+		size_t		klen,
+					vlen;
+
+		if (pos == 0)
+		{
+			if (lsm_iter_valid(it))
+			{
+				key = lsm_iter_key(it, &klen);
+				FAILOP(s, "%s: iterator has %s before the model's first key "
+					   "(%zu entries)", what, hexkey(key, klen, ha), m->n);
+			}
+			if (lsm_iter_status(it) != LSM_OK)
+				FAILOP(s, "%s: iterator status %d (%s)", what,
+					   lsm_iter_status(it), lsm_strerror(lsm_iter_status(it)));
+			return;
+		}
+		e = &m->e[pos - 1];
+		if (!lsm_iter_valid(it))
+			FAILOP(s, "%s: iterator ended (status %d %s) at index %zu of %zu "
+				   "(going back), expected %s", what, lsm_iter_status(it),
+				   lsm_strerror(lsm_iter_status(it)), pos - 1, m->n,
+				   hexkey(e->key, e->klen, hb));
+		key = lsm_iter_key(it, &klen);
+		val = lsm_iter_value(it, &vlen);
+		if (key_cmp(key, klen, e->key, e->klen) != 0)
+			FAILOP(s, "%s: index %zu (going back): iterator key %s, "
+				   "expected %s", what, pos - 1, hexkey(key, klen, ha),
+				   hexkey(e->key, e->klen, hb));
+		if (vlen != e->vlen || (vlen > 0 && memcmp(val, e->val, vlen) != 0))
+			FAILOP(s, "%s: index %zu key %s (going back): wrong value (%zu "
+				   "bytes, expected %zu)", what, pos - 1,
+				   hexkey(key, klen, ha), vlen, e->vlen);
+		lsm_iter_next(it);
+	}
+}
+
+/* Number of m's entries <= key (all if key is NULL). */
+static size_t
+model_count_le(const model *m, const void *key, size_t klen)
+{
+	int			found;
+	size_t		i;
+
+	if (key == NULL)
+		return m->n;
+	i = model_lower_bound(m, key, klen, &found);
+	return found ? i + 1 : i;
+}
+
+/*
+ * A target for a backward seek, into key (MAX_KEY + 8 bytes): a present
+ * key, a pool key (present or absent) or a fresh one, a present key with a
+ * NUL added (just after it), its last byte changed or its end cut off
+ * (between keys), the empty key or the first key cut short (before every
+ * key), the last key with a byte added or 0xFF bytes longer than any key
+ * (after every key), or NULL.  Returns NULL or key, and the length in
+ * *klen.
+ */
+static const uint8_t *
+pick_back_target(rstate *s, uint8_t *key, size_t *klen)
+{
+	const model *m = &s->m;
+	const ment *e = m->n > 0 ? &m->e[rnd(s, m->n)] : NULL;
+	int			r = (int) rnd(s, 14);
+
+	if (e == NULL && r >= 3)
+		r = 13;
+	switch (r)
+	{
+		case 0:
+			*klen = 0;
+			return NULL;
+		case 1:
+			*klen = 0;			/* the empty key */
+			return key;
+		case 2:
+			*klen = MAX_KEY + 4;
+			memset(key, 0xff, *klen);
+			return key;
+		case 3:
+			e = &m->e[0];		/* a prefix of the first key sorts first */
+			*klen = e->klen > 1 ? 1 + rnd(s, e->klen - 1) : 0;
+			memcpy(key, e->key, *klen);
+			return key;
+		case 4:
+			e = &m->e[m->n - 1];
+			memcpy(key, e->key, e->klen);
+			key[e->klen] = rnd(s, 2) ? 0x00 : 0xff;
+			*klen = e->klen + 1;
+			return key;
+		case 5:
+			memcpy(key, e->key, e->klen);
+			key[e->klen] = 0x00;
+			*klen = e->klen + 1;
+			return key;
+		case 6:
+			memcpy(key, e->key, e->klen);
+			key[e->klen - 1] ^= (uint8_t) (1 + rnd(s, 255));
+			*klen = e->klen;
+			return key;
+		case 7:
+			memcpy(key, e->key, e->klen);
+			*klen = e->klen > 1 ? e->klen - 1 : e->klen;
+			return key;
+		case 8:
+		case 9:
+		case 10:
+			memcpy(key, e->key, e->klen);
+			*klen = e->klen;
+			return key;
+		default:
+			*klen = pick_key(s, key);
+			return key;
+	}
+}
+
+/*
+ * A backward iterator: seek back to a random target, then a few steps
+ * back; the same iterator may seek again.
+ */
+static void
+check_seek_back(rstate *s)
+{
+	uint8_t		key[MAX_KEY + 8];
+	size_t		klen;
+	const uint8_t *target;
+	lsm_iter   *it;
+	int			reps = 1 + (int) rnd(s, 3),
+				r;
+
+	CHECK_DB_OK(s->db, lsm_iter_open(s->db, &it));
+	CHECK_OK(lsm_iter_reverse(it));
+	CHECK(!lsm_iter_valid(it));
+	for (r = 0; r < reps; r++)
+	{
+		target = pick_back_target(s, key, &klen);
+		lsm_iter_seek(it, target, klen);
+		check_iter_back_from(s, it, &s->m, model_count_le(&s->m, target, klen),
+							 1 + (long) rnd(s, 20), "seek back");
+	}
+	lsm_iter_close(it);
+	s->n_seek_back++;
+}
+
+/* A full backward scan must equal the model exactly, last key first. */
+static void
+check_scan_back(rstate *s)
+{
+	lsm_iter   *it;
+
+	CHECK_DB_OK(s->db, lsm_iter_open(s->db, &it));
+	CHECK_OK(lsm_iter_reverse(it));
+	lsm_iter_seek(it, NULL, 0);
+	check_iter_back_from(s, it, &s->m, s->m.n, -1, "full backward scan");
+	lsm_iter_close(it);
+	s->n_scan_back++;
+}
+
 /* Collected value-search hit. */
 typedef struct hit
 {
@@ -813,7 +1000,10 @@ check_value_search(rstate *s)
 /* ---------------------------------------------------------------------- */
 /* The held-open iterator. */
 
-/* Opens an iterator to be checked some operations later. */
+/*
+ * Opens an iterator (every third one a backward one) to be checked some
+ * operations later.
+ */
 static void
 snap_open(rstate *s)
 {
@@ -821,7 +1011,27 @@ snap_open(rstate *s)
 	model_copy(&s->snap, &s->m);
 	s->snap_due = s->op + 1 + (int) rnd(s, 300);
 	s->snap_positioned = 0;
-	if (rnd(s, 2) == 0)
+	s->snap_reverse = s->n_snap % 3 == 1;
+	if (s->snap_reverse)
+	{
+		CHECK_OK(lsm_iter_reverse(s->snap_it));
+		if (rnd(s, 2) == 0)
+		{
+			uint8_t		key[MAX_KEY + 8];
+			size_t		klen;
+			const uint8_t *target = pick_back_target(s, key, &klen);
+
+			/* position it now; the rest is read after the writes */
+			s->snap_pos = model_count_le(&s->snap, target, klen);
+			lsm_iter_seek(s->snap_it, target, klen);
+			check_iter_back_from(s, s->snap_it, &s->snap, s->snap_pos, 1,
+								 "held backward iterator, before writes");
+			if (s->snap_pos > 0)
+				s->snap_pos--;
+			s->snap_positioned = 1;
+		}
+	}
+	else if (rnd(s, 2) == 0)
 	{
 		uint8_t		key[MAX_KEY + 8];
 		size_t		klen = pick_key(s, key);
@@ -843,12 +1053,26 @@ snap_check(rstate *s)
 {
 	if (s->snap_it == NULL)
 		return;
-	if (s->snap_positioned)
-		check_iter_from(s, s->snap_it, &s->snap, s->snap_pos, -1,
-						"held iterator, continued after writes");
-	lsm_iter_seek(s->snap_it, NULL, 0);
-	check_iter_from(s, s->snap_it, &s->snap, 0, -1,
-					"held iterator, rescanned after writes");
+	if (s->snap_reverse)
+	{
+		if (s->snap_positioned)
+			check_iter_back_from(s, s->snap_it, &s->snap, s->snap_pos, -1,
+								 "held backward iterator, continued after "
+								 "writes");
+		lsm_iter_seek(s->snap_it, NULL, 0);
+		check_iter_back_from(s, s->snap_it, &s->snap, s->snap.n, -1,
+							 "held backward iterator, rescanned after writes");
+		s->n_snap_back++;
+	}
+	else
+	{
+		if (s->snap_positioned)
+			check_iter_from(s, s->snap_it, &s->snap, s->snap_pos, -1,
+							"held iterator, continued after writes");
+		lsm_iter_seek(s->snap_it, NULL, 0);
+		check_iter_from(s, s->snap_it, &s->snap, 0, -1,
+						"held iterator, rescanned after writes");
+	}
 	lsm_iter_close(s->snap_it);
 	s->snap_it = NULL;
 	model_free(&s->snap);
@@ -1088,11 +1312,11 @@ op_name(int r)
 		int			below;
 		const char *name;
 	}			kinds[] = {
-		{300, "put"}, {400, "delete"}, {500, "batch"}, {680, "get"},
-		{720, "multi-get"}, {800, "seek"}, {815, "scan"},
-		{885, "value search"}, {905, "flush"}, {913, "compact"},
-		{915, "compact all"}, {923, "reopen"}, {935, "hold an iterator"},
-		{940, "refresh"}, {1000, "put"}
+		{300, "put"}, {400, "delete"}, {500, "batch"}, {650, "get"},
+		{690, "multi-get"}, {750, "seek"}, {800, "seek back"}, {812, "scan"},
+		{820, "backward scan"}, {885, "value search"}, {905, "flush"},
+		{913, "compact"}, {915, "compact all"}, {923, "reopen"},
+		{935, "hold an iterator"}, {940, "refresh"}, {1000, "put"}
 	};
 	size_t		i;
 
@@ -1139,17 +1363,21 @@ run_case(const rcase *c)
 			do_delete(&s);
 		else if (r < 500)
 			do_batch(&s);
-		else if (r < 680)
+		else if (r < 650)
 		{
 			klen = pick_key(&s, key);
 			check_get(&s, key, klen);
 		}
-		else if (r < 720)
+		else if (r < 690)
 			check_multi_get(&s);
-		else if (r < 800)
+		else if (r < 750)
 			check_seek(&s);
-		else if (r < 815)
+		else if (r < 800)
+			check_seek_back(&s);
+		else if (r < 812)
 			check_scan(&s);
+		else if (r < 820)
+			check_scan_back(&s);
 		else if (r < 885)
 			check_value_search(&s);
 		else if (r < 905)
@@ -1183,6 +1411,7 @@ run_case(const rcase *c)
 
 	/* the end state, every way it can be read */
 	check_scan(&s);
+	check_scan_back(&s);
 	for (i = 0; i < s.npool; i++)
 		check_get(&s, s.pool[i], s.pool_len[i]);
 	for (i = 0; i < NF0; i++)
@@ -1193,22 +1422,29 @@ run_case(const rcase *c)
 	CHECK_DB_OK(s.db, lsm_compact(s.db));
 	note_shape(&s);
 	check_scan(&s);
+	check_scan_back(&s);
 	do_reopen(&s);
 	for (i = 0; i < s.npool; i++)
 		check_get(&s, s.pool[i], s.pool_len[i]);
 	CHECK_DB_OK(s.db, lsm_close(s.db));
 
 	printf("# case %s: %zu live keys of %d; puts %ld, deletes %ld, batches %ld, "
-		   "gets %ld, multi-gets %ld, seeks %ld, scans %ld, value searches %ld "
-		   "(%ld hits), flushes %ld, compactions %ld, reopens %ld, held "
-		   "iterators %ld; up to %d files in %d levels\n",
+		   "gets %ld, multi-gets %ld, seeks %ld, scans %ld, seeks back %ld, "
+		   "backward scans %ld, value searches %ld (%ld hits), flushes %ld, "
+		   "compactions %ld, reopens %ld, held iterators %ld (%ld backward); "
+		   "up to %d files in %d levels\n",
 		   c->name, s.m.n, s.npool, s.n_put, s.n_del, s.n_batch, s.n_get,
-		   s.n_mget, s.n_seek, s.n_scan, s.n_vsearch, s.n_vhits, s.n_flush,
-		   s.n_compact, s.n_reopen, s.n_snap, s.max_files, s.max_levels);
+		   s.n_mget, s.n_seek, s.n_scan, s.n_seek_back, s.n_scan_back,
+		   s.n_vsearch, s.n_vhits, s.n_flush, s.n_compact, s.n_reopen,
+		   s.n_snap, s.n_snap_back, s.max_files, s.max_levels);
 	/* the case must have exercised what it is for */
 	CHECK_GE(s.max_files, 4);
 	if (c->ops >= 2000)
+	{
 		CHECK_GE(s.max_levels, 2);
+		CHECK_GT(s.n_seek_back, 0);
+		CHECK_GT(s.n_snap_back, 0);
+	}
 
 	model_free(&s.m);
 	for (i = 0; i < s.npool; i++)
@@ -1357,8 +1593,9 @@ TEST(random_sync)
  * An iterator shows the store as of lsm_iter_open: later overwrites,
  * deletes, inserts, flushes and compactions (including ones that remove
  * every file it reads) do not show, whether it was positioned before them
- * or not.  A value-search iterator is a snapshot too.  Iterators opened
- * afterwards see the new state.
+ * or not, and whether it runs forwards or backwards.  A value-search
+ * iterator is a snapshot too.  Iterators opened afterwards see the new
+ * state.
  */
 TEST(iterator_snapshot)
 {
@@ -1366,10 +1603,12 @@ TEST(iterator_snapshot)
 	rcase		c;
 	lsm_iter   *fresh,
 			   *mid,
+			   *back,
 			   *vs;
 	model		before;
 	model		mid_snap;
-	size_t		mid_pos;
+	size_t		mid_pos,
+				back_pos;
 	int			i,
 				round;
 	char		k[32];
@@ -1412,6 +1651,13 @@ TEST(iterator_snapshot)
 		lsm_iter_seek(mid, s.m.e[mid_pos].key, s.m.e[mid_pos].klen);
 		check_iter_from(&s, mid, &mid_snap, mid_pos, 5, "positioned, before");
 		mid_pos += 5;
+		CHECK_DB_OK(s.db, lsm_iter_open(s.db, &back));
+		CHECK_OK(lsm_iter_reverse(back));
+		back_pos = 2 * s.m.n / 3;	/* entries at and before its position */
+		lsm_iter_seek(back, s.m.e[back_pos - 1].key, s.m.e[back_pos - 1].klen);
+		check_iter_back_from(&s, back, &mid_snap, back_pos, 5,
+							 "backwards, positioned, before");
+		back_pos -= 5;
 		CHECK_DB_OK(s.db, lsm_value_search(s.db, 0, "red", 3, &vs));
 
 		/* rewrite everything: overwrite, delete, insert, then move it all */
@@ -1449,6 +1695,11 @@ TEST(iterator_snapshot)
 		check_iter_from(&s, fresh, &before, 0, -1, "unpositioned, after");
 		lsm_iter_seek(mid, NULL, 0);
 		check_iter_from(&s, mid, &mid_snap, 0, -1, "positioned, rescanned");
+		check_iter_back_from(&s, back, &mid_snap, back_pos, -1,
+							 "backwards, positioned, after");
+		lsm_iter_seek(back, NULL, 0);
+		check_iter_back_from(&s, back, &mid_snap, mid_snap.n, -1,
+							 "backwards, rescanned");
 		{
 			/* the value search continues over its snapshot */
 			size_t		n = 0,
@@ -1476,11 +1727,13 @@ TEST(iterator_snapshot)
 		lsm_iter_close(vs);
 		lsm_iter_close(fresh);
 		lsm_iter_close(mid);
+		lsm_iter_close(back);
 		model_free(&before);
 		model_free(&mid_snap);
 
 		/* a new iterator sees the new state */
 		check_scan(&s);
+		check_scan_back(&s);
 		check_value_search_one(&s, s.db, &s.m, 0, "red", 3);
 		if (round == 2)
 			do_reopen(&s);

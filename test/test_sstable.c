@@ -11,16 +11,25 @@
  * Tables: a table written by the builder reads back exactly through the
  * reader: every key found with its sequence, tombstone flag and value;
  * absent keys before, between and after the present ones not found; a full
- * scan and a seek to every key and between keys; values larger than a
- * block; one-key tables; with a key filter (which holds every key and
- * rejects most absent ones) and without (bits_per_key = 0); lsm_table_verify;
- * the builder's O_EXCL create and abandon.
+ * scan and a seek to every key and between keys, forwards and backwards;
+ * values larger than a block; one-key tables; with a key filter (which
+ * holds every key and rejects most absent ones) and without (bits_per_key
+ * = 0); lsm_table_verify; the builder's O_EXCL create and abandon.
+ *
+ * Backwards: a block's last/prev with and without the cache of decoded
+ * entries (block_reverse); a table's seek_back/prev over keys with long
+ * shared prefixes, so that steps back cross restart points and blocks
+ * (table_reverse); the level iterator over several tables (level_reverse).
+ * Each is checked against the sorted entries: a whole backward scan, a
+ * seek back to every key, just after and just before it, before the first
+ * and after the last, and a random walk changing direction at every seek.
  */
 #include <fcntl.h>
 
 #include "harness.h"
 
 #include "block.h"
+#include "db.h"
 #include "env.h"
 #include "sstable.h"
 
@@ -69,49 +78,18 @@ fill_bytes(uint8_t *p, size_t n, uint64_t seed)
 }
 
 /*
- * Makes about n sorted distinct keys: half structured ("user/000123/name",
- * long shared prefixes), half random binary over a byte set rich in 0x00
- * and 0xFF, some of them prefixes of others, a few longer than 128 bytes.
- * Values: empty for every seventh, large (1..3 blocks of block_bytes) for
- * every 97th if big is set, otherwise short; every fifth entry is a
- * tombstone with an empty value.  Sequences are distinct and some exceed
- * 2^32.
+ * Sorts the n keys of es->e, drops duplicates (es->n is then the number
+ * left) and gives the entries values, sequences and kinds: values empty for
+ * every seventh, large (1..3 blocks of block_bytes) for every 97th if big
+ * is set, otherwise short; every fifth entry is a tombstone with an empty
+ * value.  Sequences are distinct and some exceed 2^32.
  */
 static void
-make_entries(entries *es, size_t n, bool big, size_t block_bytes,
-			 uint64_t *rnd)
+sort_and_fill(entries *es, size_t n, bool big, size_t block_bytes)
 {
-	static const uint8_t bytes[] = {0x00, 0x00, 0x01, 0x7f, 0x80, 0xfe, 0xff,
-	0xff, 'a', 'b'};
 	size_t		i,
 				w;
 
-	es->e = calloc(n + 2, sizeof(entry));
-	CHECK(es->e != NULL);
-	for (i = 0; i < n; i++)
-	{
-		entry	   *e = &es->e[i];
-
-		e->key = malloc(400);
-		CHECK(e->key != NULL);
-		if (i % 2 == 0)
-			e->klen = (size_t) snprintf((char *) e->key, 400,
-										"user/%06zu/%s", i / 2,
-										i % 4 ? "name" : "email");
-		else if (i % 101 == 1)
-		{
-			e->klen = 129 + harness_rand64(rnd) % 250;
-			fill_bytes(e->key, e->klen, i);
-		}
-		else
-		{
-			size_t		j;
-
-			e->klen = 1 + harness_rand64(rnd) % 6;
-			for (j = 0; j < e->klen; j++)
-				e->key[j] = bytes[harness_rand64(rnd) % sizeof(bytes)];
-		}
-	}
 	qsort(es->e, n, sizeof(entry), entry_cmp);
 	/* drop duplicates */
 	for (i = 0, w = 0; i < n; i++)
@@ -140,6 +118,118 @@ make_entries(entries *es, size_t n, bool big, size_t block_bytes,
 		CHECK(e->val != NULL);
 		fill_bytes(e->val, e->vlen, i * 31 + 7);
 	}
+}
+
+/*
+ * Makes about n sorted distinct keys: half structured ("user/000123/name",
+ * long shared prefixes), half random binary over a byte set rich in 0x00
+ * and 0xFF, some of them prefixes of others, a few longer than 128 bytes.
+ * Values, sequences and kinds as sort_and_fill gives them.
+ */
+static void
+make_entries(entries *es, size_t n, bool big, size_t block_bytes,
+			 uint64_t *rnd)
+{
+	static const uint8_t bytes[] = {0x00, 0x00, 0x01, 0x7f, 0x80, 0xfe, 0xff,
+	0xff, 'a', 'b'};
+	size_t		i;
+
+	es->e = calloc(n + 2, sizeof(entry));
+	CHECK(es->e != NULL);
+	for (i = 0; i < n; i++)
+	{
+		entry	   *e = &es->e[i];
+
+		e->key = malloc(400);
+		CHECK(e->key != NULL);
+		if (i % 2 == 0)
+			e->klen = (size_t) snprintf((char *) e->key, 400,
+										"user/%06zu/%s", i / 2,
+										i % 4 ? "name" : "email");
+		else if (i % 101 == 1)
+		{
+			e->klen = 129 + harness_rand64(rnd) % 250;
+			fill_bytes(e->key, e->klen, i);
+		}
+		else
+		{
+			size_t		j;
+
+			e->klen = 1 + harness_rand64(rnd) % 6;
+			for (j = 0; j < e->klen; j++)
+				e->key[j] = bytes[harness_rand64(rnd) % sizeof(bytes)];
+		}
+	}
+	sort_and_fill(es, n, big, block_bytes);
+}
+
+/*
+ * Makes about n sorted distinct keys for the backward tests, most of them
+ * sharing long prefixes, so that a data block holds many entries and a
+ * step back has restart points to go through: two fifths
+ * "tenant/0003/orders/2026-11-22T10:00:00/line/004711"; a fifth made from
+ * an earlier key with one byte (0x00, 0x01 or 0xFF) added or its end cut
+ * off, so that chains of keys are prefixes of one another; a fifth of 1..6
+ * bytes rich in 0x00 and 0xFF; a fifth of 152..250 bytes behind a common
+ * 151-byte prefix (longer than the cursor's inline key buffer).  Values,
+ * sequences and kinds as sort_and_fill gives them (big values too).
+ */
+static void
+make_prefix_entries(entries *es, size_t n, size_t block_bytes, uint64_t *rnd)
+{
+	static const uint8_t bytes[] = {0x00, 0x00, 0x01, 0x7f, 0x80, 0xfe, 0xff,
+	0xff, 'a', 'b'};
+	static const uint8_t grow[] = {0x00, 0x00, 0x01, 0xff};
+	size_t		i;
+
+	es->e = calloc(n + 2, sizeof(entry));
+	CHECK(es->e != NULL);
+	for (i = 0; i < n; i++)
+	{
+		entry	   *e = &es->e[i];
+		size_t		j;
+
+		e->key = malloc(400);
+		CHECK(e->key != NULL);
+		switch (i % 5)
+		{
+			case 0:
+			case 1:
+				e->klen = (size_t) snprintf((char *) e->key, 400,
+											"tenant/%04d/orders/"
+											"2026-11-22T10:00:00/line/%06d",
+											(int) (harness_rand64(rnd) % 4),
+											(int) (harness_rand64(rnd) %
+												   1000000));
+				break;
+			case 2:
+				{
+					const entry *from = &es->e[harness_rand64(rnd) % i];
+
+					memcpy(e->key, from->key, from->klen);
+					e->klen = from->klen;
+					if (e->klen > 1 && harness_rand64(rnd) % 3 == 0)
+						e->klen = 1 + harness_rand64(rnd) % (e->klen - 1);
+					else if (e->klen < 399)
+						e->key[e->klen++] =
+							grow[harness_rand64(rnd) % sizeof(grow)];
+					break;
+				}
+			case 3:
+				e->klen = 1 + harness_rand64(rnd) % 6;
+				for (j = 0; j < e->klen; j++)
+					e->key[j] = bytes[harness_rand64(rnd) % sizeof(bytes)];
+				break;
+			default:
+				memset(e->key, 'p', 150);
+				e->key[150] = '/';
+				e->klen = 152 + harness_rand64(rnd) % 99;
+				for (j = 151; j < e->klen; j++)
+					e->key[j] = bytes[harness_rand64(rnd) % sizeof(bytes)];
+				break;
+		}
+	}
+	sort_and_fill(es, n, true, block_bytes);
 }
 
 /* Releases the entries and their keys and values. */
@@ -575,9 +665,13 @@ check_iter(const lsm_iiter *it, const entry *es, size_t n, size_t i)
 	CHECK_MEMEQ(it->val, it->vlen, es[i].val, es[i].vlen);
 }
 
+static void check_backwards(lsm_iiter *it, const entry *es, size_t n,
+							uint64_t *rnd);
+
 /*
  * Reads table number of dir back and checks everything against es[0..n):
- * gets, absent keys, a full scan, seeks, the filter, verify.
+ * gets, absent keys, a full scan, seeks, backwards (check_backwards), the
+ * filter, verify.
  */
 static void
 check_table(const char *dir, uint64_t number, const entry *es, size_t n,
@@ -587,7 +681,8 @@ check_table(const char *dir, uint64_t number, const entry *es, size_t n,
 	lsm_iiter  *it;
 	lsm_table_hit hit;
 	lsm_err		e;
-	uint64_t	counted;
+	uint64_t	counted,
+				walk;
 	size_t		i;
 	size_t		absent = 0,
 				rejected = 0;
@@ -694,6 +789,10 @@ check_table(const char *dir, uint64_t number, const entry *es, size_t n,
 		lsm_iiter_seek(it, hi, sizeof(hi));
 		check_iter(it, es, n, n);
 	}
+
+	/* backwards, and both ways in turn */
+	walk = harness_seed() ^ number;
+	check_backwards(it, es, n, &walk);
 	lsm_iiter_destroy(it);
 
 	/* verify: passes with the true bounds, fails with wrong ones */
@@ -969,9 +1068,9 @@ check_scan_seq(void *arg, const uint8_t *key, size_t klen, uint64_t seq,
 
 /*
  * A table opened with a global sequence (an ingested table) reads every
- * entry with that sequence: gets, iterators and block scans; everything
- * else is as stored, and the same file opened without one reads the
- * stored sequences.
+ * entry with that sequence: gets, iterators (both ways) and block scans;
+ * everything else is as stored, and the same file opened without one
+ * reads the stored sequences.
  */
 TEST(table_global_seq)
 {
@@ -1011,6 +1110,14 @@ TEST(table_global_seq)
 		CHECK_EQ_U(it->seq, 777);
 	}
 	CHECK_EQ_U(i, es.n);
+	for (lsm_iiter_seek_back(it, NULL, 0), i = es.n; it->valid;
+		 lsm_iiter_prev(it), i--)
+	{
+		CHECK(i > 0);
+		CHECK_MEMEQ(it->key, it->klen, es.e[i - 1].key, es.e[i - 1].klen);
+		CHECK_EQ_U(it->seq, 777);
+	}
+	CHECK_EQ_U(i, 0);
 	lsm_iiter_destroy(it);
 	want[0] = 777;
 	want[1] = 0;
@@ -1154,6 +1261,441 @@ TEST(table_block_scan_needle)
 	free(es);
 }
 
+/* ---------------------------------------------------------------------- */
+/* Backwards. */
+
+/*
+ * Number of entries of es[0..n) whose key is <= (key, klen), or all of
+ * them if key is NULL: a seek back to key lands on entry count - 1, on
+ * nothing if the count is 0.  A binary search of the sorted entries.
+ */
+static size_t
+count_le(const entry *es, size_t n, const uint8_t *key, size_t klen)
+{
+	size_t		lo = 0,
+				hi = n;
+
+	if (key == NULL)
+		return n;
+	while (lo < hi)
+	{
+		size_t		mid = lo + (hi - lo) / 2;
+
+		if (lsm_key_cmp(es[mid].key, es[mid].klen, key, klen) <= 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * Number of entries of es[0..n) whose key is < (key, klen), 0 if key is
+ * NULL: where a forward seek to key lands (nothing if the count is n).
+ */
+static size_t
+count_lt(const entry *es, size_t n, const uint8_t *key, size_t klen)
+{
+	size_t		lo = 0,
+				hi = n;
+
+	if (key == NULL)
+		return 0;
+	while (lo < hi)
+	{
+		size_t		mid = lo + (hi - lo) / 2;
+
+		if (lsm_key_cmp(es[mid].key, es[mid].klen, key, klen) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * A seek target near a random entry of es[0..n), into buf (600 bytes):
+ * the entry's key, the key and a NUL (the least key above it), the key
+ * less its last byte, the key with its last byte one less or one more, the
+ * empty key (before every key), 600 bytes of 0xFF (after every key), or a
+ * few random bytes.  Returns its length.
+ */
+static size_t
+probe_near(const entry *es, size_t n, uint64_t *rnd, uint8_t *buf)
+{
+	const entry *e = &es[harness_rand64(rnd) % n];
+	size_t		len = e->klen,
+				j;
+
+	memcpy(buf, e->key, len);
+	switch (harness_rand64(rnd) % 9)
+	{
+		case 0:
+		case 1:
+			break;
+		case 2:
+			buf[len++] = 0;
+			break;
+		case 3:
+			if (len > 1)
+				len--;
+			break;
+		case 4:
+			if (buf[len - 1] > 0)
+				buf[len - 1]--;
+			break;
+		case 5:
+			if (buf[len - 1] < 0xff)
+				buf[len - 1]++;
+			break;
+		case 6:
+			len = 0;
+			break;
+		case 7:
+			memset(buf, 0xff, 600);
+			len = 600;
+			break;
+		default:
+			len = 1 + harness_rand64(rnd) % 8;
+			for (j = 0; j < len; j++)
+				buf[j] = (uint8_t) harness_rand64(rnd);
+			break;
+	}
+	return len;
+}
+
+/* The cursor is on entry pos of es, or invalid (not corrupt) outside es. */
+static void
+check_cursor_at(const lsm_block_iter *it, const entries *es, long pos)
+{
+	if (pos < 0 || (size_t) pos >= es->n)
+	{
+		CHECK(!it->corrupt);
+		CHECK_MSG(!it->valid, "cursor valid, expected it past the %s",
+				  pos < 0 ? "first entry" : "last entry");
+		return;
+	}
+	check_cursor(it, es, (size_t) pos);
+}
+
+/*
+ * Blocks backwards (lsm_block_iter_last and _prev): the whole block from
+ * its last entry down to nothing, with the right restart_idx at every
+ * entry; two steps back from every key; and random walks of seeks, first,
+ * last, restarts and steps either way.  Each with and without the cache of
+ * decoded entries (lsm_block_back), at restart intervals from 1 to past
+ * the cache's capacity, so that a step back decodes from a restart point,
+ * takes the cache's entry, or finds the cache full.  The keys hold NUL
+ * and 0xFF bytes, are prefixes of one another and some outgrow the
+ * cursor's inline key buffer.
+ */
+TEST(block_reverse)
+{
+	static const int intervals[] = {1, 2, 3, 16, LSM_BLOCK_BACK_MAX - 1,
+	LSM_BLOCK_BACK_MAX, LSM_BLOCK_BACK_MAX + 1, 1000};
+	uint64_t	rnd = harness_seed() ^ 0xb1ac;
+	entries		es;
+	size_t		iv;
+
+	make_entries(&es, 3000, false, 0, &rnd);
+	for (iv = 0; iv < sizeof(intervals) / sizeof(intervals[0]); iv++)
+	{
+		int			interval = intervals[iv];
+		lsm_block_builder b;
+		int			cached;
+
+		build_block(&b, &es, interval);
+		for (cached = 0; cached < 2; cached++)
+		{
+			lsm_block_iter it;
+			lsm_block_back back;
+			lsm_block_back *bp = cached ? &back : NULL;
+			uint8_t		probe[600];
+			size_t		plen,
+						i;
+			long		pos;
+			int			step;
+
+			memset(&back, 0, sizeof(back));
+			CHECK(lsm_block_iter_init(&it, b.buf.data, b.buf.len));
+
+			/* the whole block backwards */
+			lsm_block_iter_last(&it);
+			for (pos = (long) es.n - 1; pos >= 0; pos--)
+			{
+				check_cursor_at(&it, &es, pos);
+				CHECK_EQ(it.restart_idx, pos / interval);
+				lsm_block_iter_prev(&it, bp);
+			}
+			check_cursor_at(&it, &es, -1);
+
+			/* two steps back from every key */
+			for (i = 0; i < es.n; i++)
+			{
+				lsm_block_iter_seek(&it, es.e[i].key, es.e[i].klen);
+				check_cursor_at(&it, &es, (long) i);
+				for (step = 1; step <= 2 && it.valid; step++)
+				{
+					lsm_block_iter_prev(&it, bp);
+					check_cursor_at(&it, &es, (long) i - step);
+					if (it.valid)
+						CHECK_EQ(it.restart_idx, ((long) i - step) / interval);
+				}
+			}
+
+			/* a random walk: seeks, ends, restarts, steps either way */
+			pos = -1;
+			for (step = 0; step < 3000; step++)
+			{
+				bool		valid = pos >= 0 && (size_t) pos < es.n;
+				uint64_t	r = harness_rand64(&rnd) % 10;
+
+				if (r == 0 || (!valid && r >= 4))
+				{
+					plen = probe_near(es.e, es.n, &rnd, probe);
+					lsm_block_iter_seek(&it, probe, plen);
+					pos = (long) count_lt(es.e, es.n, probe, plen);
+				}
+				else if (r == 1)
+				{
+					lsm_block_iter_first(&it);
+					pos = 0;
+				}
+				else if (r == 2)
+				{
+					lsm_block_iter_last(&it);
+					pos = (long) es.n - 1;
+				}
+				else if (r == 3)
+				{
+					uint32_t	rs = (uint32_t) (harness_rand64(&rnd) %
+												 it.num_restarts);
+
+					lsm_block_iter_seek_restart(&it, rs);
+					pos = (long) rs * interval;
+				}
+				else if (r <= 5)
+				{
+					lsm_block_iter_next(&it);
+					pos++;
+				}
+				else
+				{
+					lsm_block_iter_prev(&it, bp);
+					pos--;
+				}
+				check_cursor_at(&it, &es, pos);
+				if (it.valid)
+					CHECK_EQ(it.restart_idx, pos / interval);
+			}
+			lsm_block_iter_free(&it);
+			lsm_block_back_free(&back);
+		}
+		lsm_block_builder_free(&b);
+	}
+	entries_free(&es);
+}
+
+/* The iterator is on es[pos], or invalid without an error outside es. */
+static void
+check_iter_at(const lsm_iiter *it, const entry *es, size_t n, long pos)
+{
+	bool		inside = pos >= 0 && (size_t) pos < n;
+
+	if (it->valid != inside ||
+		(inside && lsm_key_cmp(it->key, it->klen, es[pos].key,
+							   es[pos].klen) != 0))
+		harness_note(__FILE__, __LINE__, "expected %s%ld of %zu entries",
+					 inside ? "entry " : "nothing: position ", pos, n);
+	check_iter(it, es, n, inside ? (size_t) pos : n);
+}
+
+/*
+ * Drives an internal iterator over the entries es[0..n) (a table's or a
+ * level's) backwards and checks every position against the entries: a
+ * whole backward scan; a seek back to every key, to just after it (key +
+ * NUL), to just before it (its last byte cut off, or lowered), each
+ * followed by a step back; before the first key (the empty key) and after
+ * the last; then a random walk of seeks either way, NULL among the
+ * targets, each followed by steps in its direction (iter.h's protocol).
+ */
+static void
+check_backwards(lsm_iiter *it, const entry *es, size_t n, uint64_t *rnd)
+{
+	uint8_t		probe[600];
+	size_t		plen,
+				i;
+	long		pos;
+	int			step,
+				v;
+	bool		back = false;
+
+	/* the whole of it */
+	lsm_iiter_seek_back(it, NULL, 0);
+	for (pos = (long) n - 1; pos >= 0; pos--)
+	{
+		check_iter_at(it, es, n, pos);
+		lsm_iiter_prev(it);
+	}
+	check_iter_at(it, es, n, -1);
+
+	/* at, just after and just before every key, and a step back */
+	for (i = 0; i < n; i++)
+		for (v = 0; v < 4; v++)
+		{
+			memcpy(probe, es[i].key, es[i].klen);
+			plen = es[i].klen;
+			if (v == 1)
+				probe[plen++] = 0;
+			else if (v == 2 && plen > 1)
+				plen--;
+			else if (v == 3 && probe[plen - 1] > 0)
+				probe[plen - 1]--;
+			else if (v != 0)
+				continue;
+			pos = (long) count_le(es, n, probe, plen) - 1;
+			lsm_iiter_seek_back(it, probe, plen);
+			check_iter_at(it, es, n, pos);
+			if (pos >= 0)
+			{
+				lsm_iiter_prev(it);
+				check_iter_at(it, es, n, pos - 1);
+			}
+		}
+
+	/* before the first key, after the last */
+	lsm_iiter_seek_back(it, (const uint8_t *) "", 0);
+	check_iter_at(it, es, n, -1);
+	memset(probe, 0xff, sizeof(probe));
+	lsm_iiter_seek_back(it, probe, sizeof(probe));
+	check_iter_at(it, es, n, (long) n - 1);
+
+	/* a random walk, changing direction at every seek */
+	pos = -1;
+	for (step = 0; step < 20000; step++)
+	{
+		bool		valid = pos >= 0 && (size_t) pos < n;
+		uint64_t	r = harness_rand64(rnd) % 16;
+
+		if (r < 2 || !valid)
+		{
+			const uint8_t *key = NULL;
+
+			plen = 0;
+			if (harness_rand64(rnd) % 10 != 0)
+			{
+				plen = probe_near(es, n, rnd, probe);
+				key = probe;
+			}
+			back = r % 2 == 0;
+			if (back)
+			{
+				lsm_iiter_seek_back(it, key, plen);
+				pos = (long) count_le(es, n, key, plen) - 1;
+			}
+			else
+			{
+				lsm_iiter_seek(it, key, plen);
+				pos = (long) count_lt(es, n, key, plen);
+			}
+		}
+		else if (back)
+		{
+			lsm_iiter_prev(it);
+			pos--;
+		}
+		else
+		{
+			lsm_iiter_next(it);
+			pos++;
+		}
+		check_iter_at(it, es, n, pos);
+	}
+}
+
+/*
+ * Tables backwards (the table iterator's seek_back and prev): keys with
+ * long shared prefixes in data blocks of 256 bytes to 4 KiB (restart
+ * points every 16 entries), values larger than a block among them,
+ * tombstones, through check_backwards.  A step back crosses restart points
+ * inside a block and block boundaries, and takes entries from the
+ * iterator's cache of the restart block it decoded last.
+ */
+TEST(table_reverse)
+{
+	static const int block_sizes[] = {256, 1024, 4096};
+	uint64_t	rnd = harness_seed() ^ 0x7ab1e;
+	char	   *dir = harness_tmpdir("sstb");
+	size_t		bi;
+
+	for (bi = 0; bi < sizeof(block_sizes) / sizeof(block_sizes[0]); bi++)
+	{
+		entries		es;
+		lsm_table_meta meta;
+		lsm_table  *t;
+		lsm_iiter  *it;
+		lsm_err		e;
+
+		make_prefix_entries(&es, 6000, (size_t) block_sizes[bi], &rnd);
+		write_table(dir, bi + 1, es.e, es.n, block_sizes[bi], 10, &meta);
+		lsm_err_clear(&e);
+		CHECK_OK(lsm_table_open(dir, bi + 1, 0, &t, &e));
+		CHECK_GT(lsm_table_nblocks(t), 20);
+		it = lsm_table_iter(t, &e);
+		CHECK(it != NULL);
+		check_backwards(it, es.e, es.n, &rnd);
+		lsm_iiter_destroy(it);
+		lsm_table_unref(t);
+		lsm_table_meta_free(&meta);
+		entries_free(&es);
+	}
+}
+
+/*
+ * A level backwards (the level iterator over sorted, disjoint tables): the
+ * entries cut into tables of 1 to 900 entries, one-entry tables among
+ * them, through check_backwards; a seek back to a key between two tables
+ * (the last key of one and a NUL) goes on to the table before.
+ */
+TEST(level_reverse)
+{
+	uint64_t	rnd = harness_seed() ^ 0x1e7e1;
+	char	   *dir = harness_tmpdir("sstv");
+	entries		es;
+	lsm_version *v = lsm_version_new();
+	lsm_iiter  *it;
+	lsm_err		e;
+	size_t		lo = 0;
+	int			nt = 0;
+
+	CHECK(v != NULL);
+	make_prefix_entries(&es, 5000, 512, &rnd);
+	v->files[1] = calloc(es.n, sizeof(lsm_file *));
+	CHECK(v->files[1] != NULL);
+	lsm_err_clear(&e);
+	while (lo < es.n)
+	{
+		size_t		cnt = nt % 4 == 1 ? 1 : 1 + harness_rand64(&rnd) % 900;
+		lsm_file   *f = lsm_file_new();
+
+		CHECK(f != NULL);
+		if (cnt > es.n - lo)
+			cnt = es.n - lo;
+		v->files[1][v->nfiles[1]++] = f;
+		write_table(dir, (uint64_t) nt + 1, es.e + lo, cnt, 512, 10, &f->meta);
+		CHECK_OK(lsm_table_open(dir, (uint64_t) nt + 1, 0, &f->table, &e));
+		lo += cnt;
+		nt++;
+	}
+	CHECK_GT(nt, 6);
+	it = lsm_level_iter_new(v, v->files[1], v->nfiles[1], &e);
+	CHECK(it != NULL);
+	check_backwards(it, es.e, es.n, &rnd);
+	lsm_iiter_destroy(it);
+	lsm_version_unref(v);
+	entries_free(&es);
+}
+
 /* Runs the tests named on the command line, or all of them. */
 int
 main(int argc, char **argv)
@@ -1170,5 +1712,8 @@ main(int argc, char **argv)
 	RUN(table_refcount);
 	RUN(table_global_seq);
 	RUN(table_block_scan_needle);
+	RUN(block_reverse);
+	RUN(table_reverse);
+	RUN(level_reverse);
 	return harness_done();
 }

@@ -26,7 +26,9 @@
  *
  * Other cases: the basic contract (codes, LSM_DELETED, key limits, counts,
  * small stages as one batch, lsm_close with a stage open); deletes staged
- * over tables deep in the store surviving compaction; a writer process
+ * over tables deep in the store surviving compaction; a stage's iterator
+ * backwards (stage_reverse_iter: the forward one reversed, seeks back,
+ * snapshots, what lsm_iter_reverse refuses); a writer process
  * committing between lsm_stage_open and lsm_stage_commit (the ingest is
  * still newer) and a reader process picking the ingest up with
  * lsm_refresh; fault sweeps over the commit, of an ordinary and of a
@@ -477,7 +479,10 @@ copy_dir(const char *from, const char *to)
 /* ---------------------------------------------------------------------- */
 /* Checks. */
 
-/* Checks lsm_get of every key, a full scan and multi-gets against m. */
+/*
+ * Checks lsm_get of every key, a full scan forwards and backwards and
+ * multi-gets against m.
+ */
 static void
 check_reads(lsm_db *db, const model *m, const char *ctx)
 {
@@ -533,6 +538,37 @@ check_reads(lsm_db *db, const model *m, const char *ctx)
 		lsm_iter_next(it);
 	}
 	CHECK_MSG(!lsm_iter_valid(it), "%s: scan returned an extra key", ctx);
+	CHECK_DB_OK(db, lsm_iter_status(it));
+	lsm_iter_close(it);
+
+	/* the same scan backwards (lsm_iter_reverse) */
+	CHECK_DB_OK(db, lsm_iter_open(db, &it));
+	CHECK_OK(lsm_iter_reverse(it));
+	lsm_iter_seek(it, NULL, 0);
+	for (i = NK - 1; i >= 0; i--)
+	{
+		const void *ik,
+				   *iv;
+		size_t		iklen,
+					ivlen,
+					klen;
+
+		if (m->val[i] == NULL)
+			continue;
+		klen = key_of(i, k);
+		CHECK_MSG(lsm_iter_valid(it), "%s: backward scan ended (%s) before %s",
+				  ctx, lsm_strerror(lsm_iter_status(it)), k);
+		ik = lsm_iter_key(it, &iklen);
+		iv = lsm_iter_value(it, &ivlen);
+		CHECK_MSG(iklen == klen && memcmp(ik, k, klen) == 0,
+				  "%s: backward scan returned %.*s, expected %s", ctx,
+				  (int) iklen, (const char *) ik, k);
+		CHECK_MSG(ivlen == m->len[i] && memcmp(iv, m->val[i], ivlen) == 0,
+				  "%s: backward scan returned a wrong value for %s", ctx, k);
+		lsm_iter_next(it);
+	}
+	CHECK_MSG(!lsm_iter_valid(it), "%s: backward scan returned an extra key",
+			  ctx);
 	CHECK_DB_OK(db, lsm_iter_status(it));
 	lsm_iter_close(it);
 
@@ -1631,6 +1667,516 @@ TEST(stage_deletes_deep_keys)
 }
 
 /* ---------------------------------------------------------------------- */
+/* Backwards. */
+
+/* The engine's key order: memcmp, the shorter first when a prefix. */
+static int
+key_order(const void *a, size_t alen, const void *b, size_t blen)
+{
+	size_t		n = alen < blen ? alen : blen;
+	int			c = n > 0 ? memcmp(a, b, n) : 0;
+
+	return c != 0 ? c : (alen > blen) - (alen < blen);
+}
+
+/*
+ * The last key the stage model s writes that is <= target (target NULL:
+ * the last it writes), counting down from key below (exclusive); -1 if
+ * none.
+ */
+static int
+staged_le(const smodel *s, const char *target, size_t tlen, int below)
+{
+	int			i;
+
+	for (i = below - 1; i >= 0; i--)
+	{
+		char		k[16];
+		size_t		klen = key_of(i, k);
+
+		if (s->state[i] != ST_NONE &&
+			(target == NULL || key_order(k, klen, target, tlen) <= 0))
+			return i;
+	}
+	return -1;
+}
+
+/* The iterator is on the stage model's entry for key i (i < 0: the end). */
+static void
+check_staged(lsm_iter *it, const smodel *s, int i, const char *ctx, int step)
+{
+	char		k[16];
+	size_t		klen,
+				iklen,
+				ivlen;
+	const void *ik,
+			   *iv;
+
+	if (i < 0)
+	{
+		ik = lsm_iter_key(it, &iklen);
+		CHECK_MSG(!lsm_iter_valid(it), "%s, step %d: %.*s after the first "
+				  "staged key", ctx, step, (int) iklen, (const char *) ik);
+		CHECK_OK(lsm_iter_status(it));
+		return;
+	}
+	klen = key_of(i, k);
+	CHECK_MSG(lsm_iter_valid(it), "%s, step %d: ended (%s), expected %s", ctx,
+			  step, lsm_strerror(lsm_iter_status(it)), k);
+	ik = lsm_iter_key(it, &iklen);
+	iv = lsm_iter_value(it, &ivlen);
+	CHECK_MSG(key_order(ik, iklen, k, klen) == 0, "%s, step %d: %.*s, "
+			  "expected %s", ctx, step, (int) iklen, (const char *) ik, k);
+	if (s->state[i] == ST_DEL)
+	{
+		CHECK_MSG(lsm_iter_is_delete(it), "%s: %s should be a delete", ctx, k);
+		CHECK_EQ_U(ivlen, 0);
+	}
+	else
+	{
+		CHECK_MSG(!lsm_iter_is_delete(it), "%s: %s is not a delete", ctx, k);
+		CHECK_MEMEQ(iv, ivlen, s->val[i], s->len[i]);
+	}
+}
+
+/*
+ * A reverse iterator just seeked to target (NULL: the last key) against
+ * the stage model: up to steps entries (all if steps < 0) from the last
+ * staged key <= target down, then the end if it got there.  Returns the
+ * key index it stopped at (the next one expected), -1 past the first.
+ */
+static int
+check_staged_back(lsm_iter *it, const smodel *s, const char *target,
+				  size_t tlen, int steps, const char *ctx)
+{
+	int			i = staged_le(s, target, tlen, NK),
+				n;
+
+	for (n = 0; steps < 0 || n < steps; n++)
+	{
+		check_staged(it, s, i, ctx, n);
+		if (i < 0)
+			break;
+		lsm_iter_next(it);
+		i = staged_le(s, NULL, 0, i);
+	}
+	return i;
+}
+
+/*
+ * A target for a seek back, into buf: a key (staged or not), just after
+ * one (a NUL or a '5' added: before the next key), a key cut short (before
+ * the ten keys it starts), the empty key, "a" or "k" (before every key),
+ * "l", "k99999" or 0xFF 0xFF (after every key), or NULL (*tlen 0).
+ */
+static const char *
+back_target(uint64_t *rng, char *buf, size_t *tlen)
+{
+	int			i = (int) (harness_rand64(rng) % NK);
+	size_t		n = key_of(i, buf);
+
+	switch (harness_rand64(rng) % 12)
+	{
+		case 0:
+			*tlen = 0;
+			return NULL;
+		case 1:
+		case 2:
+		case 3:
+			break;
+		case 4:
+			buf[n++] = '\0';
+			break;
+		case 5:
+			buf[n++] = '5';
+			break;
+		case 6:
+			n--;
+			break;
+		case 7:
+			n = 0;
+			break;
+		case 8:
+			n = (size_t) sprintf(buf, harness_rand64(rng) % 2 ? "a" : "k");
+			break;
+		case 9:
+			n = (size_t) sprintf(buf, harness_rand64(rng) % 2 ? "l" : "k99999");
+			break;
+		case 10:
+			n = (size_t) sprintf(buf, "\xff\xff");
+			break;
+		default:
+			n = key_of(NK - 1, buf);
+			break;
+	}
+	*tlen = n;
+	return buf;
+}
+
+/* One entry read from a stage iterator. */
+typedef struct sentry
+{
+	char		key[16];
+	size_t		klen;
+	char		val[256];
+	size_t		vlen;
+	int			del;
+} sentry;
+
+/*
+ * Stages one more write (a delete if del) of a random key in state want
+ * (any if ST_NONE), never the first or the last key; returns its index.
+ */
+static int
+stage_one(lsm_db *db, lsm_stage *st, smodel *s, int want, bool del,
+		  uint64_t *rng, uint64_t *ver)
+{
+	int			i = 1 + (int) (harness_rand64(rng) % (NK - 2)),
+				n;
+
+	for (n = 0; want != ST_NONE && s->state[i] != want && n < NK; n++)
+		i = i == NK - 2 ? 1 : i + 1;
+	if (del)
+		stage_del(db, st, s, i);
+	else
+		stage_put(db, st, s, i, (*ver)++);
+	return i;
+}
+
+/* Highest table number the stage has written (spills and merges). */
+static int
+stage_written(const char *dir)
+{
+	int			n;
+
+	stage_tables(dir, &n);
+	return n;
+}
+
+/*
+ * A stage's iterator backwards (lsm_iter_reverse).  The stage holds puts
+ * and deletes spilled to runs of tables and, in its buffer, a last few
+ * that overwrite keys the runs hold (deletes of keys they put, puts of
+ * keys they delete, a key written twice), over a store with rows on
+ * several levels and in its memtable, which the stage iterator must not
+ * show.  Backwards is exactly forwards reversed, deletes included with the
+ * same lsm_iter_is_delete, and both are the model of the stage; seeks back
+ * to staged keys, unstaged ones, between keys, before the first, after the
+ * last and NULL land on the model's entry and step back along it, through
+ * one iterator seeking again and again and through fresh ones.  Iterators
+ * opened before later writes to the stage (newer versions in the same
+ * buffer, keys before and after all others, then spills and merges of
+ * runs) keep their snapshot backwards, one of them positioned before the
+ * writes.
+ * lsm_iter_reverse refuses a positioned iterator (forwards or backwards,
+ * valid or not, of a stage or of the store) and a value search (of any
+ * strategy), which go on as before; a seek back to a key over the limit
+ * stops the iterator with LSM_INVALID; and an iterator opened before the
+ * stage is aborted can still be made reverse and read afterwards.
+ */
+TEST(stage_reverse_iter)
+{
+	char	   *dir = harness_tmpdir("stage-reverse");
+	uint64_t	rng = harness_seed() ^ 0x5eb5e;
+	model	   *m = model_new();
+	smodel	   *s = smodel_new(),
+			   *snap;
+	lsm_db	   *db = open_store(dir, 1);
+	sentry	   *fwd = calloc(NK, sizeof(sentry));
+	lsm_stage  *st;
+	lsm_iter   *it,
+			   *early,
+			   *early_mid;
+	lsm_stats	stats;
+	uint64_t	ver = 1;
+	char		t[16];
+	const char *target;
+	size_t		tlen;
+	int			levels = 0,
+				written,
+				n = 0,
+				mid,
+				i,
+				q;
+
+	CHECK(fwd != NULL);
+
+	/* the store: tables on several levels and rows in its memtable */
+	for (q = 0; q < 4000; q++)
+	{
+		i = (int) (harness_rand64(&rng) % NK);
+		if (harness_rand64(&rng) % 6 == 0)
+			store_del(db, m, i);
+		else
+			store_put(db, m, i, ver++);
+	}
+	CHECK_DB_OK(db, lsm_get_stats(db, &stats));
+	for (i = 0; i < LSM_MAX_LEVELS; i++)
+		levels += stats.level[i].files > 0;
+	CHECK_GE(levels, 2);
+	CHECK_GT(stats.memtable_entries, 0);
+
+	/* the stage: puts and deletes spilled to runs by a 4 KiB buffer */
+	CHECK_DB_OK(db, lsm_stage_open(db, 4096, &st));
+	for (q = 0; q < 2500; q++)
+		stage_one(db, st, s, ST_NONE, harness_rand64(&rng) % 3 == 0, &rng,
+				  &ver);
+	CHECK_GT(lsm_stage_runs(st), 1);
+	/* write until a spill starts a fresh buffer, then ten that stay there */
+	written = stage_written(dir);
+	for (q = 0; stage_written(dir) == written; q++)
+	{
+		CHECK(q < 1000);
+		stage_one(db, st, s, ST_NONE, false, &rng, &ver);
+	}
+	written = stage_written(dir);
+	for (q = 0; q < 10; q++)
+	{
+		if (q % 3 == 0)
+			stage_one(db, st, s, ST_PUT, true, &rng, &ver);
+		else if (q % 3 == 1)
+			stage_one(db, st, s, ST_DEL, false, &rng, &ver);
+		else
+		{
+			/* written twice in the buffer: put then delete, or the reverse */
+			i = stage_one(db, st, s, ST_NONE, q % 2 == 0, &rng, &ver);
+			if (q % 2 == 0)
+				stage_put(db, st, s, i, ver++);
+			else
+				stage_del(db, st, s, i);
+		}
+	}
+	CHECK_EQ(stage_written(dir), written);
+
+	/* forwards: the model, recorded */
+	CHECK_DB_OK(db, lsm_stage_iter_open(st, &it));
+	check_stage_iter(it, s, "stage forwards");
+	for (lsm_iter_seek(it, NULL, 0); lsm_iter_valid(it); lsm_iter_next(it))
+	{
+		sentry	   *e = &fwd[n++];
+		const void *k = lsm_iter_key(it, &e->klen);
+		const void *v = lsm_iter_value(it, &e->vlen);
+
+		CHECK(n <= NK && e->klen <= sizeof(e->key) &&
+			  e->vlen <= sizeof(e->val));
+		memcpy(e->key, k, e->klen);
+		memcpy(e->val, v, e->vlen);
+		e->del = lsm_iter_is_delete(it);
+	}
+	CHECK_OK(lsm_iter_status(it));
+	lsm_iter_close(it);
+	CHECK_GT(n, NK / 2);
+
+	/* backwards: the forward scan reversed, and the model */
+	CHECK_DB_OK(db, lsm_stage_iter_open(st, &it));
+	CHECK_OK(lsm_iter_reverse(it));
+	CHECK(!lsm_iter_valid(it));
+	lsm_iter_seek(it, NULL, 0);
+	for (q = n - 1; q >= 0; q--)
+	{
+		const sentry *e = &fwd[q];
+		size_t		klen,
+					vlen;
+		const void *k = lsm_iter_key(it, &klen);
+		const void *v = lsm_iter_value(it, &vlen);
+
+		CHECK_MSG(lsm_iter_valid(it), "backward scan ended (%s) at %d of %d",
+				  lsm_strerror(lsm_iter_status(it)), n - 1 - q, n);
+		CHECK_MEMEQ(k, klen, e->key, e->klen);
+		CHECK_MEMEQ(v, vlen, e->val, e->vlen);
+		CHECK_EQ(lsm_iter_is_delete(it), e->del);
+		lsm_iter_next(it);
+	}
+	CHECK_MSG(!lsm_iter_valid(it), "backward scan longer than forwards (%d)",
+			  n);
+	CHECK_OK(lsm_iter_status(it));
+	lsm_iter_seek(it, NULL, 0);
+	check_staged_back(it, s, NULL, 0, -1, "backward scan");
+	lsm_iter_close(it);
+
+	/* seeks back: one iterator seeking again and again, and fresh ones */
+	CHECK_DB_OK(db, lsm_stage_iter_open(st, &it));
+	CHECK_OK(lsm_iter_reverse(it));
+	for (q = 0; q < 400; q++)
+	{
+		lsm_iter   *one = it;
+
+		target = back_target(&rng, t, &tlen);
+		if (q % 10 == 9)
+		{
+			CHECK_DB_OK(db, lsm_stage_iter_open(st, &one));
+			CHECK_OK(lsm_iter_reverse(one));
+		}
+		lsm_iter_seek(one, target, tlen);
+		check_staged_back(one, s, target, tlen,
+						  1 + (int) (harness_rand64(&rng) % 8), "seek back");
+		if (one != it)
+			lsm_iter_close(one);
+	}
+	lsm_iter_close(it);
+
+	/* iterators opened now keep this snapshot through later writes */
+	snap = smodel_dup(s);
+	CHECK_DB_OK(db, lsm_stage_iter_open(st, &early));
+	CHECK_OK(lsm_iter_reverse(early));
+	CHECK_DB_OK(db, lsm_stage_iter_open(st, &early_mid));
+	CHECK_OK(lsm_iter_reverse(early_mid));
+	tlen = key_of(NK / 2, t);
+	lsm_iter_seek(early_mid, t, tlen);
+	mid = check_staged_back(early_mid, snap, t, tlen, 3,
+							"held iterator, before the writes");
+	/*
+	 * In the same buffer: newer versions of staged keys, and keys before
+	 * and after all the others (stage_one never writes them).
+	 */
+	written = stage_written(dir);
+	for (q = 0; q < 6; q++)
+		stage_one(db, st, s, q % 2 ? ST_PUT : ST_DEL, q % 2, &rng, &ver);
+	CHECK(snap->state[0] == ST_NONE && snap->state[NK - 1] == ST_NONE);
+	stage_put(db, st, s, 0, ver++);
+	stage_del(db, st, s, NK - 1);
+	CHECK_EQ(stage_written(dir), written);
+	lsm_iter_seek(early, NULL, 0);
+	check_staged_back(early, snap, NULL, 0, -1,
+					  "held iterator, after writes to its buffer");
+	/* then spills (and merges of runs) */
+	for (q = 0; q < 800; q++)
+		stage_one(db, st, s, ST_NONE, harness_rand64(&rng) % 3 == 0, &rng,
+				  &ver);
+	CHECK_GT(stage_written(dir), written);
+	lsm_iter_seek(early, NULL, 0);
+	check_staged_back(early, snap, NULL, 0, -1,
+					  "held iterator, after spills");
+	for (q = 0; mid >= 0; q++)
+	{
+		check_staged(early_mid, snap, mid, "held positioned iterator", q);
+		lsm_iter_next(early_mid);
+		mid = staged_le(snap, NULL, 0, mid);
+	}
+	check_staged(early_mid, snap, -1, "held positioned iterator", q);
+	lsm_iter_close(early);
+	lsm_iter_close(early_mid);
+	smodel_free(snap);
+	/* and a new one sees the new state */
+	CHECK_DB_OK(db, lsm_stage_iter_open(st, &it));
+	CHECK_OK(lsm_iter_reverse(it));
+	lsm_iter_seek(it, NULL, 0);
+	check_staged_back(it, s, NULL, 0, -1, "backward scan after the writes");
+	lsm_iter_close(it);
+
+	/* refused once positioned (forwards): it goes on forwards */
+	i = staged_le(s, NULL, 0, NK);
+	CHECK_DB_OK(db, lsm_stage_iter_open(st, &it));
+	lsm_iter_seek(it, NULL, 0);
+	CHECK_RC(LSM_INVALID, lsm_iter_reverse(it));
+	for (q = 0; q < NK && s->state[q] == ST_NONE; q++)
+		;
+	check_staged(it, s, q, "forwards after a refused reverse", 0);
+	lsm_iter_next(it);
+	for (q++; q < NK && s->state[q] == ST_NONE; q++)
+		;
+	check_staged(it, s, q, "forwards after a refused reverse", 1);
+	lsm_iter_close(it);
+	/* positioned on nothing, past the last key: refused as well */
+	CHECK_DB_OK(db, lsm_stage_iter_open(st, &it));
+	lsm_iter_seek(it, "l", 1);
+	CHECK(!lsm_iter_valid(it));
+	CHECK_RC(LSM_INVALID, lsm_iter_reverse(it));
+	lsm_iter_close(it);
+	/* made reverse twice before the seek: fine; after it: refused */
+	CHECK_DB_OK(db, lsm_stage_iter_open(st, &it));
+	CHECK_OK(lsm_iter_reverse(it));
+	CHECK_OK(lsm_iter_reverse(it));
+	lsm_iter_seek(it, NULL, 0);
+	CHECK_RC(LSM_INVALID, lsm_iter_reverse(it));
+	check_staged_back(it, s, NULL, 0, 5, "backwards after a refused reverse");
+	lsm_iter_close(it);
+	/* a reverse iterator seeked before the first key: refused */
+	CHECK_DB_OK(db, lsm_stage_iter_open(st, &it));
+	CHECK_OK(lsm_iter_reverse(it));
+	lsm_iter_seek(it, "a", 1);
+	CHECK(!lsm_iter_valid(it));
+	CHECK_RC(LSM_INVALID, lsm_iter_reverse(it));
+	lsm_iter_close(it);
+
+	/* a store iterator, positioned: refused */
+	CHECK_DB_OK(db, lsm_iter_open(db, &it));
+	lsm_iter_seek(it, NULL, 0);
+	CHECK(lsm_iter_valid(it));
+	CHECK_RC(LSM_INVALID, lsm_iter_reverse(it));
+	lsm_iter_close(it);
+
+	/* a seek back to a key longer than the limit stops it, as forwards */
+	{
+		char	   *big = malloc(LSM_MAX_KEY_LEN + 1);
+
+		CHECK(big != NULL);
+		memset(big, 'k', LSM_MAX_KEY_LEN + 1);
+		CHECK_DB_OK(db, lsm_stage_iter_open(st, &it));
+		CHECK_OK(lsm_iter_reverse(it));
+		lsm_iter_seek(it, big, LSM_MAX_KEY_LEN + 1);
+		CHECK(!lsm_iter_valid(it));
+		CHECK_RC(LSM_INVALID, lsm_iter_status(it));
+		lsm_iter_close(it);
+		free(big);
+	}
+
+	/* value searches, of every strategy: refused */
+	for (q = LSM_SEARCH_AUTO; q <= LSM_SEARCH_SCAN; q++)
+	{
+		CHECK_DB_OK(db, lsm_value_search_with(db, 0, "c2", 2, q, &it));
+		CHECK_RC(LSM_INVALID, lsm_iter_reverse(it));
+		lsm_iter_close(it);
+	}
+	/* and one refused still finds its rows */
+	CHECK_DB_OK(db, lsm_value_search(db, 0, "c1", 2, &it));
+	CHECK_RC(LSM_INVALID, lsm_iter_reverse(it));
+	{
+		static char seen[NK];
+		int			found = 0,
+					want = 0;
+
+		memset(seen, 0, sizeof(seen));
+		for (; lsm_iter_valid(it); lsm_iter_next(it))
+		{
+			size_t		klen;
+			const char *k = lsm_iter_key(it, &klen);
+			int			ki;
+
+			CHECK(klen == 6 && k[0] == 'k');
+			ki = atoi(k + 1);
+			CHECK(ki >= 0 && ki < NK && !seen[ki]);
+			CHECK_MSG(model_cat(m, ki) == 1, "value search c1 found %.6s", k);
+			seen[ki] = 1;
+			found++;
+		}
+		CHECK_OK(lsm_iter_status(it));
+		for (i = 0; i < NK; i++)
+			want += model_cat(m, i) == 1;
+		CHECK_EQ(found, want);
+		CHECK_GT(found, 0);
+	}
+	lsm_iter_close(it);
+
+	/* an iterator outlives its stage: made reverse after the abort */
+	CHECK_DB_OK(db, lsm_stage_iter_open(st, &it));
+	lsm_stage_abort(st);
+	CHECK_EQ(count_prefix(dir, "stage."), 0);
+	CHECK_OK(lsm_iter_reverse(it));
+	lsm_iter_seek(it, NULL, 0);
+	check_staged_back(it, s, NULL, 0, -1, "backwards after the abort");
+	target = back_target(&rng, t, &tlen);
+	lsm_iter_seek(it, target, tlen);
+	check_staged_back(it, s, target, tlen, 10,
+					  "seek back after the abort");
+	lsm_iter_close(it);
+	CHECK_DB_OK(db, lsm_close(db));
+	free(fwd);
+	smodel_free(s);
+	model_free(m);
+}
+
+/* ---------------------------------------------------------------------- */
 /* Other processes. */
 
 /*
@@ -2424,6 +2970,7 @@ main(int argc, char **argv)
 	RUN(write_opt_sync);
 	RUN(stage_model);
 	RUN(stage_deletes_deep_keys);
+	RUN(stage_reverse_iter);
 	RUN(stage_ingest_levels);
 	RUN(stage_truncate);
 	RUN(stage_concurrent_writer);
