@@ -70,7 +70,7 @@
 
 /*
  * How the values of one column are turned into bytes (codec.c).  The codecs
- * up to LSMFDW_CODEC_TIMESTAMP are canonical: equal values, equal bytes.
+ * up to LSMFDW_CODEC_ENUM are canonical: equal values, equal bytes.
  */
 typedef enum LsmFdwCodec
 {
@@ -86,6 +86,7 @@ typedef enum LsmFdwCodec
 	LSMFDW_CODEC_UUID,			/* the 16 bytes */
 	LSMFDW_CODEC_DATE,			/* as INT4 */
 	LSMFDW_CODEC_TIMESTAMP,		/* timestamp, timestamptz: as INT8 */
+	LSMFDW_CODEC_ENUM,			/* the value's pg_enum OID, 4 bytes */
 	LSMFDW_CODEC_SEND,			/* the type's binary send/receive */
 	LSMFDW_CODEC_TEXTIO			/* the type's text output/input */
 } LsmFdwCodec;
@@ -124,6 +125,8 @@ typedef struct LsmFdwTable
 	AttrNumber	keyattno;
 	LsmFdwColumn *cols;			/* natts entries, cols[attnum - 1] */
 	int			nfields;		/* fields per row: natts - 1 */
+	bool		has_io;			/* a live column of codec SEND or TEXTIO */
+	bool		has_textio;		/* ... of codec TEXTIO */
 	char	   *path;			/* store directory */
 	bool		default_location;	/* path is under $PGDATA (removed on
 									 * DROP) */

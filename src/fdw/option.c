@@ -412,6 +412,10 @@ LsmFdwGetTable(Relation rel)
 		col->collation = attr->attcollation;
 		LsmFdwSetupColumn(col, col->attnum == t->keyattno, t->relname,
 						  col->name);
+		if (col->codec == LSMFDW_CODEC_SEND || col->codec == LSMFDW_CODEC_TEXTIO)
+			t->has_io = true;
+		if (col->codec == LSMFDW_CODEC_TEXTIO)
+			t->has_textio = true;
 
 		foreach(cell, GetForeignColumnOptions(relid, col->attnum))
 		{
