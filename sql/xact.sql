@@ -205,3 +205,25 @@ DROP SERVER lsm_xact_srv CASCADE;
 SELECT lsm_store_exists(:kv_oid) AS kv_exists,
   lsm_store_exists(:kv2_oid) AS kv2_exists;
 DROP FUNCTION lsm_store_exists(oid);
+-- the same holds under a server's directory (here in the data directory, so
+-- that pg_stat_file may look)
+DO $$
+BEGIN
+  EXECUTE format('CREATE SERVER lsm_xact_dir FOREIGN DATA WRAPPER lsm_fdw
+    OPTIONS (directory %L)',
+    current_setting('data_directory') || '/lsm_xact_regress');
+END $$;
+CREATE FOREIGN TABLE indir (k int OPTIONS (key 'true')) SERVER lsm_xact_dir;
+INSERT INTO indir VALUES (1);
+SELECT lsm_store_path('indir') AS indir_path \gset
+SELECT (pg_stat_file(:'indir_path', true)).isdir AS store_exists;
+BEGIN;
+DROP FOREIGN TABLE indir;
+ROLLBACK;
+SELECT (pg_stat_file(:'indir_path', true)).isdir AS store_exists;
+DROP FOREIGN TABLE indir;
+SELECT pg_stat_file(:'indir_path', true) IS NULL AS store_removed;
+CREATE FOREIGN TABLE indir (k int OPTIONS (key 'true')) SERVER lsm_xact_dir;
+SELECT lsm_store_path('indir') AS indir_path \gset
+DROP SERVER lsm_xact_dir CASCADE;
+SELECT pg_stat_file(:'indir_path', true) IS NULL AS store_removed;

@@ -36,7 +36,9 @@
  * functions may follow DateStyle and the like.  So rows with such columns
  * are encoded and decoded with the client encoding set to the database's,
  * and TEXTIO columns with the settings postgres_fdw uses for the text it
- * sends (neutral_io_begin).
+ * sends (neutral_io_begin).  Which byte layout a store's rows have is
+ * recorded in its metadata file (meta.c): LsmFdwCodecName gives the codecs
+ * their names there.
  *
  * src/fdw/codec.c
  *
@@ -107,12 +109,11 @@ static bool type_has_send(Oid typid);
 
 /*
  * Chooses the codec of a column from its (base) type, which the caller has
- * filled in col, and says whether it is canonical.  For the key column,
- * raises an error if the type cannot be a key.
+ * filled in col, and says whether it is canonical.  Whether the column can
+ * be the key is LsmFdwCheckKeyColumn's business.
  */
 void
-LsmFdwSetupColumn(LsmFdwColumn *col, bool is_key, const char *relname,
-				  const char *attname)
+LsmFdwSetupColumn(LsmFdwColumn *col)
 {
 	switch (col->basetypid)
 	{
@@ -169,10 +170,17 @@ LsmFdwSetupColumn(LsmFdwColumn *col, bool is_key, const char *relname,
 		!get_collation_isdeterministic(col->collation))
 		col->canonical = false;
 	col->io_ready = false;
+}
 
-	if (!is_key)
-		return;
-
+/*
+ * Checks that col (set up by LsmFdwSetupColumn) can be the key of table
+ * relname: a key type, under a deterministic collation.  Returns true if
+ * so; else raises an error if strict, or returns false.
+ */
+bool
+LsmFdwCheckKeyColumn(const LsmFdwColumn *col, const char *relname,
+					 bool strict)
+{
 	switch (col->codec)
 	{
 		case LSMFDW_CODEC_INT2:
@@ -185,10 +193,12 @@ LsmFdwSetupColumn(LsmFdwColumn *col, bool is_key, const char *relname,
 		case LSMFDW_CODEC_TIMESTAMP:
 			break;
 		default:
+			if (!strict)
+				return false;
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("key column \"%s\" of foreign table \"%s\" has unsupported type %s",
-							attname, relname, format_type_be(col->typid)),
+							col->name, relname, format_type_be(col->typid)),
 					 errhint("The key column must be of type smallint, integer, bigint, text, varchar, bytea, uuid, date, timestamp or timestamptz.")));
 	}
 
@@ -198,11 +208,50 @@ LsmFdwSetupColumn(LsmFdwColumn *col, bool is_key, const char *relname,
 	 * native unique index would reject.
 	 */
 	if (!col->canonical)
+	{
+		if (!strict)
+			return false;
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("key column \"%s\" of foreign table \"%s\" uses a nondeterministic collation",
-						attname, relname),
+						col->name, relname),
 				 errhint("Use a deterministic collation such as \"C\" for the key column.")));
+	}
+	return true;
+}
+
+/* The names of the codecs in metadata files, by LsmFdwCodec */
+static const char *const codec_names[] = {
+	"bool", "int2", "int4", "int8", "float4", "float8", "text", "bpchar",
+	"bytea", "uuid", "date", "timestamp", "enum", "send", "textio"
+};
+
+StaticAssertDecl(lengthof(codec_names) == LSMFDW_CODEC_TEXTIO + 1,
+				 "every codec has a name");
+
+/* The name of a codec in metadata files ("int4", "send"). */
+const char *
+LsmFdwCodecName(LsmFdwCodec codec)
+{
+	Assert((int) codec >= 0 && codec <= LSMFDW_CODEC_TEXTIO);
+	return codec_names[codec];
+}
+
+/* Sets *codec to the codec called name; false if there is none. */
+bool
+LsmFdwCodecByName(const char *name, LsmFdwCodec *codec)
+{
+	int			i;
+
+	for (i = 0; i < lengthof(codec_names); i++)
+	{
+		if (strcmp(codec_names[i], name) == 0)
+		{
+			*codec = (LsmFdwCodec) i;
+			return true;
+		}
+	}
+	return false;
 }
 
 /*
