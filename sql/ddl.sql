@@ -175,7 +175,20 @@ ALTER TYPE pair DROP ATTRIBUTE b;                              -- ERROR
 ALTER TYPE pair RENAME ATTRIBUTE b TO bb;
 SELECT * FROM co;
 SELECT (p).bb FROM co;
+-- a table's row type too
+CREATE TABLE heap_pair (a int, b text);
+CREATE FOREIGN TABLE cot (id int OPTIONS (key 'true'), hp heap_pair)
+  SERVER lsm_ddl_srv;
+INSERT INTO cot VALUES (1, ROW(1, 'x'));
+ALTER TABLE heap_pair ADD COLUMN c int;                        -- ERROR
+ALTER TABLE heap_pair ADD CONSTRAINT a_pos CHECK (a > 0);
+SELECT * FROM cot;
+DELETE FROM cot;
+ALTER TABLE heap_pair ADD COLUMN c int;
+INSERT INTO cot VALUES (1, ROW(1, 'x', 2));
+SELECT * FROM cot;
 
 DROP SERVER lsm_ddl_srv CASCADE;
+DROP TABLE heap_pair;
 DROP TYPE mood, pair;
 DROP DOMAIN posint;

@@ -41,10 +41,11 @@
  *		The value filter options cannot change once the store exists.
  *	ALTER SERVER ... OPTIONS: the directory of a server with foreign
  *		tables cannot change (their stores would be left behind).
- *	ALTER TYPE: a type that columns of lsm_fdw tables store in binary
- *		form cannot change under rows: the attributes of a composite type,
- *		the labels of an enum type used inside arrays, composites or
- *		ranges (enum columns themselves store the value's OID).
+ *	ALTER TYPE, ALTER TABLE: a type that columns of lsm_fdw tables store
+ *		in binary form cannot change under rows: the attributes of a
+ *		composite type (or of a table's row type), the labels of an enum
+ *		type used inside arrays, composites or ranges (enum columns
+ *		themselves store the value's OID).
  *
  * Layout changes.  The metadata file must describe every row in the store,
  * whatever commits or aborts, and a crash at any point must leave it so:
@@ -148,7 +149,9 @@ static void check_server(const ServerChange *c);
 static void schedule_drop(Oid relid);
 static void check_type_change(Node *parsetree);
 static void check_type_users(Oid typid, bool enum_labels, const char *action);
+static AttrNumber column_using_type(Oid relid, Oid typid, bool enum_labels);
 static bool type_contains(Oid typid, Oid target);
+static int	relation_natts(Oid relid);
 static void decide_layouts(void);
 static void write_meta_after_commit(void);
 static void xact_callback(XactEvent event, void *arg);
@@ -490,10 +493,10 @@ schedule_drop(Oid relid)
 }
 
 /*
- * The start of a command: if it is ALTER TYPE changing the attributes of a
- * composite type or renaming a value of an enum type, refuses it when
- * lsm_fdw tables store values of the type in a form that would no longer
- * read back (check_type_users).
+ * The start of a command: if it changes the attributes of a composite type
+ * (ALTER TYPE, or ALTER TABLE of a table, whose row type it is) or renames
+ * a value of an enum type, refuses it when lsm_fdw tables store values of
+ * the type in a form that would no longer read back (check_type_users).
  */
 static void
 check_type_change(Node *parsetree)
@@ -513,16 +516,15 @@ check_type_change(Node *parsetree)
 		if (OidIsValid(typid))
 			check_type_users(typid, true, "rename a value of");
 	}
-	else if (IsA(parsetree, AlterTableStmt) &&
-			 ((AlterTableStmt *) parsetree)->objtype == OBJECT_TYPE)
+	else if (IsA(parsetree, AlterTableStmt))
 	{
 		AlterTableStmt *stmt = (AlterTableStmt *) parsetree;
 		Oid			relid;
 		ListCell   *lc;
 
+		/* ALTER TYPE on a composite type, or ALTER TABLE on a table */
 		relid = RangeVarGetRelid(stmt->relation, NoLock, true);
-		if (!OidIsValid(relid) ||
-			get_rel_relkind(relid) != RELKIND_COMPOSITE_TYPE)
+		if (!OidIsValid(relid) || !OidIsValid(get_rel_type_id(relid)))
 			return;
 		foreach(lc, stmt->cmds)
 		{
@@ -546,7 +548,8 @@ check_type_change(Node *parsetree)
  * a range, a domain, or as itself; with enum_labels, not as itself: enum
  * columns store OIDs, their containers labels) and the table holds rows.
  * Each such table is locked against writes until the transaction ends, so
- * that none can come between the check and the change.
+ * that none can come between the check and the change; the others are not
+ * locked.
  */
 static void
 check_type_users(Oid typid, bool enum_labels, const char *action)
@@ -559,40 +562,60 @@ check_type_users(Oid typid, bool enum_labels, const char *action)
 	while ((tup = systable_getnext(scan)) != NULL)
 	{
 		Oid			relid = ((Form_pg_foreign_table) GETSTRUCT(tup))->ftrelid;
+		AttrNumber	attnum = column_using_type(relid, typid, enum_labels);
 		Relation	rel;
 		LsmFdwTable *t;
-		int			i;
 
-		if (!LsmFdwIsOurTable(relid))
+		if (attnum == InvalidAttrNumber || !LsmFdwIsOurTable(relid))
 			continue;
-		rel = relation_open(relid, AccessShareLock);
+		rel = relation_open(relid, ShareLock);
 		t = LsmFdwGetTableLenient(rel);
 		relation_close(rel, NoLock);
-		for (i = 0; i < t->natts; i++)
-		{
-			LsmFdwColumn *col = &t->cols[i];
-
-			if (col->dropped || !type_contains(col->typid, typid) ||
-				(enum_labels && col->codec == LSMFDW_CODEC_ENUM))
-				continue;
-			LockRelationOid(relid, ShareLock);
-			if (LsmFdwStoreHoldsRows(t, true))
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot %s type %s because column \"%s\" of foreign table \"%s\" uses it",
-								action, format_type_be(typid), col->name,
-								t->relname),
-						 enum_labels
-						 ? errdetail("The table holds rows, which store the values of type %s in the column by their labels.",
-									 format_type_be(col->typid))
-						 : errdetail("The table holds rows, which store the values of type %s in the column in their binary form.",
-									 format_type_be(col->typid)),
-						 errhint("Empty the table first, or copy its rows to a table that does not use the type.")));
-			break;
-		}
+		if (LsmFdwStoreHoldsRows(t, true))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot %s type %s because column \"%s\" of foreign table \"%s\" uses it",
+							action, format_type_be(typid),
+							t->cols[attnum - 1].name, t->relname),
+					 enum_labels
+					 ? errdetail("The table holds rows, which store the values of type %s in the column by their labels.",
+								 format_type_be(t->cols[attnum - 1].typid))
+					 : errdetail("The table holds rows, which store the values of type %s in the column in their binary form.",
+								 format_type_be(t->cols[attnum - 1].typid)),
+					 errhint("Empty the table first, or copy its rows to a table that does not use the type.")));
 	}
 	systable_endscan(scan);
 	table_close(ftrel, AccessShareLock);
+}
+
+/*
+ * The first column of relation relid that stores values of type typid as
+ * check_type_users means (enum_labels: not as a plain enum column), or
+ * InvalidAttrNumber.  Reads the catalogs without locking relid.
+ */
+static AttrNumber
+column_using_type(Oid relid, Oid typid, bool enum_labels)
+{
+	int			natts = relation_natts(relid);
+	AttrNumber	attnum;
+
+	for (attnum = 1; attnum <= natts; attnum++)
+	{
+		HeapTuple	tup = SearchSysCache2(ATTNUM, ObjectIdGetDatum(relid),
+										  Int16GetDatum(attnum));
+		Form_pg_attribute attr;
+		bool		uses;
+
+		if (!HeapTupleIsValid(tup))
+			continue;
+		attr = (Form_pg_attribute) GETSTRUCT(tup);
+		uses = !attr->attisdropped && type_contains(attr->atttypid, typid) &&
+			!(enum_labels && type_is_enum(getBaseType(attr->atttypid)));
+		ReleaseSysCache(tup);
+		if (uses)
+			return attnum;
+	}
+	return InvalidAttrNumber;
 }
 
 /*
@@ -605,10 +628,8 @@ type_contains(Oid typid, Oid target)
 {
 	HeapTuple	tup;
 	Form_pg_type typ;
-	Oid			inner[2] = {InvalidOid, InvalidOid};
+	Oid			inner = InvalidOid;
 	Oid			typrelid = InvalidOid;
-	bool		result = false;
-	int			i;
 
 	check_stack_depth();
 	if (typid == target)
@@ -618,35 +639,57 @@ type_contains(Oid typid, Oid target)
 		return false;
 	typ = (Form_pg_type) GETSTRUCT(tup);
 	if (typ->typtype == TYPTYPE_DOMAIN)
-		inner[0] = typ->typbasetype;
+		inner = typ->typbasetype;
 	else if (typ->typtype == TYPTYPE_RANGE)
-		inner[0] = get_range_subtype(typid);
+		inner = get_range_subtype(typid);
 	else if (typ->typtype == TYPTYPE_MULTIRANGE)
-		inner[0] = get_multirange_range(typid);
+		inner = get_multirange_range(typid);
 	else if (typ->typtype == TYPTYPE_COMPOSITE)
 		typrelid = typ->typrelid;
 	else if (OidIsValid(typ->typelem) && typ->typlen == -1)
-		inner[0] = typ->typelem;	/* an array */
+		inner = typ->typelem;	/* an array */
 	ReleaseSysCache(tup);
 
-	for (i = 0; i < lengthof(inner) && !result; i++)
-		if (OidIsValid(inner[i]))
-			result = type_contains(inner[i], target);
-	if (!result && OidIsValid(typrelid))
+	if (OidIsValid(inner))
+		return type_contains(inner, target);
+	if (OidIsValid(typrelid))
 	{
-		Relation	rel = relation_open(typrelid, AccessShareLock);
-		TupleDesc	desc = RelationGetDescr(rel);
+		int			natts = relation_natts(typrelid);
+		AttrNumber	attnum;
 
-		for (i = 0; i < desc->natts && !result; i++)
+		for (attnum = 1; attnum <= natts; attnum++)
 		{
-			Form_pg_attribute attr = TupleDescAttr(desc, i);
+			HeapTuple	atup = SearchSysCache2(ATTNUM,
+											   ObjectIdGetDatum(typrelid),
+											   Int16GetDatum(attnum));
+			Form_pg_attribute attr;
+			bool		contains;
 
-			if (!attr->attisdropped)
-				result = type_contains(attr->atttypid, target);
+			if (!HeapTupleIsValid(atup))
+				continue;
+			attr = (Form_pg_attribute) GETSTRUCT(atup);
+			contains = !attr->attisdropped &&
+				type_contains(attr->atttypid, target);
+			ReleaseSysCache(atup);
+			if (contains)
+				return true;
 		}
-		relation_close(rel, AccessShareLock);
 	}
-	return result;
+	return false;
+}
+
+/* The number of attributes of relation relid (0 if there is none). */
+static int
+relation_natts(Oid relid)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	int			natts;
+
+	if (!HeapTupleIsValid(tup))
+		return 0;
+	natts = ((Form_pg_class) GETSTRUCT(tup))->relnatts;
+	ReleaseSysCache(tup);
+	return natts;
 }
 
 /*
