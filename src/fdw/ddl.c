@@ -353,7 +353,7 @@ act_on_table(const Touched *touch)
 	/* a table without a usable key cannot be read: its layout waits */
 	if (t->keyattno == InvalidAttrNumber)
 		return;
-	if (LsmFdwReadMeta(t->path, &meta, &problem) != LSMFDW_META_OK ||
+	if (LsmFdwReadMeta(t->path, &meta, &problem, ERROR) != LSMFDW_META_OK ||
 		!LsmFdwMetaIsTable(&meta, t->relid))
 		return;					/* reads will say what is wrong */
 	if (touch->options)
@@ -484,7 +484,7 @@ schedule_drop(Oid relid)
 	char	   *path = LsmFdwStorePath(relid, &is_default);
 	LsmFdwMeta	meta;
 	char	   *problem;
-	LsmFdwMetaState state = LsmFdwReadMeta(path, &meta, &problem);
+	LsmFdwMetaState state = LsmFdwReadMeta(path, &meta, &problem, WARNING);
 
 	if ((state == LSMFDW_META_OK && LsmFdwMetaIsTable(&meta, relid)) ||
 		state == LSMFDW_META_EMPTY_DIRECTORY)
@@ -723,7 +723,7 @@ decide_layouts(void)
 		t = LsmFdwGetTableLenient(rel);
 		relation_close(rel, AccessShareLock);
 		if (t->keyattno == InvalidAttrNumber ||
-			LsmFdwReadMeta(t->path, &meta, &problem) != LSMFDW_META_OK ||
+			LsmFdwReadMeta(t->path, &meta, &problem, ERROR) != LSMFDW_META_OK ||
 			!LsmFdwMetaIsTable(&meta, t->relid))
 			continue;
 		initStringInfo(&why);
@@ -757,7 +757,7 @@ decide_layouts(void)
 			LsmFdwStoreHoldsRows(t, false))
 		{
 			resetStringInfo(&why);
-			if (LsmFdwReadMeta(t->path, &meta, &problem) != LSMFDW_META_OK ||
+			if (LsmFdwReadMeta(t->path, &meta, &problem, ERROR) != LSMFDW_META_OK ||
 				LsmFdwCompareLayout(&meta, t, &why) == LSMFDW_LAYOUT_INCOMPATIBLE)
 				ereport(ERROR,
 						(errcode(ERRCODE_FDW_INCONSISTENT_DESCRIPTOR_INFORMATION),

@@ -191,7 +191,8 @@ typedef enum LsmFdwMetaState
 	LSMFDW_META_EMPTY_DIRECTORY,	/* it holds nothing, or only a metadata
 									 * file being written */
 	LSMFDW_META_MISSING,		/* it holds other files but no metadata */
-	LSMFDW_META_INVALID			/* the metadata file cannot be parsed */
+	LSMFDW_META_INVALID,		/* the metadata file cannot be parsed */
+	LSMFDW_META_UNREADABLE		/* an I/O error (reported) */
 } LsmFdwMetaState;
 
 /* One open store of the per-backend cache (store.c). */
@@ -330,7 +331,7 @@ extern bool LsmFdwEncodeNeedle(LsmFdwColumn *col, Datum value, Oid valtype,
 extern TransactionId LsmFdwTableStamp(Oid relid);
 extern LsmFdwMeta *LsmFdwMetaForTable(const LsmFdwTable *t);
 extern LsmFdwMetaState LsmFdwReadMeta(const char *dir, LsmFdwMeta *meta,
-									  char **problem);
+									  char **problem, int elevel);
 extern bool LsmFdwWriteMeta(const char *dir, const LsmFdwMeta *meta,
 							int elevel);
 extern bool LsmFdwMetaIsTable(const LsmFdwMeta *meta, Oid relid);

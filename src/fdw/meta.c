@@ -83,7 +83,7 @@
 static char *format_meta(const LsmFdwMeta *meta);
 static bool parse_meta(char *text, size_t len, LsmFdwMeta *meta,
 					   char **problem);
-static bool directory_is_empty(const char *dir);
+static LsmFdwMetaState directory_state(const char *dir, int elevel);
 static LsmFdwLayoutMatch compare_column(const LsmFdwStoredColumn *old,
 										const LsmFdwColumn *new,
 										StringInfo why);
@@ -192,11 +192,13 @@ LsmFdwDescribeMeta(const LsmFdwMeta *meta)
 /*
  * Reads the metadata file of store directory dir into *meta (palloc'd
  * columns).  Returns LSMFDW_META_OK, or what the directory holds instead;
- * for LSMFDW_META_INVALID *problem says what is wrong.  Raises an error if
- * the directory or the file cannot be read.
+ * for LSMFDW_META_INVALID *problem says what is wrong.  If the directory
+ * or the file cannot be read, reports it at elevel and, if that returns,
+ * returns LSMFDW_META_UNREADABLE.
  */
 LsmFdwMetaState
-LsmFdwReadMeta(const char *dir, LsmFdwMeta *meta, char **problem)
+LsmFdwReadMeta(const char *dir, LsmFdwMeta *meta, char **problem,
+			   int elevel)
 {
 	char	   *path = psprintf("%s/%s", dir, META_FILE);
 	struct stat st;
@@ -209,24 +211,23 @@ LsmFdwReadMeta(const char *dir, LsmFdwMeta *meta, char **problem)
 	{
 		if (errno == ENOENT)
 			return LSMFDW_META_NO_DIRECTORY;
-		ereport(ERROR,
+		ereport(elevel,
 				(errcode_for_file_access(),
 				 errmsg("could not stat directory \"%s\": %m", dir)));
+		return LSMFDW_META_UNREADABLE;
 	}
 	fd = OpenTransientFile(path, O_RDONLY | PG_BINARY);
-	if (fd < 0)
+	if (fd < 0 && errno == ENOENT)
+		return directory_state(dir, elevel);
+	if (fd < 0 || fstat(fd, &st) != 0)
 	{
-		if (errno != ENOENT)
-			ereport(ERROR,
-					(errcode_for_file_access(),
-					 errmsg("could not open file \"%s\": %m", path)));
-		return directory_is_empty(dir)
-			? LSMFDW_META_EMPTY_DIRECTORY : LSMFDW_META_MISSING;
-	}
-	if (fstat(fd, &st) != 0)
-		ereport(ERROR,
+		ereport(elevel,
 				(errcode_for_file_access(),
-				 errmsg("could not stat file \"%s\": %m", path)));
+				 errmsg("could not open file \"%s\": %m", path)));
+		if (fd >= 0)
+			CloseTransientFile(fd);
+		return LSMFDW_META_UNREADABLE;
+	}
 	if (st.st_size > META_MAX_SIZE)
 	{
 		CloseTransientFile(fd);
@@ -236,9 +237,13 @@ LsmFdwReadMeta(const char *dir, LsmFdwMeta *meta, char **problem)
 	text = palloc(st.st_size + 1);
 	n = read(fd, text, st.st_size);
 	if (n < 0)
-		ereport(ERROR,
+	{
+		ereport(elevel,
 				(errcode_for_file_access(),
 				 errmsg("could not read file \"%s\": %m", path)));
+		CloseTransientFile(fd);
+		return LSMFDW_META_UNREADABLE;
+	}
 	CloseTransientFile(fd);
 	text[n] = '\0';
 	if (!parse_meta(text, n, meta, problem))
@@ -661,24 +666,34 @@ bad:
 }
 
 /*
- * Whether directory dir holds nothing but, perhaps, metadata files being
- * written (a store whose creation did not finish).
+ * What directory dir, which has no metadata file, holds: nothing but,
+ * perhaps, metadata files being written (a store whose creation did not
+ * finish: LSMFDW_META_EMPTY_DIRECTORY), or other files
+ * (LSMFDW_META_MISSING).  If it cannot be read, reports it at elevel and,
+ * if that returns, returns LSMFDW_META_UNREADABLE.
  */
-static bool
-directory_is_empty(const char *dir)
+static LsmFdwMetaState
+directory_state(const char *dir, int elevel)
 {
 	DIR		   *d = AllocateDir(dir);
 	struct dirent *de;
-	bool		empty = true;
+	LsmFdwMetaState state = LSMFDW_META_EMPTY_DIRECTORY;
 
-	while ((de = ReadDir(d, dir)) != NULL)
+	if (d == NULL)
+	{
+		ereport(elevel,
+				(errcode_for_file_access(),
+				 errmsg("could not open directory \"%s\": %m", dir)));
+		return LSMFDW_META_UNREADABLE;
+	}
+	while ((de = ReadDirExtended(d, dir, elevel)) != NULL)
 	{
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
 			strncmp(de->d_name, META_TMP_PREFIX, strlen(META_TMP_PREFIX)) == 0)
 			continue;
-		empty = false;
+		state = LSMFDW_META_MISSING;
 		break;
 	}
 	FreeDir(d);
-	return empty;
+	return state;
 }

@@ -196,7 +196,7 @@ LsmFdwCreateStore(LsmFdwTable *t)
 
 	Assert(t->create_subid != InvalidSubTransactionId);
 	make_parent_directory(t);
-	state = LsmFdwReadMeta(t->path, &old, &problem);
+	state = LsmFdwReadMeta(t->path, &old, &problem, ERROR);
 	if (state == LSMFDW_META_OK && LsmFdwMetaIsTable(&old, t->relid))
 		return;
 	if (state == LSMFDW_META_OK && old.sysid == GetSystemIdentifier() &&
@@ -509,13 +509,13 @@ check_identity(LsmFdwTable *t, LsmFdwMeta *meta)
 	LsmFdwMetaState state;
 	char	   *problem;
 
-	state = LsmFdwReadMeta(t->path, meta, &problem);
+	state = LsmFdwReadMeta(t->path, meta, &problem, ERROR);
 	if (state == LSMFDW_META_OK && LsmFdwMetaIsTable(meta, t->relid))
 		return;
 	if (t->create_subid != InvalidSubTransactionId)
 	{
 		LsmFdwCreateStore(t);
-		state = LsmFdwReadMeta(t->path, meta, &problem);
+		state = LsmFdwReadMeta(t->path, meta, &problem, ERROR);
 		if (state == LSMFDW_META_OK && LsmFdwMetaIsTable(meta, t->relid))
 			return;
 	}
@@ -621,7 +621,7 @@ open_own_store(LsmFdwTable *t)
 	LsmFdwMeta	meta;
 	char	   *problem;
 
-	if (LsmFdwReadMeta(t->path, &meta, &problem) != LSMFDW_META_OK ||
+	if (LsmFdwReadMeta(t->path, &meta, &problem, ERROR) != LSMFDW_META_OK ||
 		!LsmFdwMetaIsTable(&meta, t->relid))
 		return NULL;
 	return open_handle(t, false);

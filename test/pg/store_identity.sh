@@ -19,6 +19,8 @@
 #                         table's path makes CREATE FOREIGN TABLE fail;
 #   foreign_store         a directory holding another table's store is
 #                         refused when the table is opened;
+#   drop_unreadable       a DROP whose store cannot be looked at drops the
+#                         table anyway;
 #   template              CREATE DATABASE ... TEMPLATE copies no store: the
 #                         new database's tables fail clearly when read.
 #
@@ -175,6 +177,26 @@ foreign_store() {
 	sql "$db" "DROP FOREIGN TABLE fa"
 }
 
+# A DROP whose store cannot be looked at (a directory without permission)
+# still drops the table, and leaves the store with a warning.
+drop_unreadable() {
+	local path
+
+	sql "$db" "CREATE FOREIGN TABLE locked (k int OPTIONS (key 'true')) SERVER lsm_dir" \
+		"INSERT INTO locked VALUES (1)"
+	path=$(store_of "$db" locked)
+	chmod 000 "$(dirname "$path")"
+	check drop_unreadable_drops "none" \
+		"$(sqlstate "$db" "DROP FOREIGN TABLE locked")"
+	chmod 700 "$(dirname "$path")"
+	if [ -d "$path" ]; then
+		ok drop_unreadable_store_left
+	else
+		fail drop_unreadable_store_left "$path was removed"
+	fi
+	rm -rf "$path"
+}
+
 # CREATE DATABASE ... TEMPLATE: the copy's tables have no store.
 template() {
 	sql "$db" "CREATE FOREIGN TABLE tpl (k int OPTIONS (key 'true'), v text) SERVER lsm" \
@@ -202,5 +224,6 @@ setup
 reuse_after_drop
 reuse_after_leftover
 foreign_store
+drop_unreadable
 template
 cleanup
