@@ -66,6 +66,10 @@
  *	(3) Which layout to write is decided at pre-commit from the catalog as
  *		the transaction leaves it, so savepoints rolled back in between
  *		need no bookkeeping.
+ *	(4) A table without a usable key can be neither read nor written, so
+ *		its layout is not recorded (the file keeps the last one) until it
+ *		has a key again; a store created for a keyless table has no layout
+ *		and takes the first one.
  *
  * src/fdw/ddl.c
  *

@@ -702,8 +702,8 @@ close_store(LsmFdwStore *s)
 
 /*
  * Creates the directories above t's store (<base>/<database OID>) with the
- * data directory's permissions; the engine creates the store's own.  Raises
- * an error if that fails.
+ * data directory's permissions (LsmFdwCreateStore creates the store's own).
+ * Raises an error if that fails.
  */
 static void
 make_parent_directory(const LsmFdwTable *t)
