@@ -13,8 +13,9 @@ CREATE FOREIGN TABLE fn (id int OPTIONS (key 'true'), tag text, n int)
   OPTIONS (memtable_size '16kB', file_size '4kB', value_filter_bits '8192',
            hierarchy_order '2');
 
--- the store is created on first use; until then it has no files
-SELECT lsm_store_size('fn');
+-- the store is created with the table, and until its first use holds only
+-- its metadata file
+SELECT lsm_store_size('fn') BETWEEN 1 AND 1000 AS metadata_only;
 SELECT lsm_store_path('fn') LIKE '%/lsm_fdw/%/' || 'fn'::regclass::oid
   AS path_ends_with_oid;
 -- a new store: only the memtable, no hierarchy
@@ -22,7 +23,7 @@ SELECT level, files, entries FROM lsm_stats('fn');
 SELECT height, leaves, internal_nodes, saturated, node_bytes, filter_bits,
        filter_hashes, hierarchy_order
   FROM lsm_hierarchy('fn');
-SELECT lsm_store_size('fn') > 0 AS store_created;
+SELECT 'MANIFEST' IN (SELECT pg_ls_dir(lsm_store_path('fn'))) AS store_created;
 
 -- 40 commits of 500 rows, keys scattered so that the levels overlap
 DO $$

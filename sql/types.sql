@@ -185,9 +185,43 @@ UPDATE vals SET extra = 'set' WHERE k = 1;
 INSERT INTO vals (k, i4, extra) VALUES (7, 7, 'new');
 SELECT k, b, i4, t, extra FROM vals WHERE k IN (1, 2, 7) ORDER BY k;
 
+-- enums are stored by the value's OID: a renamed or added label changes no
+-- stored row (a label would no longer read back, or read as the new value
+-- of the same name), and equal values have equal bytes (value search)
+CREATE TYPE lsm_feel AS ENUM ('sad', 'ok', 'happy');
+CREATE FOREIGN TABLE en (id int OPTIONS (key 'true'), m lsm_feel)
+  SERVER lsm_types_srv OPTIONS (memtable_size '4kB');
+INSERT INTO en SELECT g, (ARRAY['sad', 'ok', 'happy'])[g % 3 + 1]::lsm_feel
+  FROM generate_series(1, 300) g;
+ALTER TYPE lsm_feel RENAME VALUE 'sad' TO 'blue';
+ALTER TYPE lsm_feel ADD VALUE 'sad' BEFORE 'ok';
+SELECT m, count(*) FROM en GROUP BY m ORDER BY m;
+SELECT * FROM en WHERE id = 3;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM en WHERE m = 'blue';
+SET lsm_fdw.value_search = 'hierarchy';
+SELECT count(*) FROM en WHERE m = 'blue';
+SELECT count(*) FROM en WHERE m = 'sad';
+RESET lsm_fdw.value_search;
+
+-- binary forms do not depend on the client encoding, though send functions
+-- convert the text inside arrays, composites and jsonb to it
+CREATE FOREIGN TABLE enc (id int OPTIONS (key 'true'), a text[], j jsonb,
+  p lsm_pair) SERVER lsm_types_srv;
+SET client_encoding = 'LATIN1';
+INSERT INTO enc VALUES (1, ARRAY[U&'caf\00E9'],
+  jsonb_build_object('k', U&'\00E9t\00E9'), ROW(1, U&'na\00EFve'));
+RESET client_encoding;
+INSERT INTO enc VALUES (2, ARRAY[U&'caf\00E9'],
+  jsonb_build_object('k', U&'\00E9t\00E9'), ROW(1, U&'na\00EFve'));
+SELECT id, a, j, p FROM enc ORDER BY id;
+SET client_encoding = 'LATIN1';
+SELECT id, a[1] = U&'caf\00E9' AS a_same, j->>'k' = U&'\00E9t\00E9' AS j_same,
+  (p).b = U&'na\00EFve' AS p_same FROM enc ORDER BY id;
+RESET client_encoding;
+
 DROP FOREIGN TABLE k_int2, k_int4, k_int8, k_text, k_varchar, k_bytea,
-  k_uuid, k_date, k_ts, k_tstz, k_domain, vals;
+  k_uuid, k_date, k_ts, k_tstz, k_domain, vals, en, enc;
 DROP TABLE vals_native;
-DROP TYPE lsm_mood, lsm_pair;
+DROP TYPE lsm_mood, lsm_pair, lsm_feel;
 DROP DOMAIN lsm_pos;
 DROP SERVER lsm_types_srv;

@@ -205,3 +205,43 @@ DROP SERVER lsm_xact_srv CASCADE;
 SELECT lsm_store_exists(:kv_oid) AS kv_exists,
   lsm_store_exists(:kv2_oid) AS kv2_exists;
 DROP FUNCTION lsm_store_exists(oid);
+-- the same holds under a server's directory (here in the data directory, so
+-- that pg_stat_file may look)
+DO $$
+BEGIN
+  EXECUTE format('CREATE SERVER lsm_xact_dir FOREIGN DATA WRAPPER lsm_fdw
+    OPTIONS (directory %L)',
+    current_setting('data_directory') || '/lsm_xact_regress');
+END $$;
+CREATE FOREIGN TABLE indir (k int OPTIONS (key 'true')) SERVER lsm_xact_dir;
+INSERT INTO indir VALUES (1);
+SELECT lsm_store_path('indir') AS indir_path \gset
+SELECT (pg_stat_file(:'indir_path', true)).isdir AS store_exists;
+BEGIN;
+DROP FOREIGN TABLE indir;
+ROLLBACK;
+SELECT (pg_stat_file(:'indir_path', true)).isdir AS store_exists;
+DROP FOREIGN TABLE indir;
+SELECT pg_stat_file(:'indir_path', true) IS NULL AS store_removed;
+-- DROP SCHEMA ... CASCADE and DROP OWNED drop tables too
+CREATE SCHEMA lsm_xact_schema;
+CREATE FOREIGN TABLE lsm_xact_schema.inschema (k int OPTIONS (key 'true'))
+  SERVER lsm_xact_dir;
+SELECT lsm_store_path('lsm_xact_schema.inschema') AS inschema_path \gset
+DROP SCHEMA lsm_xact_schema CASCADE;
+SELECT pg_stat_file(:'inschema_path', true) IS NULL AS store_removed;
+CREATE ROLE regress_lsm_xact_owner;
+GRANT USAGE ON FOREIGN SERVER lsm_xact_dir TO regress_lsm_xact_owner;
+GRANT CREATE ON SCHEMA public TO regress_lsm_xact_owner;
+SET ROLE regress_lsm_xact_owner;
+CREATE FOREIGN TABLE owned (k int OPTIONS (key 'true')) SERVER lsm_xact_dir;
+INSERT INTO owned VALUES (1);
+RESET ROLE;
+SELECT lsm_store_path('owned') AS owned_path \gset
+DROP OWNED BY regress_lsm_xact_owner;
+SELECT pg_stat_file(:'owned_path', true) IS NULL AS store_removed;
+DROP ROLE regress_lsm_xact_owner;
+CREATE FOREIGN TABLE indir (k int OPTIONS (key 'true')) SERVER lsm_xact_dir;
+SELECT lsm_store_path('indir') AS indir_path \gset
+DROP SERVER lsm_xact_dir CASCADE;
+SELECT pg_stat_file(:'indir_path', true) IS NULL AS store_removed;

@@ -17,10 +17,13 @@ CREATE FOREIGN DATA WRAPPER lsm_fdw
   HANDLER lsm_fdw_handler
   VALIDATOR lsm_fdw_validator;
 
--- Loads the library before any DDL command, so that its object access hook
--- sees every DROP of a foreign table and removes the table's store (at the
--- default location) when the dropping transaction commits.  The function
--- itself does nothing.
+-- What DDL does to the tables' stores (src/fdw/ddl.c).  The trigger on
+-- ddl_command_start loads the library before any DDL command, so that its
+-- object access hook sees every CREATE, ALTER and DROP of a foreign table
+-- (a DROP removes the table's store when it commits), and refuses ALTER TYPE
+-- commands that would change how stored rows read.  The trigger on
+-- ddl_command_end creates the stores of new tables and refuses changes to a
+-- table's definition that would read its rows differently.
 CREATE FUNCTION lsm_fdw_ddl_command_start()
 RETURNS event_trigger
 AS 'MODULE_PATHNAME'
@@ -29,6 +32,15 @@ LANGUAGE C;
 CREATE EVENT TRIGGER lsm_fdw_ddl_command_start
   ON ddl_command_start
   EXECUTE FUNCTION lsm_fdw_ddl_command_start();
+
+CREATE FUNCTION lsm_fdw_ddl_command_end()
+RETURNS event_trigger
+AS 'MODULE_PATHNAME'
+LANGUAGE C;
+
+CREATE EVENT TRIGGER lsm_fdw_ddl_command_end
+  ON ddl_command_end
+  EXECUTE FUNCTION lsm_fdw_ddl_command_end();
 
 -- Functions that look into and maintain the store of a foreign table
 -- (src/fdw/functions.c, docs/user-guide.md).  Each takes the table as a

@@ -26,7 +26,19 @@
  * is one byte.  Other types go through their binary send/receive functions
  * (text output/input if they have none): stored exactly, but equal values
  * may have different bytes (numeric 1.0 and 1.00), so such columns are not
- * value-searchable and are left out of the value filters.
+ * value-searchable and are left out of the value filters.  An enum is
+ * stored as its value's OID (4 bytes): canonical, and unchanged by ALTER
+ * TYPE ... RENAME VALUE, where a label would no longer read back.
+ *
+ * The binary form of a SEND or TEXTIO column must not depend on the session
+ * that writes or reads it: send functions convert text to the client
+ * encoding (text inside arrays, composites, jsonb), and text output
+ * functions may follow DateStyle and the like.  So rows with such columns
+ * are encoded and decoded with the client encoding set to the database's,
+ * and TEXTIO columns with the settings postgres_fdw uses for the text it
+ * sends (neutral_io_begin).  Which byte layout a store's rows have is
+ * recorded in its metadata file (meta.c): LsmFdwCodecName gives the codecs
+ * their names there.
  *
  * src/fdw/codec.c
  *
@@ -39,10 +51,12 @@
 #include "access/htup_details.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
+#include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 #include "utils/date.h"
 #include "utils/float.h"
 #include "utils/fmgrprotos.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/syscache.h"
@@ -61,7 +75,24 @@ typedef struct DecodeErrorContext
 	const LsmFdwColumn *column; /* NULL outside a field's decoding */
 } DecodeErrorContext;
 
+/* What neutral_io_begin changed */
+typedef struct NeutralIo
+{
+	int			client_encoding;	/* to restore, or -1 */
+	int			guc_nestlevel;	/* to pop, or 0 */
+} NeutralIo;
+
 static void decode_error_context(void *arg);
+static void encode_fields(LsmFdwTable *t, Datum *values, bool *nulls,
+						  StringInfo data, lsm_field *fields,
+						  size_t *offsets);
+static void decode_fields(LsmFdwTable *t, const char *key, size_t klen,
+						  const char *row, size_t rowlen, const bool *needed,
+						  Datum *values, bool *nulls,
+						  DecodeErrorContext *where);
+static bool neutral_io_begin(const LsmFdwTable *t, NeutralIo *io);
+static void neutral_io_end(NeutralIo *io);
+static void neutral_io_abort(NeutralIo *io);
 static void put_uint(StringInfo buf, uint64 u, int width);
 static uint64 get_uint(const char *p, int width);
 static void put_int(StringInfo buf, int64 v, int width);
@@ -78,12 +109,11 @@ static bool type_has_send(Oid typid);
 
 /*
  * Chooses the codec of a column from its (base) type, which the caller has
- * filled in col, and says whether it is canonical.  For the key column,
- * raises an error if the type cannot be a key.
+ * filled in col, and says whether it is canonical.  Whether the column can
+ * be the key is LsmFdwCheckKeyColumn's business.
  */
 void
-LsmFdwSetupColumn(LsmFdwColumn *col, bool is_key, const char *relname,
-				  const char *attname)
+LsmFdwSetupColumn(LsmFdwColumn *col)
 {
 	switch (col->basetypid)
 	{
@@ -126,8 +156,12 @@ LsmFdwSetupColumn(LsmFdwColumn *col, bool is_key, const char *relname,
 			col->codec = LSMFDW_CODEC_TIMESTAMP;
 			break;
 		default:
-			col->codec = type_has_send(col->basetypid)
-				? LSMFDW_CODEC_SEND : LSMFDW_CODEC_TEXTIO;
+			if (type_is_enum(col->basetypid))
+				col->codec = LSMFDW_CODEC_ENUM;
+			else if (type_has_send(col->basetypid))
+				col->codec = LSMFDW_CODEC_SEND;
+			else
+				col->codec = LSMFDW_CODEC_TEXTIO;
 			break;
 	}
 	col->canonical = col->codec < LSMFDW_CODEC_SEND;
@@ -136,10 +170,17 @@ LsmFdwSetupColumn(LsmFdwColumn *col, bool is_key, const char *relname,
 		!get_collation_isdeterministic(col->collation))
 		col->canonical = false;
 	col->io_ready = false;
+}
 
-	if (!is_key)
-		return;
-
+/*
+ * Checks that col (set up by LsmFdwSetupColumn) can be the key of table
+ * relname: a key type, under a deterministic collation.  Returns true if
+ * so; else raises an error if strict, or returns false.
+ */
+bool
+LsmFdwCheckKeyColumn(const LsmFdwColumn *col, const char *relname,
+					 bool strict)
+{
 	switch (col->codec)
 	{
 		case LSMFDW_CODEC_INT2:
@@ -152,10 +193,12 @@ LsmFdwSetupColumn(LsmFdwColumn *col, bool is_key, const char *relname,
 		case LSMFDW_CODEC_TIMESTAMP:
 			break;
 		default:
+			if (!strict)
+				return false;
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("key column \"%s\" of foreign table \"%s\" has unsupported type %s",
-							attname, relname, format_type_be(col->typid)),
+							col->name, relname, format_type_be(col->typid)),
 					 errhint("The key column must be of type smallint, integer, bigint, text, varchar, bytea, uuid, date, timestamp or timestamptz.")));
 	}
 
@@ -165,11 +208,50 @@ LsmFdwSetupColumn(LsmFdwColumn *col, bool is_key, const char *relname,
 	 * native unique index would reject.
 	 */
 	if (!col->canonical)
+	{
+		if (!strict)
+			return false;
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("key column \"%s\" of foreign table \"%s\" uses a nondeterministic collation",
-						attname, relname),
+						col->name, relname),
 				 errhint("Use a deterministic collation such as \"C\" for the key column.")));
+	}
+	return true;
+}
+
+/* The names of the codecs in metadata files, by LsmFdwCodec */
+static const char *const codec_names[] = {
+	"bool", "int2", "int4", "int8", "float4", "float8", "text", "bpchar",
+	"bytea", "uuid", "date", "timestamp", "enum", "send", "textio"
+};
+
+StaticAssertDecl(lengthof(codec_names) == LSMFDW_CODEC_TEXTIO + 1,
+				 "every codec has a name");
+
+/* The name of a codec in metadata files ("int4", "send"). */
+const char *
+LsmFdwCodecName(LsmFdwCodec codec)
+{
+	Assert((int) codec >= 0 && codec <= LSMFDW_CODEC_TEXTIO);
+	return codec_names[codec];
+}
+
+/* Sets *codec to the codec called name; false if there is none. */
+bool
+LsmFdwCodecByName(const char *name, LsmFdwCodec *codec)
+{
+	int			i;
+
+	for (i = 0; i < lengthof(codec_names); i++)
+	{
+		if (strcmp(codec_names[i], name) == 0)
+		{
+			*codec = (LsmFdwCodec) i;
+			return true;
+		}
+	}
+	return false;
 }
 
 /*
@@ -386,6 +468,7 @@ LsmFdwEncodeRow(LsmFdwTable *t, Datum *values, bool *nulls,
 	size_t	   *offsets;
 	void	   *row = NULL;
 	size_t		rowlen = 0;
+	NeutralIo	io;
 	int			rc;
 	int			i;
 
@@ -408,20 +491,21 @@ LsmFdwEncodeRow(LsmFdwTable *t, Datum *values, bool *nulls,
 	initStringInfo(&data);
 	fields = palloc0(sizeof(lsm_field) * Max(t->nfields, 1));
 	offsets = palloc0(sizeof(size_t) * Max(t->nfields, 1));
-	for (i = 0; i < t->natts; i++)
+	if (!neutral_io_begin(t, &io))
+		encode_fields(t, values, nulls, &data, fields, offsets);
+	else
 	{
-		LsmFdwColumn *col = &t->cols[i];
-
-		if (col->field < 0)
-			continue;
-		if (col->dropped || nulls[i])
+		PG_TRY();
 		{
-			fields[col->field].is_null = 1;
-			continue;
+			encode_fields(t, values, nulls, &data, fields, offsets);
 		}
-		offsets[col->field] = data.len;
-		encode_field(col, values[i], &data);
-		fields[col->field].len = data.len - offsets[col->field];
+		PG_CATCH();
+		{
+			neutral_io_abort(&io);
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
+		neutral_io_end(&io);
 	}
 	for (i = 0; i < t->nfields; i++)
 		if (!fields[i].is_null)
@@ -461,7 +545,7 @@ LsmFdwDecodeRow(LsmFdwTable *t, const char *key, size_t klen,
 {
 	DecodeErrorContext where;
 	ErrorContextCallback callback;
-	int			i;
+	NeutralIo	io;
 
 	/* errors of receive and input functions name the column and table */
 	where.table = t;
@@ -470,6 +554,64 @@ LsmFdwDecodeRow(LsmFdwTable *t, const char *key, size_t klen,
 	callback.arg = &where;
 	callback.previous = error_context_stack;
 	error_context_stack = &callback;
+
+	if (!neutral_io_begin(t, &io))
+		decode_fields(t, key, klen, row, rowlen, needed, values, nulls,
+					  &where);
+	else
+	{
+		PG_TRY();
+		{
+			decode_fields(t, key, klen, row, rowlen, needed, values, nulls,
+						  &where);
+		}
+		PG_CATCH();
+		{
+			neutral_io_abort(&io);
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
+		neutral_io_end(&io);
+	}
+
+	error_context_stack = callback.previous;
+}
+
+/*
+ * The attributes of LsmFdwEncodeRow: encodes each field of the row given by
+ * values and nulls into data, recording where it starts in offsets and its
+ * length (or that it is null) in fields.
+ */
+static void
+encode_fields(LsmFdwTable *t, Datum *values, bool *nulls, StringInfo data,
+			  lsm_field *fields, size_t *offsets)
+{
+	int			i;
+
+	for (i = 0; i < t->natts; i++)
+	{
+		LsmFdwColumn *col = &t->cols[i];
+
+		if (col->field < 0)
+			continue;
+		if (col->dropped || nulls[i])
+		{
+			fields[col->field].is_null = 1;
+			continue;
+		}
+		offsets[col->field] = data->len;
+		encode_field(col, values[i], data);
+		fields[col->field].len = data->len - offsets[col->field];
+	}
+}
+
+/* The attributes of LsmFdwDecodeRow, with where kept up to date. */
+static void
+decode_fields(LsmFdwTable *t, const char *key, size_t klen,
+			  const char *row, size_t rowlen, const bool *needed,
+			  Datum *values, bool *nulls, DecodeErrorContext *where)
+{
+	int			i;
 
 	for (i = 0; i < t->natts; i++)
 	{
@@ -498,13 +640,75 @@ LsmFdwDecodeRow(LsmFdwTable *t, const char *key, size_t klen,
 							   lsm_strerror(rc))));
 		if (f.is_null)
 			continue;
-		where.column = col;
+		where->column = col;
 		values[i] = decode_field(col, t, f.data, f.len);
-		where.column = NULL;
+		where->column = NULL;
 		nulls[i] = false;
 	}
+}
 
-	error_context_stack = callback.previous;
+/*
+ * Prepares the encoding or decoding of a row of t so that the bytes of its
+ * SEND and TEXTIO columns depend on no setting of the session: binary send
+ * functions convert text to the client encoding (text_send, and with it
+ * arrays, composites, jsonb, enums' labels...), so the client encoding is
+ * set to the database's meanwhile; text output functions may follow
+ * DateStyle and the like, so those are set as postgres_fdw sets them for
+ * the text it sends.  Returns false if there is nothing to do; else true,
+ * and the caller must call neutral_io_end when done, or neutral_io_abort
+ * if an error interrupts it.
+ */
+static bool
+neutral_io_begin(const LsmFdwTable *t, NeutralIo *io)
+{
+	io->client_encoding = -1;
+	io->guc_nestlevel = 0;
+	if (!t->has_io)
+		return false;
+	if (pg_get_client_encoding() != GetDatabaseEncoding())
+	{
+		io->client_encoding = pg_get_client_encoding();
+		if (SetClientEncoding(GetDatabaseEncoding()) < 0)
+			elog(ERROR, "could not set the client encoding to the database encoding");
+	}
+	if (t->has_textio)
+	{
+		io->guc_nestlevel = NewGUCNestLevel();
+		(void) set_config_option("datestyle", "ISO",
+								 PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+		(void) set_config_option("intervalstyle", "postgres",
+								 PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+		(void) set_config_option("extra_float_digits", "3",
+								 PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+		(void) set_config_option("bytea_output", "hex",
+								 PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+	}
+	return io->client_encoding >= 0 || io->guc_nestlevel > 0;
+}
+
+/* Restores what neutral_io_begin changed. */
+static void
+neutral_io_end(NeutralIo *io)
+{
+	if (io->guc_nestlevel > 0)
+		AtEOXact_GUC(true, io->guc_nestlevel);
+	neutral_io_abort(io);
+}
+
+/*
+ * Restores the client encoding after an error; the settings go with the
+ * (sub)transaction the error aborts.  Does not raise errors.
+ */
+static void
+neutral_io_abort(NeutralIo *io)
+{
+	if (io->client_encoding >= 0)
+		(void) SetClientEncoding(io->client_encoding);
+	io->client_encoding = -1;
 }
 
 /* Error context callback of LsmFdwDecodeRow. */
@@ -573,6 +777,9 @@ encode_field(LsmFdwColumn *col, Datum d, StringInfo buf)
 			break;
 		case LSMFDW_CODEC_TIMESTAMP:
 			put_int(buf, DatumGetTimestamp(d), 8);
+			break;
+		case LSMFDW_CODEC_ENUM:
+			put_uint(buf, DatumGetObjectId(d), 4);
 			break;
 		case LSMFDW_CODEC_FLOAT4:
 			{
@@ -674,6 +881,8 @@ decode_field(LsmFdwColumn *col, const LsmFdwTable *t, const char *p,
 			return DateADTGetDatum((DateADT) get_int(p, 4));
 		case LSMFDW_CODEC_TIMESTAMP:
 			return TimestampGetDatum((Timestamp) get_int(p, 8));
+		case LSMFDW_CODEC_ENUM:
+			return ObjectIdGetDatum((Oid) get_uint(p, 4));
 		case LSMFDW_CODEC_FLOAT4:
 			{
 				uint32		bits = (uint32) get_uint(p, 4);
@@ -811,6 +1020,7 @@ codec_width(LsmFdwCodec codec)
 		case LSMFDW_CODEC_INT4:
 		case LSMFDW_CODEC_DATE:
 		case LSMFDW_CODEC_FLOAT4:
+		case LSMFDW_CODEC_ENUM:
 			return 4;
 		case LSMFDW_CODEC_INT8:
 		case LSMFDW_CODEC_TIMESTAMP:

@@ -7,12 +7,18 @@
  * sees the storage engine only through lsm.h.  One file per concern, all
  * around this header (the postgres_fdw layout):
  *
- *	fdw.c		module magic, _PG_init, the handler, the DDL event trigger
+ *	fdw.c		module magic, _PG_init, the handler
+ *	ddl.c		what DDL does to stores: created with their table, removed
+ *				with it, checked when a column, the key or a type changes
+ *				(the object access hook and the event triggers)
  *	option.c	the validator, the parsing of option values, and the
  *				resolution of a table's options (key column, store location,
  *				engine tunables) into an LsmFdwTable
  *	codec.c		keys and row fields: PostgreSQL datums <-> engine bytes
- *	store.c		the per-backend cache of open stores, engine error
+ *	meta.c		a store's metadata file: whose store it is and how its
+ *				rows are laid out
+ *	store.c		the per-backend cache of open stores, the checks and the
+ *				creation of a store when it is opened, engine error
  *				reporting, removal of dropped tables' stores
  *	xact.c		the transaction's pending writes: buffered per backend,
  *				written as one batch per store at pre-commit, undone by
@@ -42,6 +48,7 @@
 #define LSM_FDW_H
 
 #include "access/attnum.h"
+#include "datatype/timestamp.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "nodes/parsenodes.h"
@@ -70,7 +77,8 @@
 
 /*
  * How the values of one column are turned into bytes (codec.c).  The codecs
- * up to LSMFDW_CODEC_TIMESTAMP are canonical: equal values, equal bytes.
+ * up to LSMFDW_CODEC_ENUM are canonical: equal values, equal bytes.  The
+ * metadata file names them (meta.c), so the order may change, not a name.
  */
 typedef enum LsmFdwCodec
 {
@@ -86,6 +94,7 @@ typedef enum LsmFdwCodec
 	LSMFDW_CODEC_UUID,			/* the 16 bytes */
 	LSMFDW_CODEC_DATE,			/* as INT4 */
 	LSMFDW_CODEC_TIMESTAMP,		/* timestamp, timestamptz: as INT8 */
+	LSMFDW_CODEC_ENUM,			/* the value's pg_enum OID, 4 bytes */
 	LSMFDW_CODEC_SEND,			/* the type's binary send/receive */
 	LSMFDW_CODEC_TEXTIO			/* the type's text output/input */
 } LsmFdwCodec;
@@ -121,15 +130,70 @@ typedef struct LsmFdwTable
 	Oid			relid;
 	char	   *relname;
 	int			natts;			/* attributes, dropped ones included */
-	AttrNumber	keyattno;
+	AttrNumber	keyattno;		/* InvalidAttrNumber only from
+								 * LsmFdwGetTableLenient: no usable key */
 	LsmFdwColumn *cols;			/* natts entries, cols[attnum - 1] */
 	int			nfields;		/* fields per row: natts - 1 */
+	bool		has_io;			/* a live column of codec SEND or TEXTIO */
+	bool		has_textio;		/* ... of codec TEXTIO */
 	char	   *path;			/* store directory */
-	bool		default_location;	/* path is under $PGDATA (removed on
-									 * DROP) */
+	bool		default_location;	/* path is under $PGDATA/lsm_fdw (swept
+									 * when its database is dropped) */
 	SubTransactionId create_subid;	/* the relation's rd_createSubid */
 	lsm_options opts;			/* for lsm_open */
 } LsmFdwTable;
+
+/*
+ * How a store's rows are laid out, as its metadata file records it (meta.c):
+ * the key column and, per attribute, the type and codec its rows were
+ * written with.  Compared with the catalog whenever the store is opened and
+ * after DDL on the table (ddl.c).
+ */
+typedef struct LsmFdwStoredColumn
+{
+	bool		dropped;
+	Oid			typid;			/* the attribute's type (a domain, maybe) */
+	Oid			basetypid;		/* its base type */
+	int32		typmod;			/* typmod of basetypid */
+	LsmFdwCodec codec;
+} LsmFdwStoredColumn;
+
+typedef struct LsmFdwMeta
+{
+	/* identity: whose store this is (never changes) */
+	uint64		sysid;			/* the cluster's system identifier */
+	Oid			dboid;
+	Oid			relid;
+	TransactionId stamp;		/* the table's creation (LsmFdwTableStamp) */
+	TimestampTz created;		/* when the store was created, for messages */
+	/* layout: how its rows are stored */
+	AttrNumber	keyattno;		/* InvalidAttrNumber: no layout yet (the
+								 * table never had a usable key) */
+	int			natts;
+	LsmFdwStoredColumn *cols;	/* natts entries, cols[attnum - 1] */
+} LsmFdwMeta;
+
+/* How the catalog's definition of a table relates to its stored layout */
+typedef enum LsmFdwLayoutMatch
+{
+	LSMFDW_LAYOUT_EQUAL,		/* the same layout */
+	LSMFDW_LAYOUT_WIDER,		/* reads every stored row as the layout did,
+								 * and accepts more (varchar(3) ->
+								 * varchar(10), ADD/DROP COLUMN) */
+	LSMFDW_LAYOUT_INCOMPATIBLE	/* would read stored rows differently */
+} LsmFdwLayoutMatch;
+
+/* What LsmFdwReadMeta found in a store directory */
+typedef enum LsmFdwMetaState
+{
+	LSMFDW_META_OK,
+	LSMFDW_META_NO_DIRECTORY,	/* the directory does not exist */
+	LSMFDW_META_EMPTY_DIRECTORY,	/* it holds nothing, or only a metadata
+									 * file being written */
+	LSMFDW_META_MISSING,		/* it holds other files but no metadata */
+	LSMFDW_META_INVALID,		/* the metadata file cannot be parsed */
+	LSMFDW_META_UNREADABLE		/* an I/O error (reported) */
+} LsmFdwMetaState;
 
 /* One open store of the per-backend cache (store.c). */
 typedef struct LsmFdwStore
@@ -225,16 +289,26 @@ typedef struct LsmFdwPendingRow
 
 /* fdw.c */
 extern bool LsmFdwIsOurTable(Oid relid);
+extern bool LsmFdwIsOurServer(Oid serverid);
+
+/* ddl.c */
+extern void LsmFdwInitDdl(void);
+extern void LsmFdwLayoutCheckAtCommit(Oid relid);
 
 /* option.c */
 extern int	LsmFdwIntOption(const DefElem *def);
 extern bool LsmFdwBoolOption(const DefElem *def);
 extern LsmFdwTable *LsmFdwGetTable(Relation rel);
+extern LsmFdwTable *LsmFdwGetTableLenient(Relation rel);
 extern char *LsmFdwStorePath(Oid relid, bool *is_default);
+extern char *LsmFdwServerDirectory(Oid serverid);
 
 /* codec.c */
-extern void LsmFdwSetupColumn(LsmFdwColumn *col, bool is_key,
-							  const char *relname, const char *attname);
+extern void LsmFdwSetupColumn(LsmFdwColumn *col);
+extern bool LsmFdwCheckKeyColumn(const LsmFdwColumn *col,
+								 const char *relname, bool strict);
+extern const char *LsmFdwCodecName(LsmFdwCodec codec);
+extern bool LsmFdwCodecByName(const char *name, LsmFdwCodec *codec);
 extern bool LsmFdwEncodeKey(const LsmFdwTable *t, Datum value, Oid valtype,
 							StringInfo buf);
 extern Datum LsmFdwDecodeKey(const LsmFdwTable *t, const char *key,
@@ -253,8 +327,24 @@ extern bool LsmFdwEncodeKeyBound(const LsmFdwTable *t, Datum value,
 extern bool LsmFdwEncodeNeedle(LsmFdwColumn *col, Datum value, Oid valtype,
 							   StringInfo buf);
 
+/* meta.c */
+extern TransactionId LsmFdwTableStamp(Oid relid);
+extern LsmFdwMeta *LsmFdwMetaForTable(const LsmFdwTable *t);
+extern LsmFdwMetaState LsmFdwReadMeta(const char *dir, LsmFdwMeta *meta,
+									  char **problem, int elevel);
+extern bool LsmFdwWriteMeta(const char *dir, const LsmFdwMeta *meta,
+							int elevel);
+extern bool LsmFdwMetaIsTable(const LsmFdwMeta *meta, Oid relid);
+extern char *LsmFdwDescribeMeta(const LsmFdwMeta *meta);
+extern LsmFdwLayoutMatch LsmFdwCompareLayout(const LsmFdwMeta *meta,
+											 const LsmFdwTable *t,
+											 StringInfo why);
+
 /* store.c */
 extern void LsmFdwInitStores(void);
+extern void LsmFdwCreateStore(LsmFdwTable *t);
+extern bool LsmFdwStoreHoldsRows(LsmFdwTable *t, bool pending);
+extern bool LsmFdwStoreValueFilters(LsmFdwTable *t, lsm_hierarchy_stats *h);
 extern bool LsmFdwHoldsSnapshot(const LsmFdwStore *s);
 extern lsm_db *LsmFdwOpenPrivateHandle(LsmFdwTable *t);
 extern LsmFdwStore *LsmFdwOpenStore(LsmFdwTable *t, bool refresh);

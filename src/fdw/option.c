@@ -29,9 +29,10 @@
  * A table's store lives in <directory>/<database OID>/<table OID> when its
  * server has a directory, else in $PGDATA/lsm_fdw/<database OID>/<table
  * OID>: table OIDs are unique within a database, and the database level
- * keeps the stores of different databases apart.  Engine tunables take
- * effect when a store is opened (created, or reopened by a new backend);
- * the value filter options only when it is created (lsm.h).
+ * keeps the stores of different databases apart (OIDs are reused over
+ * time: the store's metadata file says whose it is, meta.c).  Engine
+ * tunables take effect when a store is opened (created, or reopened by a
+ * new backend); the value filter options only when it is created (lsm.h).
  *
  * src/fdw/option.c
  *
@@ -101,7 +102,8 @@ static void report_invalid_option(const char *name, Oid context)
 static void check_directory(const DefElem *def);
 static void check_column(const DefElem *def);
 static char *format_bytes(int bytes);
-static AttrNumber find_key_column(Relation rel);
+static LsmFdwTable *build_table(Relation rel, bool strict);
+static AttrNumber find_key_column(Relation rel, bool strict);
 
 PG_FUNCTION_INFO_V1(lsm_fdw_validator);
 
@@ -314,17 +316,14 @@ format_bytes(int bytes)
 }
 
 /*
- * Returns the directory of the store of foreign table relid, a new palloc'd
- * absolute path; *is_default says whether it is the default location under
- * $PGDATA (which DROP FOREIGN TABLE removes) rather than under the server's
- * directory (never removed automatically).
+ * Returns the value of the option directory of server serverid, or NULL if
+ * it has none (its tables' stores are at the default location).
  */
 char *
-LsmFdwStorePath(Oid relid, bool *is_default)
+LsmFdwServerDirectory(Oid serverid)
 {
-	ForeignTable *table = GetForeignTable(relid);
-	ForeignServer *server = GetForeignServer(table->serverid);
-	const char *dir = NULL;
+	ForeignServer *server = GetForeignServer(serverid);
+	char	   *dir = NULL;
 	ListCell   *cell;
 
 	foreach(cell, server->options)
@@ -334,6 +333,19 @@ LsmFdwStorePath(Oid relid, bool *is_default)
 		if (strcmp(def->defname, LSMFDW_OPT_DIRECTORY) == 0)
 			dir = defGetString(def);
 	}
+	return dir;
+}
+
+/*
+ * Returns the directory of the store of foreign table relid, a new palloc'd
+ * absolute path; *is_default says whether it is the default location under
+ * $PGDATA rather than under the server's directory.
+ */
+char *
+LsmFdwStorePath(Oid relid, bool *is_default)
+{
+	const char *dir = LsmFdwServerDirectory(GetForeignTable(relid)->serverid);
+
 	*is_default = (dir == NULL);
 	if (dir == NULL)
 		return psprintf("%s/%s/%u/%u", DataDir, LSMFDW_DEFAULT_DIR,
@@ -348,6 +360,26 @@ LsmFdwStorePath(Oid relid, bool *is_default)
  */
 LsmFdwTable *
 LsmFdwGetTable(Relation rel)
+{
+	return build_table(rel, true);
+}
+
+/*
+ * As LsmFdwGetTable, but a table without a usable key column (none, two,
+ * one of a type that cannot be a key) comes back with keyattno
+ * InvalidAttrNumber and every attribute a field, instead of an error: for
+ * the DDL checks, which must let such a table be created and fixed later
+ * (pg_dump sets column options after CREATE FOREIGN TABLE).
+ */
+LsmFdwTable *
+LsmFdwGetTableLenient(Relation rel)
+{
+	return build_table(rel, false);
+}
+
+/* LsmFdwGetTable (strict) or LsmFdwGetTableLenient (!strict). */
+static LsmFdwTable *
+build_table(Relation rel, bool strict)
 {
 	Oid			relid = RelationGetRelid(rel);
 	TupleDesc	tupdesc = RelationGetDescr(rel);
@@ -386,32 +418,47 @@ LsmFdwGetTable(Relation rel)
 			t->opts.hierarchy_order = LsmFdwIntOption(def);
 	}
 
-	t->keyattno = find_key_column(rel);
+	t->keyattno = find_key_column(rel, strict);
 
 	for (i = 0; i < t->natts; i++)
 	{
 		Form_pg_attribute attr = TupleDescAttr(tupdesc, i);
 		LsmFdwColumn *col = &t->cols[i];
-		bool		indexed = true;
 
 		col->attnum = i + 1;
 		col->name = pstrdup(NameStr(attr->attname));
 		col->io_cxt = CurrentMemoryContext;
 		col->dropped = attr->attisdropped;
+		if (col->dropped)
+			continue;
+		col->typid = attr->atttypid;
+		col->typmod = attr->atttypmod;
+		col->basetypid = getBaseTypeAndTypmod(attr->atttypid, &col->typmod);
+		col->collation = attr->attcollation;
+		LsmFdwSetupColumn(col);
+		if (col->attnum == t->keyattno &&
+			!LsmFdwCheckKeyColumn(col, t->relname, strict))
+			t->keyattno = InvalidAttrNumber;
+	}
+
+	for (i = 0; i < t->natts; i++)
+	{
+		LsmFdwColumn *col = &t->cols[i];
+		bool		indexed = true;
+
 		/* field numbers never change: dropped columns keep theirs */
 		if (col->attnum == t->keyattno)
 			col->field = -1;
 		else
 			col->field = col->attnum < t->keyattno ? i : i - 1;
+		if (t->keyattno == InvalidAttrNumber)
+			col->field = i;		/* no key: no rows either */
 		if (col->dropped)
 			continue;
-
-		col->typid = attr->atttypid;
-		col->typmod = attr->atttypmod;
-		col->basetypid = getBaseTypeAndTypmod(attr->atttypid, &col->typmod);
-		col->collation = attr->attcollation;
-		LsmFdwSetupColumn(col, col->attnum == t->keyattno, t->relname,
-						  col->name);
+		if (col->codec == LSMFDW_CODEC_SEND || col->codec == LSMFDW_CODEC_TEXTIO)
+			t->has_io = true;
+		if (col->codec == LSMFDW_CODEC_TEXTIO)
+			t->has_textio = true;
 
 		foreach(cell, GetForeignColumnOptions(relid, col->attnum))
 		{
@@ -437,11 +484,12 @@ LsmFdwGetTable(Relation rel)
 /*
  * Returns the attribute number of the key column of rel: the column named by
  * the table option key, or the one column with the column option key 'true'
- * (both may be given if they agree).  Raises an error if there is none, more
- * than one, or the names disagree.
+ * (both may be given if they agree).  If there is none, more than one, or
+ * the names disagree: raises an error if strict, else returns
+ * InvalidAttrNumber.
  */
 static AttrNumber
-find_key_column(Relation rel)
+find_key_column(Relation rel, bool strict)
 {
 	Oid			relid = RelationGetRelid(rel);
 	TupleDesc	tupdesc = RelationGetDescr(rel);
@@ -475,6 +523,8 @@ find_key_column(Relation rel)
 			if (strcmp(def->defname, LSMFDW_OPT_KEY) != 0 ||
 				!LsmFdwBoolOption(def))
 				continue;
+			if (by_column != InvalidAttrNumber && !strict)
+				return InvalidAttrNumber;
 			if (by_column != InvalidAttrNumber)
 				ereport(ERROR,
 						(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
@@ -488,6 +538,11 @@ find_key_column(Relation rel)
 		}
 	}
 
+	if (!strict &&
+		((keyname != NULL && by_table == InvalidAttrNumber) ||
+		 (by_table != InvalidAttrNumber && by_column != InvalidAttrNumber &&
+		  by_table != by_column)))
+		return InvalidAttrNumber;
 	if (keyname != NULL && by_table == InvalidAttrNumber)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_COLUMN),
@@ -507,7 +562,8 @@ find_key_column(Relation rel)
 						   keyname, NameStr(other->attname)),
 				 errhint("Drop one of the two options.")));
 	}
-	if (by_table == InvalidAttrNumber && by_column == InvalidAttrNumber)
+	if (by_table == InvalidAttrNumber && by_column == InvalidAttrNumber &&
+		strict)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
 				 errmsg("foreign table \"%s\" has no key column", relname),

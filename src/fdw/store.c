@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * store.c
- *		  The per-backend cache of open stores, and engine error reporting.
+ *		  The per-backend cache of open stores, the checks made when a store
+ *		  is opened, and engine error reporting.
  *
  * Every backend that touches a foreign table opens its store once and keeps
  * the handle (lsm_db) in a hash table keyed by the table's OID, in
@@ -30,6 +31,18 @@
  * is closed at once, a pinned one when the last pin goes; POSIX lets the
  * open files outlive their names meanwhile.
  *
+ * Opening a store checks that it is the table's and that the table's
+ * definition reads its rows as they were written, from the store's
+ * metadata file (meta.c): a directory holding another table's store (a
+ * dropped table's, whose OID the table got) is never opened, a missing one
+ * is an error, not an empty table, unless the table was created by this
+ * transaction (then the store is created: the DDL hooks of ddl.c create it
+ * at CREATE FOREIGN TABLE, but may not have run), and a definition that
+ * would misread the rows (changed where the DDL checks did not run) makes
+ * the open fail.  A definition that is wider than the recorded layout, or
+ * any definition over an empty store, is fine: the metadata follows at
+ * commit (ddl.c).
+ *
  * LsmFdwReportError is the one place where an engine return code becomes an
  * ereport: an errcode per code, a short primary message, the engine's detail
  * in errdetail and the table in errcontext.
@@ -44,6 +57,7 @@
 #include <sys/stat.h>
 
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "common/file_perm.h"
 #include "miscadmin.h"
 #include "storage/fd.h"
@@ -60,6 +74,13 @@
 static HTAB *stores = NULL;
 
 static void init_cache(void);
+static void check_identity(LsmFdwTable *t, LsmFdwMeta *meta);
+static void check_layout(LsmFdwStore *s, LsmFdwTable *t,
+						 const LsmFdwMeta *meta);
+static lsm_db *open_handle(LsmFdwTable *t, bool create);
+static lsm_db *open_own_store(LsmFdwTable *t);
+static bool first_row_exists(lsm_db *db, const char *relname);
+static void remove_directory(const char *path, int elevel);
 static void close_store(LsmFdwStore *s);
 static void make_parent_directory(const LsmFdwTable *t);
 static void remove_dropped_databases(void);
@@ -79,13 +100,16 @@ LsmFdwInitStores(void)
 }
 
 /*
- * Returns the cache entry of t's store, opening (and, at the default
- * location, creating) the store if this backend has not yet, or reopening
- * it if it is unpinned and stale or its path changed.  With refresh, the
- * handle first catches up with other processes' commits.  Raises an error if
- * the store cannot be opened or refreshed.  The entry stays valid for the
- * life of the backend; pin it to keep its handle open across calls that
- * may reopen it.
+ * Returns the cache entry of t's store, opening the store if this backend
+ * has not yet, or reopening it if it is unpinned and stale or its path
+ * changed.  Opening checks that the store is t's and that t's definition
+ * reads its rows as they were written (see the file header), and creates
+ * the store if t was created by this transaction and has none yet.  With
+ * refresh, the handle first catches up with other processes' commits.
+ * Raises an error if the store cannot be opened or refreshed, is missing,
+ * belongs to another table or does not match t.  The entry stays valid for
+ * the life of the backend; pin it to keep its handle open across calls
+ * that may reopen it.
  */
 LsmFdwStore *
 LsmFdwOpenStore(LsmFdwTable *t, bool refresh)
@@ -117,15 +141,13 @@ LsmFdwOpenStore(LsmFdwTable *t, bool refresh)
 	if (s->db == NULL)
 	{
 		lsm_options opts = t->opts;
-		struct stat st;
-		bool		existed;
+		LsmFdwMeta meta;
 		lsm_db	   *db;
 		char	   *path;
 
 		if (t->default_location)
 			remove_dropped_databases();
-		make_parent_directory(t);
-		existed = (stat(t->path, &st) == 0);
+		check_identity(t, &meta);
 		path = MemoryContextStrdup(TopMemoryContext, t->path);
 		opts.interrupt = interrupt_pending;
 		opts.interrupt_arg = NULL;
@@ -139,16 +161,8 @@ LsmFdwOpenStore(LsmFdwTable *t, bool refresh)
 		s->path = path;
 		s->stale = false;
 		s->doomed = false;
-
-		/*
-		 * A store this transaction created for a table it created goes away
-		 * if that table does (the creating (sub)transaction aborts).
-		 */
-		if (!existed && t->default_location &&
-			t->create_subid != InvalidSubTransactionId)
-			LsmFdwXactRemoveDirLater(t->relid, t->path, t->create_subid,
-									 false);
 		s->snapshot_lxid = MyProc->lxid;
+		check_layout(s, t, &meta);
 		return s;				/* just opened: nothing to catch up with */
 	}
 
@@ -162,6 +176,134 @@ LsmFdwOpenStore(LsmFdwTable *t, bool refresh)
 		s->snapshot_lxid = MyProc->lxid;
 	}
 	return s;
+}
+
+/*
+ * Creates the directory and metadata file of the store of table t, which
+ * this transaction created (the engine creates its files when the store is
+ * first opened), unless it has them already.  What a dropped table with
+ * the same OID left at the path is removed first; anything else there is
+ * an error.  The directory goes again if the subtransaction that created
+ * t aborts.  Raises an error if the store cannot be created.
+ * REQUIRES: t->create_subid is valid.
+ */
+void
+LsmFdwCreateStore(LsmFdwTable *t)
+{
+	LsmFdwMeta	old;
+	LsmFdwMetaState state;
+	char	   *problem;
+
+	Assert(t->create_subid != InvalidSubTransactionId);
+	make_parent_directory(t);
+	state = LsmFdwReadMeta(t->path, &old, &problem, ERROR);
+	if (state == LSMFDW_META_OK && LsmFdwMetaIsTable(&old, t->relid))
+		return;
+	if (state == LSMFDW_META_OK && old.sysid == GetSystemIdentifier() &&
+		old.dboid == MyDatabaseId && old.relid == t->relid)
+	{
+		/*
+		 * The store of a table of this database that had the OID before: the
+		 * table is gone (its OID is free again), the store was left behind
+		 * (the server stopped between the DROP's commit and the removal).
+		 */
+		ereport(LOG,
+				(errmsg("lsm_fdw: removing \"%s\", the store of a dropped table whose OID foreign table \"%s\" now has",
+						t->path, t->relname),
+				 errdetail("It is %s.", LsmFdwDescribeMeta(&old))));
+		remove_directory(t->path, ERROR);
+	}
+	else if (state == LSMFDW_META_EMPTY_DIRECTORY)
+		remove_directory(t->path, ERROR);	/* a creation that died */
+	else if (state == LSMFDW_META_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("directory \"%s\" already holds another lsm_fdw store",
+						t->path),
+				 errdetail("It is %s.", LsmFdwDescribeMeta(&old)),
+				 errhint("Remove the directory, or give the server a directory of its own."),
+				 errcontext("foreign table \"%s\"", t->relname)));
+	else if (state != LSMFDW_META_NO_DIRECTORY)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("directory \"%s\" already exists and is not an lsm_fdw store",
+						t->path),
+				 state == LSMFDW_META_INVALID
+				 ? errdetail("Its metadata file is invalid: %s.", problem)
+				 : errdetail("It has no lsm_fdw metadata file."),
+				 errhint("Remove the directory, or give the server a directory of its own."),
+				 errcontext("foreign table \"%s\"", t->relname)));
+
+	if (MakePGDirectory(t->path) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not create directory \"%s\": %m", t->path),
+				 errcontext("foreign table \"%s\"", t->relname)));
+	/* from now on, an abort of the creation takes the directory away */
+	LsmFdwXactRemoveDirLater(t->relid, t->path, t->create_subid, false);
+	(void) LsmFdwWriteMeta(t->path, LsmFdwMetaForTable(t), ERROR);
+}
+
+/*
+ * Whether the store of table t holds a committed row, or with pending,
+ * whether this backend uses it too (the transaction has writes pending for
+ * it, or a scan is open): what DDL that changes how rows are read must not
+ * meet.  A table without a store of its own holds no rows.  Looks through
+ * a handle of its own, so as not to move the snapshot of this backend's.
+ * Raises an error if the store cannot be read.
+ */
+bool
+LsmFdwStoreHoldsRows(LsmFdwTable *t, bool pending)
+{
+	LsmFdwStore *s = NULL;
+	lsm_db	   *db;
+	bool		rows;
+
+	if (stores != NULL)
+		s = hash_search(stores, &t->relid, HASH_FIND, NULL);
+	if (pending && s != NULL && s->pins > 0)
+		return true;
+	if ((db = open_own_store(t)) == NULL)
+		return false;
+	PG_TRY();
+	{
+		rows = first_row_exists(db, t->relname);
+	}
+	PG_FINALLY();
+	{
+		(void) lsm_close(db);
+	}
+	PG_END_TRY();
+	return rows;
+}
+
+/*
+ * Sets *h to the value filter parameters t's store was created with.
+ * Returns false if t has no store of its own with engine files.  Raises an
+ * error if the store cannot be read.
+ */
+bool
+LsmFdwStoreValueFilters(LsmFdwTable *t, lsm_hierarchy_stats *h)
+{
+	lsm_db	   *db = open_own_store(t);
+	lsm_stats	st;
+
+	if (db == NULL)
+		return false;
+	PG_TRY();
+	{
+		int			rc = lsm_get_stats(db, &st);
+
+		if (rc != LSM_OK)
+			LsmFdwReportError(rc, db, t->relname, "read the statistics of");
+	}
+	PG_FINALLY();
+	{
+		(void) lsm_close(db);
+	}
+	PG_END_TRY();
+	*h = st.hierarchy;
+	return true;
 }
 
 /*
@@ -179,19 +321,12 @@ LsmFdwHoldsSnapshot(const LsmFdwStore *s)
  * Opens a second handle on t's store, for an operation that must not move
  * the shared handle's snapshot (an lsm_flush under REPEATABLE READ);
  * close it with lsm_close.  Raises an error if the store cannot be opened.
+ * REQUIRES: the shared handle is open (it checked the store).
  */
 lsm_db *
 LsmFdwOpenPrivateHandle(LsmFdwTable *t)
 {
-	lsm_options opts = t->opts;
-	lsm_db	   *db;
-	int			rc;
-
-	opts.interrupt = interrupt_pending;
-	opts.interrupt_arg = NULL;
-	if ((rc = lsm_open(t->path, &opts, &db)) != LSM_OK)
-		LsmFdwReportError(rc, NULL, t->relname, "open");
-	return db;
+	return open_handle(t, true);
 }
 
 /* Keeps the handle of s open (see the file header). */
@@ -215,10 +350,10 @@ LsmFdwUnpinStore(LsmFdwStore *s)
 }
 
 /*
- * Removes the store directory path of relation relid (at the default
- * location), first closing this backend's handle on it, or dooming the
- * handle if it is pinned.  Failures are reported as warnings: this runs
- * after a commit or during an abort, where an error cannot undo anything.
+ * Removes the store directory path of relation relid, first closing this
+ * backend's handle on it, or dooming the handle if it is pinned.  Failures
+ * are reported as warnings: this runs after a commit or during an abort,
+ * where an error cannot undo anything.
  */
 void
 LsmFdwRemoveStoreDir(Oid relid, const char *path)
@@ -238,7 +373,7 @@ LsmFdwRemoveStoreDir(Oid relid, const char *path)
 		}
 	}
 	if (stat(path, &st) == 0)
-		(void) rmtree(path, true);	/* warns about what it cannot remove */
+		remove_directory(path, WARNING);
 }
 
 /*
@@ -362,6 +497,172 @@ LsmFdwReportError(int rc, lsm_db *db, const char *relname, const char *action)
 	pg_unreachable();
 }
 
+/*
+ * Checks that the directory of t's store holds t's store, and reads its
+ * metadata into *meta.  A table created by this transaction gets its store
+ * now if it has none (the DDL hooks create it at CREATE FOREIGN TABLE, but
+ * may not have run).  Raises an error if the store is missing or another's.
+ */
+static void
+check_identity(LsmFdwTable *t, LsmFdwMeta *meta)
+{
+	LsmFdwMetaState state;
+	char	   *problem;
+
+	state = LsmFdwReadMeta(t->path, meta, &problem, ERROR);
+	if (state == LSMFDW_META_OK && LsmFdwMetaIsTable(meta, t->relid))
+		return;
+	if (t->create_subid != InvalidSubTransactionId)
+	{
+		LsmFdwCreateStore(t);
+		state = LsmFdwReadMeta(t->path, meta, &problem, ERROR);
+		if (state == LSMFDW_META_OK && LsmFdwMetaIsTable(meta, t->relid))
+			return;
+	}
+
+	switch (state)
+	{
+		case LSMFDW_META_NO_DIRECTORY:
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_TABLE_NOT_FOUND),
+					 errmsg("the store of foreign table \"%s\" is missing",
+							t->relname),
+					 errdetail("Directory \"%s\" does not exist.", t->path),
+					 errhint("CREATE DATABASE ... TEMPLATE copies the definitions of lsm_fdw tables, not their stores. Restore the rows from a dump made with pg_dump --include-foreign-data, or drop the table.")));
+			break;
+		case LSMFDW_META_OK:
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_TABLE_NOT_FOUND),
+					 errmsg("directory \"%s\" holds the store of another table, not that of foreign table \"%s\"",
+							t->path, t->relname),
+					 errdetail("It is %s.", LsmFdwDescribeMeta(meta)),
+					 errhint("The table's own store is missing. Restore its rows from a dump, or drop the table.")));
+			break;
+		case LSMFDW_META_INVALID:
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("invalid metadata file in the store of foreign table \"%s\"",
+							t->relname),
+					 errdetail("%s: %s.", t->path, problem)));
+			break;
+		default:
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_TABLE_NOT_FOUND),
+					 errmsg("directory \"%s\" is not the store of foreign table \"%s\"",
+							t->path, t->relname),
+					 errdetail("It has no lsm_fdw metadata file.")));
+			break;
+	}
+}
+
+/*
+ * Checks that t's definition reads the rows of its store, just opened as
+ * s, as they were written (meta records how: LsmFdwCompareLayout).  A
+ * wider definition is fine, and so is any definition on an empty store;
+ * either way the metadata file takes the definition when the transaction
+ * commits (ddl.c).  Otherwise closes the handle and raises an error: a
+ * change the DDL checks did not see (they were not run).
+ */
+static void
+check_layout(LsmFdwStore *s, LsmFdwTable *t, const LsmFdwMeta *meta)
+{
+	StringInfoData why;
+	LsmFdwLayoutMatch match;
+
+	initStringInfo(&why);
+	match = LsmFdwCompareLayout(meta, t, &why);
+	if (match == LSMFDW_LAYOUT_EQUAL)
+		return;
+	if (match == LSMFDW_LAYOUT_WIDER || !first_row_exists(s->db, t->relname))
+	{
+		LsmFdwLayoutCheckAtCommit(t->relid);
+		return;
+	}
+	close_store(s);
+	ereport(ERROR,
+			(errcode(ERRCODE_FDW_INCONSISTENT_DESCRIPTOR_INFORMATION),
+			 errmsg("foreign table \"%s\" does not match the rows of its store",
+					t->relname),
+			 errdetail_internal("%s", why.data),
+			 errhint("Restore the definition the rows were written with, or drop the table.")));
+}
+
+/*
+ * Opens a new handle on t's store with t's options; with create, the engine
+ * creates its files if they are missing.  Returns NULL if they are (and not
+ * create).  Raises an error if the store cannot be opened.
+ */
+static lsm_db *
+open_handle(LsmFdwTable *t, bool create)
+{
+	lsm_options opts = t->opts;
+	lsm_db	   *db;
+	int			rc;
+
+	opts.interrupt = interrupt_pending;
+	opts.interrupt_arg = NULL;
+	opts.create_if_missing = create ? 1 : 0;
+	rc = lsm_open(t->path, &opts, &db);
+	if (rc == LSM_NOTFOUND && !create)
+		return NULL;
+	if (rc != LSM_OK)
+		LsmFdwReportError(rc, NULL, t->relname, "open");
+	return db;
+}
+
+/*
+ * Opens a new handle on t's store if t has one of its own (its metadata
+ * says so) with engine files; else returns NULL.  Close it with lsm_close.
+ * Raises an error if the store cannot be opened.
+ */
+static lsm_db *
+open_own_store(LsmFdwTable *t)
+{
+	LsmFdwMeta	meta;
+	char	   *problem;
+
+	if (LsmFdwReadMeta(t->path, &meta, &problem, ERROR) != LSMFDW_META_OK ||
+		!LsmFdwMetaIsTable(&meta, t->relid))
+		return NULL;
+	return open_handle(t, false);
+}
+
+/*
+ * Whether the store open as db holds a row (in the state its handle has
+ * caught up with).  Raises an error if it cannot be read.
+ */
+static bool
+first_row_exists(lsm_db *db, const char *relname)
+{
+	lsm_iter   *it;
+	bool		found;
+	int			rc;
+
+	if ((rc = lsm_iter_open(db, &it)) != LSM_OK)
+		LsmFdwReportError(rc, db, relname, "read");
+	lsm_iter_seek(it, NULL, 0);
+	found = lsm_iter_valid(it);
+	rc = lsm_iter_status(it);
+	lsm_iter_close(it);
+	if (rc != LSM_OK)
+		LsmFdwReportError(rc, db, relname, "read");
+	return found;
+}
+
+/*
+ * Removes directory path and everything in it.  What cannot be removed is
+ * left in place with a warning, and with elevel ERROR, the removal then
+ * fails.
+ */
+static void
+remove_directory(const char *path, int elevel)
+{
+	if (!rmtree(path, true) && elevel >= ERROR)
+		ereport(elevel,
+				(errcode_for_file_access(),
+				 errmsg("could not remove directory \"%s\"", path)));
+}
+
 /* Creates the cache. */
 static void
 init_cache(void)
@@ -401,8 +702,8 @@ close_store(LsmFdwStore *s)
 
 /*
  * Creates the directories above t's store (<base>/<database OID>) with the
- * data directory's permissions; the engine creates the store's own.  Raises
- * an error if that fails.
+ * data directory's permissions (LsmFdwCreateStore creates the store's own).
+ * Raises an error if that fails.
  */
 static void
 make_parent_directory(const LsmFdwTable *t)

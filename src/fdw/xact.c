@@ -54,10 +54,11 @@
  * Every store the transaction wrote is locked and checked before any is
  * written, so a failed check leaves all of them untouched.
  *
- * Store directories scheduled for removal (the default-located store of a
- * table dropped by this transaction, or created by it for a table that the
- * transaction created) follow the subtransactions as well: each entry names
- * the subtransaction whose commit (a DROP) or abort (a CREATE) it waits for.
+ * Store directories scheduled for removal (the store of a table dropped by
+ * this transaction, or created by it for a table that the transaction
+ * created: ddl.c, store.c) follow the subtransactions as well: each entry
+ * names the subtransaction whose commit (a DROP) or abort (a CREATE) it
+ * waits for.
  *
  * Durability follows synchronous_commit: off writes each store's batch to
  * its log without syncing it (a crash of the server process loses nothing,
