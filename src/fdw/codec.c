@@ -244,30 +244,57 @@ LsmFdwKeyCmp(const char *a, size_t alen, const char *b, size_t blen)
 
 /*
  * Appends to buf the encoding of value as a bound of a range of keys, for
- * a qual "key < value" (upper) or "key > value" (!upper), inclusive or not:
- * every key that satisfies the qual is at or below (upper) or at or above
- * (!upper) the encoded bound.  valtype is as for LsmFdwEncodeKey.  An
- * integer out of the key type's range is clamped into it.  Returns false if
- * value gives no usable bound (a text too long to be a key, as an upper
- * bound); the caller then scans without it (the qual is checked anyway).
+ * the qual "key <kind> value", such that the keys that satisfy the qual are
+ * exactly those at or beyond the encoded bound (LSMFDW_BOUND_INCLUSIVE) or
+ * strictly beyond it (LSMFDW_BOUND_EXCLUSIVE): above it for a lower bound,
+ * below it for an upper one.  Returns LSMFDW_BOUND_NONE, buf untouched, if
+ * every key satisfies the qual, and LSMFDW_BOUND_EMPTY if none does.
+ * valtype is as for LsmFdwEncodeKey.
+ *
+ * An integer beyond the key type's range bounds every key or none.  A text
+ * or bytea longer than a key can be (m bytes after the marker) is replaced
+ * by its first m bytes, P: no key equals the value, a key is below it
+ * exactly when it is at or below P, and above it exactly when it is above
+ * P, since a key is never longer than P.
  */
-bool
+LsmFdwBoundEnc
 LsmFdwEncodeKeyBound(const LsmFdwTable *t, Datum value, Oid valtype,
-					 bool upper, StringInfo buf)
+					 LsmFdwBound kind, StringInfo buf)
 {
 	const LsmFdwColumn *key = &t->cols[t->keyattno - 1];
+	bool		upper = (kind == LSMFDW_BOUND_LE || kind == LSMFDW_BOUND_LT);
+	bool		strict = (kind == LSMFDW_BOUND_GT || kind == LSMFDW_BOUND_LT);
+	LsmFdwBoundEnc enc = strict ? LSMFDW_BOUND_EXCLUSIVE
+		: LSMFDW_BOUND_INCLUSIVE;
 
 	switch (key->codec)
 	{
 		case LSMFDW_CODEC_INT2:
 		case LSMFDW_CODEC_INT4:
+		case LSMFDW_CODEC_INT8:
 			{
 				int64		v = integer_datum(value, valtype);
-				int64		lo = key->codec == LSMFDW_CODEC_INT2 ? PG_INT16_MIN : PG_INT32_MIN;
-				int64		hi = key->codec == LSMFDW_CODEC_INT2 ? PG_INT16_MAX : PG_INT32_MAX;
+				int64		lo = PG_INT64_MIN;
+				int64		hi = PG_INT64_MAX;
 
-				put_int(buf, Max(lo, Min(hi, v)), codec_width(key->codec));
-				return true;
+				if (key->codec == LSMFDW_CODEC_INT2)
+				{
+					lo = PG_INT16_MIN;
+					hi = PG_INT16_MAX;
+				}
+				else if (key->codec == LSMFDW_CODEC_INT4)
+				{
+					lo = PG_INT32_MIN;
+					hi = PG_INT32_MAX;
+				}
+				/* beyond the end it bounds, or from the other end on */
+				if (upper ? (v < lo || (strict && v == lo))
+					: (v > hi || (strict && v == hi)))
+					return LSMFDW_BOUND_EMPTY;
+				if (upper ? v > hi : v < lo)
+					return LSMFDW_BOUND_NONE;
+				put_int(buf, v, codec_width(key->codec));
+				return enc;
 			}
 		case LSMFDW_CODEC_TEXT:
 		case LSMFDW_CODEC_BYTEA:
@@ -275,18 +302,16 @@ LsmFdwEncodeKeyBound(const LsmFdwTable *t, Datum value, Oid valtype,
 				struct varlena *v;
 
 				if (LsmFdwEncodeKey(t, value, valtype, buf))
-					return true;
-				if (upper)
-					return false;
-
-				/* too long for a key: a prefix of a lower bound is one */
+					return enc;
 				v = PG_DETOAST_DATUM_PACKED(value);
 				appendStringInfoChar(buf, LSMFDW_VARKEY_MARKER);
 				appendBinaryStringInfo(buf, VARDATA_ANY(v), LSM_MAX_KEY_LEN - 1);
-				return true;
+				return upper ? LSMFDW_BOUND_INCLUSIVE : LSMFDW_BOUND_EXCLUSIVE;
 			}
 		default:
-			return LsmFdwEncodeKey(t, value, valtype, buf);
+			if (!LsmFdwEncodeKey(t, value, valtype, buf))
+				elog(ERROR, "lsm_fdw: a key bound cannot be encoded");
+			return enc;
 	}
 }
 

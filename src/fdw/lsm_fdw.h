@@ -175,16 +175,23 @@ enum LsmFdwScanPrivate
 	LSMFDW_PRIVATE_BACKWARD		/* Integer: 1 for descending key order */
 };
 
-/*
- * The kind of a bound of a key range.  Both are read inclusively: a strict
- * bound may have been clamped into the key type's range (an int8 above every
- * int4), and the executor checks the qual anyway.
- */
+/* The kind of a bound of a key range: the qual "key <op> value" */
 typedef enum LsmFdwBound
 {
-	LSMFDW_BOUND_LOWER,			/* key > or >= value */
-	LSMFDW_BOUND_UPPER			/* key < or <= value */
+	LSMFDW_BOUND_GE,			/* key >= value */
+	LSMFDW_BOUND_GT,			/* key > value */
+	LSMFDW_BOUND_LE,			/* key <= value */
+	LSMFDW_BOUND_LT				/* key < value */
 } LsmFdwBound;
+
+/* What LsmFdwEncodeKeyBound made of a bound (codec.c) */
+typedef enum LsmFdwBoundEnc
+{
+	LSMFDW_BOUND_NONE,			/* every key satisfies it: no bound */
+	LSMFDW_BOUND_EMPTY,			/* no key satisfies it */
+	LSMFDW_BOUND_INCLUSIVE,		/* the keys from (up to) the encoded one */
+	LSMFDW_BOUND_EXCLUSIVE		/* the keys beyond (below) it */
+} LsmFdwBoundEnc;
 
 /* lsm_fdw.value_search: an LSM_SEARCH_* or this */
 #define LSMFDW_VALUE_SEARCH_OFF		(-1)
@@ -248,8 +255,9 @@ extern char *LsmFdwKeyToString(const LsmFdwTable *t, const char *key,
 							   size_t klen);
 extern int	LsmFdwKeyCmp(const char *a, size_t alen, const char *b,
 						 size_t blen);
-extern bool LsmFdwEncodeKeyBound(const LsmFdwTable *t, Datum value,
-								 Oid valtype, bool upper, StringInfo buf);
+extern LsmFdwBoundEnc LsmFdwEncodeKeyBound(const LsmFdwTable *t,
+										   Datum value, Oid valtype,
+										   LsmFdwBound kind, StringInfo buf);
 extern bool LsmFdwEncodeNeedle(LsmFdwColumn *col, Datum value, Oid valtype,
 							   StringInfo buf);
 

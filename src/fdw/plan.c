@@ -31,11 +31,18 @@
  * and the value's type can be encoded like the column: its own type, an
  * integer of another width, text for varchar.  A collatable column
  * compared under a nondeterministic collation is never looked up (equal
- * strings may have different bytes).  Every qual, the ones a path serves
- * included, stays in the plan's qual list for the executor to check: the
- * result is always what a native table with the same rows would return, and
- * a path may read a little more than its quals select (a range bound
- * clamped to the key type, an exclusive bound read inclusively).
+ * strings may have different bytes).
+ *
+ * A key lookup, a key list and a key range return exactly the rows that
+ * their quals select (for a range, codec.c's LsmFdwEncodeKeyBound turns
+ * each bound into an exact one: exclusive or inclusive, or none, or an
+ * empty range), so those quals leave the plan's qual list, as postgres_fdw
+ * leaves out the conditions the remote server checks; they go to
+ * fdw_recheck_quals, for EvalPlanQual, and EXPLAIN shows them as "LSM
+ * Cond".  The executor checks the others on every row the path returns,
+ * the equality of a value search included.  So the answer is always that of
+ * a native table with the same rows, and a list of 100,000 keys is not
+ * compared with every row it returns.
  *
  * Costs: pages are read through the page cache (mmap), at seq_page_cost.
  * A lookup reads about one block; a full scan every page and every entry; a
@@ -107,7 +114,8 @@ typedef struct LsmFdwRelInfo
 	double		pages;			/* the store's size in BLCKSZ pages */
 	double		memtable_entries;
 	double		files;			/* SSTables */
-	Expr	   *key_value;		/* value of a restriction "key = value" */
+	RestrictInfo *key_rinfo;	/* a restriction "key = value" */
+	Expr	   *key_value;		/* ... its value */
 	Cost		startup;		/* of every path: the quals' startup cost */
 	Cost		per_tuple;		/* per row returned or examined */
 } LsmFdwRelInfo;
@@ -121,13 +129,6 @@ typedef struct ColumnQual
 	Expr	   *value;
 	Oid			valtype;		/* base type of value */
 } ColumnQual;
-
-/* Argument of key_member_matches */
-typedef struct KeyVarRef
-{
-	Index		relid;
-	AttrNumber	attno;
-} KeyVarRef;
 
 static void estimate_store(LsmFdwRelInfo *info);
 static bool match_column_qual(PlannerInfo *root, RelOptInfo *baserel,
@@ -162,7 +163,14 @@ static bool key_member_matches(PlannerInfo *root, RelOptInfo *rel,
 							   void *arg);
 static void add_parameterized_paths(PlannerInfo *root, RelOptInfo *baserel,
 									LsmFdwRelInfo *info);
-static List *access_private(LsmFdwAccess access, Node *what, List *pathkeys);
+static List *key_range_restrictions(PlannerInfo *root, RelOptInfo *baserel,
+									const LsmFdwTable *t);
+static Cost range_cost(LsmFdwRelInfo *info, Selectivity sel);
+static void add_scan_path(PlannerInfo *root, RelOptInfo *baserel,
+						  LsmFdwRelInfo *info, double rows, Cost run,
+						  List *pathkeys, Relids required_outer,
+						  LsmFdwAccess access, List *rinfos);
+static bool is_served(RestrictInfo *rinfo, List *served);
 
 /* Defines the GUCs of the planner (from _PG_init). */
 void
@@ -216,10 +224,15 @@ LsmFdwGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel,
 
 	foreach(lc, baserel->baserestrictinfo)
 	{
+		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+
 		info->key_value = key_equality_value(root, baserel, info->table,
-											 lfirst_node(RestrictInfo, lc));
+											 rinfo);
 		if (info->key_value != NULL)
+		{
+			info->key_rinfo = rinfo;
 			break;
+		}
 	}
 
 	baserel->tuples = info->entries;
@@ -253,15 +266,10 @@ LsmFdwGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel,
 
 	if (info->key_value != NULL)
 	{
-		add_path(baserel, (Path *)
-				 create_foreignscan_path(root, baserel, NULL, baserel->rows,
-										 info->startup,
-										 info->startup + seq_page_cost +
-										 info->per_tuple,
-										 NIL, NULL, NULL,
-										 access_private(LSMFDW_ACCESS_KEY_LOOKUP,
-														(Node *) info->key_value,
-														NIL)));
+		add_scan_path(root, baserel, info, baserel->rows,
+					  seq_page_cost + info->per_tuple, NIL,
+					  NULL, LSMFDW_ACCESS_KEY_LOOKUP,
+					  list_make1(info->key_rinfo));
 		return;
 	}
 
@@ -271,20 +279,12 @@ LsmFdwGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel,
 		return;
 
 	pathkeys = key_order_pathkeys(root, baserel, info->table);
-	full = info->startup + seq_page_cost * info->pages +
-		info->per_tuple * info->entries;
-	add_path(baserel, (Path *)
-			 create_foreignscan_path(root, baserel, NULL, baserel->rows,
-									 info->startup, full, NIL, NULL, NULL,
-									 access_private(LSMFDW_ACCESS_FULL_SCAN,
-													NULL, NIL)));
+	full = seq_page_cost * info->pages + info->per_tuple * info->entries;
+	add_scan_path(root, baserel, info, baserel->rows, full, NIL,
+				  NULL, LSMFDW_ACCESS_FULL_SCAN, NIL);
 	if (pathkeys != NIL)
-		add_path(baserel, (Path *)
-				 create_foreignscan_path(root, baserel, NULL, baserel->rows,
-										 info->startup, full, pathkeys, NULL,
-										 NULL,
-										 access_private(LSMFDW_ACCESS_FULL_SCAN,
-														NULL, pathkeys)));
+		add_scan_path(root, baserel, info, baserel->rows, full, pathkeys,
+					  NULL, LSMFDW_ACCESS_FULL_SCAN, NIL);
 	add_key_list_path(root, baserel, info, pathkeys);
 	add_range_path(root, baserel, info, pathkeys);
 	if (lsm_fdw_value_search != LSMFDW_VALUE_SEARCH_OFF)
@@ -293,9 +293,11 @@ LsmFdwGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel,
 }
 
 /*
- * Makes the ForeignScan of the chosen path.  All quals are kept for the
- * executor; the values the access needs go to fdw_exprs (where the planner
- * replaces other relations' columns by the nested loop's Params).
+ * Makes the ForeignScan of the chosen path.  The values the access needs
+ * go to fdw_exprs (where the planner replaces other relations' columns by
+ * the nested loop's Params).  The quals the access serves exactly (a key
+ * lookup's, a key list's, a range's bounds; see the file header) go to
+ * fdw_recheck_quals, the others to the plan's qual list.
  */
 ForeignScan *
 LsmFdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
@@ -305,7 +307,10 @@ LsmFdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 	LsmFdwRelInfo *info = (LsmFdwRelInfo *) baserel->fdw_private;
 	LsmFdwTable *t = info->table;
 	LsmFdwAccess access = intVal(linitial(best_path->fdw_private));
-	Node	   *what = lsecond(best_path->fdw_private);
+	List	   *rinfos = lsecond(best_path->fdw_private);
+	List	   *served = NIL;
+	List	   *quals = NIL;
+	List	   *recheck = NIL;
 	List	   *fdw_exprs = NIL;
 	List	   *bounds = NIL;
 	List	   *attrs = NIL;
@@ -318,59 +323,80 @@ LsmFdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 	ListCell   *lc;
 	int			i;
 
-	/* a join clause's RestrictInfo stands for its value */
-	if (what != NULL && IsA(what, RestrictInfo))
-	{
-		ColumnQual	q;
-
-		if (!match_column_qual(root, baserel, (RestrictInfo *) what, &q))
-			elog(ERROR, "lsm_fdw: parameterized qual no longer matches");
-		what = (Node *) q.value;
-		column = q.attno;
-	}
-
 	switch (access)
 	{
 		case LSMFDW_ACCESS_FULL_SCAN:
 			break;
 		case LSMFDW_ACCESS_KEY_LOOKUP:
-		case LSMFDW_ACCESS_KEY_LIST:
-			fdw_exprs = list_make1(copyObject(what));
-			break;
 		case LSMFDW_ACCESS_VALUE_SEARCH:
-			if (IsA(what, List))	/* (attno, value) of a restriction */
 			{
-				column = intVal(linitial((List *) what));
-				what = lsecond((List *) what);
+				ColumnQual	q;
+
+				if (!match_column_qual(root, baserel,
+									   linitial_node(RestrictInfo, rinfos), &q))
+					elog(ERROR, "lsm_fdw: qual of the access no longer matches");
+				fdw_exprs = list_make1(copyObject(q.value));
+				if (access == LSMFDW_ACCESS_KEY_LOOKUP)
+					served = rinfos;
+				else
+				{
+					column = q.attno;
+					strategy = lsm_fdw_value_search == LSMFDW_VALUE_SEARCH_OFF
+						? LSM_SEARCH_AUTO : lsm_fdw_value_search;
+				}
+				break;
 			}
-			fdw_exprs = list_make1(copyObject(what));
-			strategy = lsm_fdw_value_search == LSMFDW_VALUE_SEARCH_OFF
-				? LSM_SEARCH_AUTO : lsm_fdw_value_search;
-			break;
-		case LSMFDW_ACCESS_KEY_RANGE:
-			/* what: the RestrictInfos of the bounds */
-			foreach(lc, (List *) what)
+		case LSMFDW_ACCESS_KEY_LIST:
 			{
+				double		nkeys;
+				Expr	   *array;
+
+				array = key_list_array(root, baserel, t,
+									   linitial_node(RestrictInfo, rinfos)->clause,
+									   &nkeys);
+				if (array == NULL)
+					elog(ERROR, "lsm_fdw: key list qual no longer matches");
+				fdw_exprs = list_make1(copyObject(array));
+				served = rinfos;
+				break;
+			}
+		case LSMFDW_ACCESS_KEY_RANGE:
+			foreach(lc, rinfos)
+			{
+				RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
 				ColumnQual	q;
 				int			s;
 
-				if (!match_column_qual(root, baserel, lfirst(lc), &q) ||
-					!key_range_ok(t, &q, ((OpExpr *) ((RestrictInfo *) lfirst(lc))->clause)->inputcollid, &s))
+				if (!match_column_qual(root, baserel, rinfo, &q) ||
+					!key_range_ok(t, &q, ((OpExpr *) rinfo->clause)->inputcollid,
+								  &s))
 					elog(ERROR, "lsm_fdw: range qual no longer matches");
 				fdw_exprs = lappend(fdw_exprs, copyObject(q.value));
 				bounds = lappend_int(bounds,
-									 s == BTGreaterStrategyNumber ||
-									 s == BTGreaterEqualStrategyNumber
-									 ? LSMFDW_BOUND_LOWER : LSMFDW_BOUND_UPPER);
+									 s == BTGreaterStrategyNumber ? LSMFDW_BOUND_GT :
+									 s == BTGreaterEqualStrategyNumber ? LSMFDW_BOUND_GE :
+									 s == BTLessStrategyNumber ? LSMFDW_BOUND_LT :
+									 LSMFDW_BOUND_LE);
 			}
+			served = rinfos;
 			break;
 	}
 
-	scan_clauses = extract_actual_clauses(scan_clauses, false);
+	foreach(lc, scan_clauses)
+	{
+		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+
+		if (rinfo->pseudoconstant)
+			continue;			/* the planner checks those itself */
+		if (is_served(rinfo, served))
+			recheck = lappend(recheck, rinfo->clause);
+		else
+			quals = lappend(quals, rinfo->clause);
+	}
 
 	/* the attributes the plan uses: the others need not be decoded */
 	pull_varattnos((Node *) baserel->reltarget->exprs, baserel->relid, &used);
-	pull_varattnos((Node *) scan_clauses, baserel->relid, &used);
+	pull_varattnos((Node *) quals, baserel->relid, &used);
 	whole_row = bms_is_member(0 - FirstLowInvalidHeapAttributeNumber, used);
 	row_version = bms_is_member(SelfItemPointerAttributeNumber -
 								FirstLowInvalidHeapAttributeNumber, used);
@@ -389,8 +415,8 @@ LsmFdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 	private = lappend(private, makeInteger(strategy));
 	private = lappend(private, makeInteger(row_version));
 	private = lappend(private, lthird(best_path->fdw_private));	/* backward */
-	return make_foreignscan(tlist, scan_clauses, baserel->relid, fdw_exprs,
-							private, NIL, NIL, outer_plan);
+	return make_foreignscan(tlist, quals, baserel->relid, fdw_exprs,
+							private, NIL, recheck, outer_plan);
 }
 
 /* Reads the size of info's store (store.c). */
@@ -676,22 +702,14 @@ add_key_list_path(PlannerInfo *root, RelOptInfo *baserel, LsmFdwRelInfo *info,
 	{
 		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
 		double		nkeys;
-		Expr	   *array = key_list_array(root, baserel, info->table,
-										   rinfo->clause, &nkeys);
-		double		rows;
 
-		if (array == NULL)
+		if (key_list_array(root, baserel, info->table, rinfo->clause,
+						   &nkeys) == NULL)
 			continue;
-		rows = Min(baserel->rows, nkeys);
-		add_path(baserel, (Path *)
-				 create_foreignscan_path(root, baserel, NULL, rows,
-										 info->startup,
-										 info->startup +
-										 nkeys * (seq_page_cost + info->per_tuple),
-										 pathkeys, NULL, NULL,
-										 access_private(LSMFDW_ACCESS_KEY_LIST,
-														(Node *) array,
-														pathkeys)));
+		add_scan_path(root, baserel, info, Min(baserel->rows, nkeys),
+					  nkeys * (seq_page_cost + info->per_tuple), pathkeys,
+					  NULL, LSMFDW_ACCESS_KEY_LIST,
+					  list_make1(rinfo));
 		return;
 	}
 }
@@ -704,10 +722,25 @@ static void
 add_range_path(PlannerInfo *root, RelOptInfo *baserel, LsmFdwRelInfo *info,
 			   List *pathkeys)
 {
+	List	   *bounds = key_range_restrictions(root, baserel, info->table);
+	Selectivity sel;
+
+	if (bounds == NIL)
+		return;
+	sel = clauselist_selectivity(root, bounds, baserel->relid, JOIN_INNER,
+								 NULL);
+	add_scan_path(root, baserel, info, baserel->rows, range_cost(info, sel),
+				  pathkeys, NULL, LSMFDW_ACCESS_KEY_RANGE,
+				  bounds);
+}
+
+/* The restrictions of baserel that bound the key of table t. */
+static List *
+key_range_restrictions(PlannerInfo *root, RelOptInfo *baserel,
+					   const LsmFdwTable *t)
+{
 	List	   *bounds = NIL;
 	ListCell   *lc;
-	Selectivity sel;
-	Cost		run;
 
 	foreach(lc, baserel->baserestrictinfo)
 	{
@@ -716,25 +749,19 @@ add_range_path(PlannerInfo *root, RelOptInfo *baserel, LsmFdwRelInfo *info,
 		int			strategy;
 
 		if (match_column_qual(root, baserel, rinfo, &q) &&
-			key_range_ok(info->table, &q,
-						 ((OpExpr *) rinfo->clause)->inputcollid, &strategy))
+			key_range_ok(t, &q, ((OpExpr *) rinfo->clause)->inputcollid,
+						 &strategy))
 			bounds = lappend(bounds, rinfo);
 	}
-	if (bounds == NIL)
-		return;
+	return bounds;
+}
 
-	sel = clauselist_selectivity(root, bounds, baserel->relid, JOIN_INNER,
-								 NULL);
-	run = seq_page_cost * Max(1.0, info->pages * sel) +
+/* The run cost of a range that selects the fraction sel of the store. */
+static Cost
+range_cost(LsmFdwRelInfo *info, Selectivity sel)
+{
+	return seq_page_cost * Max(1.0, info->pages * sel) +
 		info->per_tuple * info->entries * sel;
-	add_path(baserel, (Path *)
-			 create_foreignscan_path(root, baserel, NULL, baserel->rows,
-									 info->startup, info->startup + run,
-									 pathkeys, NULL,
-									 NULL,
-									 access_private(LSMFDW_ACCESS_KEY_RANGE,
-													(Node *) bounds,
-													pathkeys)));
 }
 
 /*
@@ -745,9 +772,8 @@ static bool
 add_value_search_path(PlannerInfo *root, RelOptInfo *baserel,
 					  LsmFdwRelInfo *info)
 {
-	ColumnQual	best;
+	RestrictInfo *best = NULL;
 	Cost		best_cost = 0;
-	bool		found = false;
 	ListCell   *lc;
 
 	foreach(lc, baserel->baserestrictinfo)
@@ -761,24 +787,18 @@ add_value_search_path(PlannerInfo *root, RelOptInfo *baserel,
 							 ((OpExpr *) rinfo->clause)->inputcollid))
 			continue;
 		cost = value_search_cost(info, &q, baserel->rows);
-		if (!found || cost < best_cost)
+		if (best == NULL || cost < best_cost)
 		{
-			best = q;
+			best = rinfo;
 			best_cost = cost;
-			found = true;
 		}
 	}
-	if (!found)
+	if (best == NULL)
 		return false;
 
-	add_path(baserel, (Path *)
-			 create_foreignscan_path(root, baserel, NULL, baserel->rows,
-									 info->startup, info->startup + best_cost,
-									 NIL, NULL, NULL,
-									 access_private(LSMFDW_ACCESS_VALUE_SEARCH,
-													(Node *) list_make2(makeInteger(best.attno),
-																		best.value),
-													NIL)));
+	add_scan_path(root, baserel, info, baserel->rows, best_cost, NIL,
+				  NULL, LSMFDW_ACCESS_VALUE_SEARCH,
+				  list_make1(best));
 	return true;
 }
 
@@ -922,26 +942,58 @@ add_parameterized_paths(PlannerInfo *root, RelOptInfo *baserel,
 			continue;
 		done = lappend(done, list_make2(makeInteger(q.attno), required_outer));
 
-		(void) get_baserel_parampathinfo(root, baserel, required_outer);
-		add_path(baserel, (Path *)
-				 create_foreignscan_path(root, baserel, NULL, rows,
-										 info->startup, info->startup + cost,
-										 NIL, required_outer, NULL,
-										 access_private(access,
-														(Node *) rinfo, NIL)));
+		add_scan_path(root, baserel, info, rows, cost, NIL, required_outer,
+					  access, list_make1(rinfo));
 	}
 }
 
 /*
- * ForeignPath.fdw_private: the access (Integer), what it uses, and whether
- * it reads in descending key order (Integer; pathkeys from
- * key_order_pathkeys, or NIL).
+ * Adds a ForeignPath of access, returning rows rows (fewer if the
+ * parameterization's join clauses select fewer) at a cost of run plus the
+ * quals' startup cost, in the order of pathkeys (from key_order_pathkeys),
+ * parameterized by required_outer (or not, if NULL).
+ * rinfos are the quals the access uses: the lookup's, the list's, the
+ * bounds of a range, the searched equality.  ForeignPath.fdw_private: the
+ * access (Integer), rinfos, and whether it reads in descending key order
+ * (Integer).
  */
-static List *
-access_private(LsmFdwAccess access, Node *what, List *pathkeys)
+static void
+add_scan_path(PlannerInfo *root, RelOptInfo *baserel, LsmFdwRelInfo *info,
+			  double rows, Cost run, List *pathkeys, Relids required_outer,
+			  LsmFdwAccess access, List *rinfos)
 {
 	bool		backward = pathkeys != NIL &&
 		linitial_node(PathKey, pathkeys)->pk_strategy == BTGreaterStrategyNumber;
 
-	return list_make3(makeInteger(access), what, makeInteger(backward));
+	if (!bms_is_empty(required_outer))
+		rows = Min(rows, get_baserel_parampathinfo(root, baserel,
+												   required_outer)->ppi_rows);
+	add_path(baserel, (Path *)
+			 create_foreignscan_path(root, baserel, NULL, rows, info->startup,
+									 info->startup + run, pathkeys,
+									 required_outer, NULL,
+									 list_make3(makeInteger(access), rinfos,
+												makeInteger(backward))));
+}
+
+/*
+ * Whether rinfo, a qual of the scan, is one the access serves: one of
+ * served, or derived from the same equivalence class as one (a join clause
+ * the parameterization regenerated), or the same clause.
+ */
+static bool
+is_served(RestrictInfo *rinfo, List *served)
+{
+	ListCell   *lc;
+
+	foreach(lc, served)
+	{
+		RestrictInfo *s = lfirst_node(RestrictInfo, lc);
+
+		if (rinfo == s ||
+			(rinfo->parent_ec != NULL && rinfo->parent_ec == s->parent_ec) ||
+			equal(rinfo->clause, s->clause))
+			return true;
+	}
+	return false;
 }
