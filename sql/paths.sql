@@ -332,6 +332,32 @@ SELECT same('SELECT p.country, t.id FROM people p JOIN tw t ON t.usr = p.usr WHE
 RESET enable_hashjoin;
 RESET enable_mergejoin;
 
+-- LATERAL: a subquery that refers to another table is scanned once per row
+-- of it, by a path parameterized by that table (here a key lookup, a key
+-- list and a key range), and its references take that row's values
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+EXPLAIN (COSTS OFF)
+  SELECT a.id, ss.x FROM tw a
+  LEFT JOIN LATERAL (SELECT a.n + 0 AS x FROM tw b WHERE b.id = a.id * 2) ss ON true
+  WHERE a.id < 4;
+SELECT a.id, ss.x FROM tw a
+  LEFT JOIN LATERAL (SELECT a.n + 0 AS x FROM tw b WHERE b.id = a.id * 2) ss ON true
+  WHERE a.id < 4 ORDER BY a.id;
+SELECT same('SELECT a.id, ss.* FROM tw a LEFT JOIN LATERAL (SELECT a.n + 0 AS x, b FROM tw b WHERE b.id = a.id * 7000) ss ON true WHERE a.id < 5');
+EXPLAIN (COSTS OFF)
+  SELECT a.id, b.id FROM tw a,
+  LATERAL (SELECT * FROM tw b WHERE b.id IN (a.id * 2, a.id * 3)) b
+  WHERE a.id < 4;
+SELECT same('SELECT a.id, b.id, b.usr FROM tw a, LATERAL (SELECT * FROM tw b WHERE b.id IN (a.id * 2, a.id * 3, NULL)) b WHERE a.id < 4');
+EXPLAIN (COSTS OFF)
+  SELECT a.id, b.id FROM tw a,
+  LATERAL (SELECT * FROM tw b WHERE b.id > a.id AND b.id <= a.id + 2) b
+  WHERE a.id < 4;
+SELECT same('SELECT a.id, b.id FROM tw a, LATERAL (SELECT * FROM tw b WHERE b.id > a.id * 1000 AND b.id <= a.id * 1000 + 2) b WHERE a.id < 4');
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+
 -- EXPLAIN ANALYZE: the engine's counters, checked for their meaning
 CREATE FUNCTION plan_json(q text) RETURNS json LANGUAGE plpgsql AS $$
 DECLARE j json;

@@ -345,6 +345,9 @@ extern struct ForeignScan *LsmFdwGetForeignPlan(struct PlannerInfo *root,
 												List *tlist,
 												List *scan_clauses,
 												struct Plan *outer_plan);
+extern List *LsmFdwReparameterizePath(struct PlannerInfo *root,
+									  List *fdw_private,
+									  struct RelOptInfo *child_rel);
 
 /* scan.c */
 struct FdwRoutine;

@@ -15,6 +15,9 @@
  *					sorted, one lsm_multi_get.
  *	key range		"key < value", "<=", ">", ">=", BETWEEN: a seek to the
  *					lower bound, then entries in key order up to the upper.
+ *					In a parameterized path, the values of a key list and
+ *					the bounds of a range may be other relations' columns
+ *					too ("key IN (outer.a, outer.b)", "key > outer.col").
  *	value search	"col = value" on a value-indexed column: the engine's
  *					value search (Bloom filter hierarchy) instead of reading
  *					every SSTable.  Also parameterized by a join clause.
@@ -44,6 +47,12 @@
  * a native table with the same rows, and a list of 100,000 keys is not
  * compared with every row it returns.
  *
+ * LATERAL: a relation that refers to columns of others (a lateral subquery
+ * pulled up into the query) can only be scanned with their values at hand,
+ * so every path is parameterized by at least baserel->lateral_relids, as
+ * postgres_fdw's and file_fdw's are; without it the executor would
+ * evaluate those columns against the scanned table's own row.
+ *
  * Costs: pages are read through the page cache (mmap), at seq_page_cost.
  * A lookup reads about one block; a full scan every page and every entry; a
  * range the fraction of both that its quals select; a value search the
@@ -68,6 +77,7 @@
 #include "catalog/pg_type.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/appendinfo.h"
 #include "optimizer/clauses.h"
 #include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
@@ -162,7 +172,7 @@ static bool key_member_matches(PlannerInfo *root, RelOptInfo *rel,
 							   EquivalenceClass *ec, EquivalenceMember *em,
 							   void *arg);
 static void add_parameterized_paths(PlannerInfo *root, RelOptInfo *baserel,
-									LsmFdwRelInfo *info);
+									LsmFdwRelInfo *info, List *pathkeys);
 static List *key_range_restrictions(PlannerInfo *root, RelOptInfo *baserel,
 									const LsmFdwTable *t);
 static Cost range_cost(LsmFdwRelInfo *info, Selectivity sel);
@@ -251,7 +261,8 @@ LsmFdwGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel,
  * allows one; a forced value search strategy likewise.  Otherwise the full
  * scan (ordered if the query wants key order), a key list, a range and a
  * value search compete by cost, and key lookups and value searches
- * parameterized by join clauses are added for nested loops.
+ * parameterized by join clauses are added for nested loops.  Every path is
+ * parameterized by the relations the table's lateral references need.
  */
 void
 LsmFdwGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel,
@@ -268,7 +279,7 @@ LsmFdwGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel,
 	{
 		add_scan_path(root, baserel, info, baserel->rows,
 					  seq_page_cost + info->per_tuple, NIL,
-					  NULL, LSMFDW_ACCESS_KEY_LOOKUP,
+					  baserel->lateral_relids, LSMFDW_ACCESS_KEY_LOOKUP,
 					  list_make1(info->key_rinfo));
 		return;
 	}
@@ -281,15 +292,15 @@ LsmFdwGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel,
 	pathkeys = key_order_pathkeys(root, baserel, info->table);
 	full = seq_page_cost * info->pages + info->per_tuple * info->entries;
 	add_scan_path(root, baserel, info, baserel->rows, full, NIL,
-				  NULL, LSMFDW_ACCESS_FULL_SCAN, NIL);
+				  baserel->lateral_relids, LSMFDW_ACCESS_FULL_SCAN, NIL);
 	if (pathkeys != NIL)
 		add_scan_path(root, baserel, info, baserel->rows, full, pathkeys,
-					  NULL, LSMFDW_ACCESS_FULL_SCAN, NIL);
+					  baserel->lateral_relids, LSMFDW_ACCESS_FULL_SCAN, NIL);
 	add_key_list_path(root, baserel, info, pathkeys);
 	add_range_path(root, baserel, info, pathkeys);
 	if (lsm_fdw_value_search != LSMFDW_VALUE_SEARCH_OFF)
 		(void) add_value_search_path(root, baserel, info);
-	add_parameterized_paths(root, baserel, info);
+	add_parameterized_paths(root, baserel, info, pathkeys);
 }
 
 /*
@@ -417,6 +428,23 @@ LsmFdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 	private = lappend(private, lthird(best_path->fdw_private));	/* backward */
 	return make_foreignscan(tlist, quals, baserel->relid, fdw_exprs,
 							private, NIL, recheck, outer_plan);
+}
+
+/*
+ * ReparameterizeForeignPathByChild: a path parameterized by a partitioned
+ * table, translated for a nested loop over one of its partitions
+ * (partitionwise joins): its RestrictInfos name the partition's columns.
+ */
+List *
+LsmFdwReparameterizePath(PlannerInfo *root, List *fdw_private,
+						 RelOptInfo *child_rel)
+{
+	Node	   *rinfos = lsecond(fdw_private);
+
+	rinfos = adjust_appendrel_attrs_multilevel(root, rinfos,
+											   child_rel->relids,
+											   child_rel->top_parent_relids);
+	return list_make3(linitial(fdw_private), rinfos, lthird(fdw_private));
 }
 
 /* Reads the size of info's store (store.c). */
@@ -708,7 +736,7 @@ add_key_list_path(PlannerInfo *root, RelOptInfo *baserel, LsmFdwRelInfo *info,
 			continue;
 		add_scan_path(root, baserel, info, Min(baserel->rows, nkeys),
 					  nkeys * (seq_page_cost + info->per_tuple), pathkeys,
-					  NULL, LSMFDW_ACCESS_KEY_LIST,
+					  baserel->lateral_relids, LSMFDW_ACCESS_KEY_LIST,
 					  list_make1(rinfo));
 		return;
 	}
@@ -730,7 +758,7 @@ add_range_path(PlannerInfo *root, RelOptInfo *baserel, LsmFdwRelInfo *info,
 	sel = clauselist_selectivity(root, bounds, baserel->relid, JOIN_INNER,
 								 NULL);
 	add_scan_path(root, baserel, info, baserel->rows, range_cost(info, sel),
-				  pathkeys, NULL, LSMFDW_ACCESS_KEY_RANGE,
+				  pathkeys, baserel->lateral_relids, LSMFDW_ACCESS_KEY_RANGE,
 				  bounds);
 }
 
@@ -797,7 +825,7 @@ add_value_search_path(PlannerInfo *root, RelOptInfo *baserel,
 		return false;
 
 	add_scan_path(root, baserel, info, baserel->rows, best_cost, NIL,
-				  NULL, LSMFDW_ACCESS_VALUE_SEARCH,
+				  baserel->lateral_relids, LSMFDW_ACCESS_VALUE_SEARCH,
 				  list_make1(best));
 	return true;
 }
@@ -864,17 +892,22 @@ key_member_matches(PlannerInfo *root, RelOptInfo *rel, EquivalenceClass *ec,
 }
 
 /*
- * Adds a key lookup or a value search parameterized by the other relations
- * of each join clause "column = value" (written in the query, or implied
- * by an equivalence class such as a.key = b.col), one per distinct set of
- * relations and column.
+ * Adds the paths parameterized by the other relations of join clauses (for
+ * the inner side of nested loops): a key lookup or a value search for each
+ * clause "column = value" (written in the query, or implied by an
+ * equivalence class such as a.key = b.col), a key list for each "key =
+ * ANY(array)", one per distinct access, column and set of relations; and a
+ * key range bounded by every join clause that bounds the key, and every
+ * restriction that does.
  */
 static void
 add_parameterized_paths(PlannerInfo *root, RelOptInfo *baserel,
-						LsmFdwRelInfo *info)
+						LsmFdwRelInfo *info, List *pathkeys)
 {
 	List	   *clauses = NIL;
 	List	   *done = NIL;
+	List	   *bounds = NIL;
+	Relids		bound_relids = NULL;
 	ListCell   *lc;
 
 	foreach(lc, baserel->joininfo)
@@ -894,33 +927,55 @@ add_parameterized_paths(PlannerInfo *root, RelOptInfo *baserel,
 	foreach(lc, clauses)
 	{
 		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
-		Oid			collid;
 		ColumnQual	q;
 		LsmFdwAccess access;
+		AttrNumber	attno = info->table->keyattno;
 		Relids		required_outer;
 		double		rows;
+		double		nkeys;
 		Cost		cost;
 		ListCell   *lc2;
 		bool		seen = false;
 
-		if (!match_column_qual(root, baserel, rinfo, &q))
-			continue;
-		collid = ((OpExpr *) rinfo->clause)->inputcollid;
-		if (key_equality_ok(info->table, &q, collid))
+		if (match_column_qual(root, baserel, rinfo, &q))
 		{
-			access = LSMFDW_ACCESS_KEY_LOOKUP;
-			rows = 1.0;
-			cost = seq_page_cost + info->per_tuple;
+			Oid			collid = ((OpExpr *) rinfo->clause)->inputcollid;
+			int			strategy;
+
+			attno = q.attno;
+			if (key_equality_ok(info->table, &q, collid))
+			{
+				access = LSMFDW_ACCESS_KEY_LOOKUP;
+				rows = 1.0;
+				cost = seq_page_cost + info->per_tuple;
+			}
+			else if (lsm_fdw_value_search != LSMFDW_VALUE_SEARCH_OFF &&
+					 value_search_ok(info->table, &q, collid))
+			{
+				access = LSMFDW_ACCESS_VALUE_SEARCH;
+				rows = clamp_row_est(info->entries *
+									 clause_selectivity(root, (Node *) rinfo,
+														baserel->relid,
+														JOIN_INNER, NULL));
+				cost = value_search_cost(info, &q, rows);
+			}
+			else
+			{
+				if (key_range_ok(info->table, &q, collid, &strategy))
+				{
+					bounds = lappend(bounds, rinfo);
+					bound_relids = bms_union(bound_relids,
+											 rinfo->clause_relids);
+				}
+				continue;
+			}
 		}
-		else if (lsm_fdw_value_search != LSMFDW_VALUE_SEARCH_OFF &&
-				 value_search_ok(info->table, &q, collid))
+		else if (key_list_array(root, baserel, info->table, rinfo->clause,
+								&nkeys) != NULL)
 		{
-			access = LSMFDW_ACCESS_VALUE_SEARCH;
-			rows = clamp_row_est(info->entries *
-								 clause_selectivity(root, (Node *) rinfo,
-													baserel->relid,
-													JOIN_INNER, NULL));
-			cost = value_search_cost(info, &q, rows);
+			access = LSMFDW_ACCESS_KEY_LIST;
+			rows = Min(nkeys, info->entries);
+			cost = nkeys * (seq_page_cost + info->per_tuple);
 		}
 		else
 			continue;
@@ -934,16 +989,34 @@ add_parameterized_paths(PlannerInfo *root, RelOptInfo *baserel,
 		{
 			List	   *d = (List *) lfirst(lc2);
 
-			if (intVal(linitial(d)) == q.attno &&
-				bms_equal((Relids) lsecond(d), required_outer))
+			if (intVal(linitial(d)) == access &&
+				intVal(lsecond(d)) == attno &&
+				bms_equal((Relids) lthird(d), required_outer))
 				seen = true;
 		}
 		if (seen)
 			continue;
-		done = lappend(done, list_make2(makeInteger(q.attno), required_outer));
+		done = lappend(done, list_make3(makeInteger(access),
+										makeInteger(attno), required_outer));
 
 		add_scan_path(root, baserel, info, rows, cost, NIL, required_outer,
 					  access, list_make1(rinfo));
+	}
+
+	if (bounds != NIL)
+	{
+		Relids		required_outer = bms_union(bound_relids,
+											   baserel->lateral_relids);
+		Selectivity sel;
+
+		required_outer = bms_del_members(required_outer, baserel->relids);
+		bounds = list_concat(key_range_restrictions(root, baserel, info->table),
+							 bounds);
+		sel = clauselist_selectivity(root, bounds, baserel->relid,
+									 JOIN_INNER, NULL);
+		add_scan_path(root, baserel, info, clamp_row_est(info->entries * sel),
+					  range_cost(info, sel), pathkeys, required_outer,
+					  LSMFDW_ACCESS_KEY_RANGE, bounds);
 	}
 }
 
@@ -951,7 +1024,7 @@ add_parameterized_paths(PlannerInfo *root, RelOptInfo *baserel,
  * Adds a ForeignPath of access, returning rows rows (fewer if the
  * parameterization's join clauses select fewer) at a cost of run plus the
  * quals' startup cost, in the order of pathkeys (from key_order_pathkeys),
- * parameterized by required_outer (or not, if NULL).
+ * parameterized by required_outer (which includes the lateral relations).
  * rinfos are the quals the access uses: the lookup's, the list's, the
  * bounds of a range, the searched equality.  ForeignPath.fdw_private: the
  * access (Integer), rinfos, and whether it reads in descending key order

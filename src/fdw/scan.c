@@ -171,6 +171,7 @@ LsmFdwSetScanRoutines(FdwRoutine *routine)
 	routine->GetForeignRelSize = LsmFdwGetForeignRelSize;
 	routine->GetForeignPaths = LsmFdwGetForeignPaths;
 	routine->GetForeignPlan = LsmFdwGetForeignPlan;
+	routine->ReparameterizeForeignPathByChild = LsmFdwReparameterizePath;
 	routine->BeginForeignScan = lsmfdwBeginForeignScan;
 	routine->IterateForeignScan = lsmfdwIterateForeignScan;
 	routine->ReScanForeignScan = lsmfdwReScanForeignScan;
