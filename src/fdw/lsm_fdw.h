@@ -143,6 +143,8 @@ typedef struct LsmFdwStore
 								 * using db */
 	int			scans;			/* open scans (xact.c spills the pending
 								 * writes of a store only without any) */
+	int			modifying;		/* UPDATEs and DELETEs in progress: the
+								 * handle is not refreshed meanwhile */
 	LocalTransactionId snapshot_lxid;	/* the transaction whose snapshot the
 										 * handle holds (REPEATABLE READ and
 										 * SERIALIZABLE), or invalid */
@@ -171,7 +173,7 @@ enum LsmFdwScanPrivate
 	LSMFDW_PRIVATE_BOUNDS,		/* IntList: LsmFdwBound of each bound */
 	LSMFDW_PRIVATE_FIELD,		/* Integer: the searched column's field */
 	LSMFDW_PRIVATE_STRATEGY,	/* Integer: value search strategy */
-	LSMFDW_PRIVATE_ROW_VERSION, /* Integer: 1 if the plan reads ctid */
+	LSMFDW_PRIVATE_CTID,		/* Integer: 1 if the plan reads ctid */
 	LSMFDW_PRIVATE_BACKWARD		/* Integer: 1 for descending key order */
 };
 
@@ -206,8 +208,8 @@ typedef enum LsmFdwBase
 	LSMFDW_BASE_ABSENT,			/* no row (INSERT): else unique_violation */
 	LSMFDW_BASE_ABSENT_SKIP,	/* no row (INSERT ... ON CONFLICT DO
 								 * NOTHING): else the write is dropped */
-	LSMFDW_BASE_VERSION,		/* the row of a version (UPDATE, DELETE):
-								 * else serialization_failure */
+	LSMFDW_BASE_VERSION,		/* the row the statement read (UPDATE,
+								 * DELETE): else serialization_failure */
 	LSMFDW_BASE_ANY				/* not checked (TRUNCATE) */
 } LsmFdwBase;
 
@@ -258,6 +260,11 @@ extern int	LsmFdwKeyCmp(const char *a, size_t alen, const char *b,
 extern LsmFdwBoundEnc LsmFdwEncodeKeyBound(const LsmFdwTable *t,
 										   Datum value, Oid valtype,
 										   LsmFdwBound kind, StringInfo buf);
+extern bool LsmFdwKeyHasCtid(const LsmFdwTable *t);
+extern bool LsmFdwKeyToCtid(const LsmFdwTable *t, const char *key,
+							size_t klen, ItemPointer tid);
+extern void LsmFdwReportNoCtid(const LsmFdwTable *t, const char *key,
+							   size_t klen) pg_attribute_noreturn();
 extern bool LsmFdwEncodeNeedle(LsmFdwColumn *col, Datum value, Oid valtype,
 							   StringInfo buf);
 
@@ -287,11 +294,7 @@ extern LsmFdwPendingRow *LsmFdwPendingVisible(Oid relid, CommandId curcid,
 extern void LsmFdwPendingWrite(LsmFdwStore *s, const char *relname,
 							   const char *key, size_t klen,
 							   const char *val, size_t vlen, bool is_delete,
-							   LsmFdwBase base, uint64 version,
-							   CommandId cid);
-extern void LsmFdwSetRowVersion(ItemPointer tid, const char *row,
-								size_t rowlen);
-extern uint64 LsmFdwRowVersion(ItemPointer tid);
+							   LsmFdwBase base, CommandId cid);
 extern void LsmFdwPendingBulkLoad(LsmFdwStore *s, const char *relname);
 extern bool LsmFdwPendingTruncate(LsmFdwStore *s, const char *relname);
 extern bool LsmFdwPendingTruncated(Oid relid);

@@ -10,9 +10,10 @@
  *					Param (prepared statements' generic plans) or, in a
  *					parameterized path, a column of another relation of a
  *					join ("key = outer.col", from a join clause or an
- *					equivalence class).
+ *					equivalence class).  "ctid = value" too, where rows
+ *					have a ctid: it is their key (codec.c).
  *	key list		"key IN (...)", "key = ANY(array)": the distinct keys
- *					sorted, one lsm_multi_get.
+ *					sorted, one lsm_multi_get.  "ctid = ANY(array)" too.
  *	key range		"key < value", "<=", ">", ">=", BETWEEN: a seek to the
  *					lower bound, then entries in key order up to the upper.
  *					In a parameterized path, the values of a key list and
@@ -74,6 +75,7 @@
 #include "access/stratnum.h"
 #include "access/sysattr.h"
 #include "access/table.h"
+#include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
@@ -149,6 +151,7 @@ static Oid	btree_family(const LsmFdwColumn *col);
 static int	column_strategy(const LsmFdwColumn *col, Oid opno);
 static Expr *key_equality_value(PlannerInfo *root, RelOptInfo *baserel,
 								const LsmFdwTable *t, RestrictInfo *rinfo);
+static bool is_key_operand(const LsmFdwTable *t, AttrNumber attno);
 static bool key_equality_ok(const LsmFdwTable *t, const ColumnQual *q,
 							Oid inputcollid);
 static bool key_range_ok(const LsmFdwTable *t, const ColumnQual *q,
@@ -330,7 +333,7 @@ LsmFdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 	int			strategy = LSM_SEARCH_AUTO;
 	Bitmapset  *used = NULL;
 	bool		whole_row;
-	bool		row_version;
+	bool		ctid;
 	ListCell   *lc;
 	int			i;
 
@@ -409,8 +412,10 @@ LsmFdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 	pull_varattnos((Node *) baserel->reltarget->exprs, baserel->relid, &used);
 	pull_varattnos((Node *) quals, baserel->relid, &used);
 	whole_row = bms_is_member(0 - FirstLowInvalidHeapAttributeNumber, used);
-	row_version = bms_is_member(SelfItemPointerAttributeNumber -
-								FirstLowInvalidHeapAttributeNumber, used);
+	ctid = bms_is_member(SelfItemPointerAttributeNumber -
+						 FirstLowInvalidHeapAttributeNumber, used);
+	if (ctid && !LsmFdwKeyHasCtid(t))
+		LsmFdwReportNoCtid(t, NULL, 0);
 	for (i = 1; i <= t->natts; i++)
 	{
 		if (whole_row ||
@@ -424,7 +429,7 @@ LsmFdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 						 attrs, bounds);
 	private = lappend(private, makeInteger(t->cols[column - 1].field));
 	private = lappend(private, makeInteger(strategy));
-	private = lappend(private, makeInteger(row_version));
+	private = lappend(private, makeInteger(ctid));
 	private = lappend(private, lthird(best_path->fdw_private));	/* backward */
 	return make_foreignscan(tlist, quals, baserel->relid, fdw_exprs,
 							private, NIL, recheck, outer_plan);
@@ -503,8 +508,8 @@ match_column_qual(PlannerInfo *root, RelOptInfo *baserel, RestrictInfo *rinfo,
 }
 
 /*
- * Whether node is a column (relabelled or not) of relation relid; sets
- * *attno if so.
+ * Whether node is a column (relabelled or not) or the ctid of relation
+ * relid; sets *attno if so (SelfItemPointerAttributeNumber for ctid).
  */
 static bool
 is_column_var(Node *node, Index relid, AttrNumber *attno)
@@ -514,10 +519,22 @@ is_column_var(Node *node, Index relid, AttrNumber *attno)
 	if (node == NULL || !IsA(node, Var) ||
 		((Var *) node)->varno != relid ||
 		((Var *) node)->varlevelsup != 0 ||
-		((Var *) node)->varattno <= 0)
+		(((Var *) node)->varattno <= 0 &&
+		 ((Var *) node)->varattno != SelfItemPointerAttributeNumber))
 		return false;
 	*attno = ((Var *) node)->varattno;
 	return true;
+}
+
+/*
+ * Whether attribute attno of table t (ctid: SelfItemPointerAttributeNumber)
+ * stands for the key: it is the key, or the ctid of rows that have one.
+ */
+static bool
+is_key_operand(const LsmFdwTable *t, AttrNumber attno)
+{
+	return attno == t->keyattno ||
+		(attno == SelfItemPointerAttributeNumber && LsmFdwKeyHasCtid(t));
 }
 
 /*
@@ -583,11 +600,18 @@ key_equality_value(PlannerInfo *root, RelOptInfo *baserel,
 	return NULL;
 }
 
-/* Whether q is "key = value" and a lookup of the encoded value answers it. */
+/*
+ * Whether q is "key = value" (or "ctid = value") and a lookup of the
+ * encoded value answers it.
+ */
 static bool
 key_equality_ok(const LsmFdwTable *t, const ColumnQual *q, Oid inputcollid)
 {
 	const LsmFdwColumn *key = &t->cols[t->keyattno - 1];
+
+	if (q->attno == SelfItemPointerAttributeNumber)
+		return is_key_operand(t, q->attno) && q->valtype == TIDOID &&
+			q->opno == TIDEqualOperator;
 
 	/* (a key's collation is deterministic: option.c refuses others) */
 	return q->attno == t->keyattno &&
@@ -624,9 +648,12 @@ key_range_ok(const LsmFdwTable *t, const ColumnQual *q, Oid inputcollid,
 static bool
 value_search_ok(const LsmFdwTable *t, const ColumnQual *q, Oid inputcollid)
 {
-	const LsmFdwColumn *col = &t->cols[q->attno - 1];
+	const LsmFdwColumn *col;
 
-	return q->attno != t->keyattno && !col->dropped && col->canonical &&
+	if (q->attno <= 0 || q->attno == t->keyattno)
+		return false;
+	col = &t->cols[q->attno - 1];
+	return !col->dropped && col->canonical &&
 		col->field >= 0 && col->field < 64 &&
 		(t->opts.value_unindexed & ((uint64) 1 << col->field)) == 0 &&
 		value_type_ok(col, q->valtype) &&
@@ -636,9 +663,10 @@ value_search_ok(const LsmFdwTable *t, const ColumnQual *q, Oid inputcollid)
 }
 
 /*
- * If clause is "key IN (...)" or "key = ANY(array)" that a multi-get
- * answers, returns the array expression and sets *nkeys to the number of
- * elements (a guess if unknown before execution); else NULL.
+ * If clause is "key IN (...)" or "key = ANY(array)" (or "ctid = ANY
+ * (array)") that a multi-get answers, returns the array expression and
+ * sets *nkeys to the number of elements (a guess if unknown before
+ * execution); else NULL.
  */
 static Expr *
 key_list_array(PlannerInfo *root, RelOptInfo *baserel, const LsmFdwTable *t,
@@ -655,16 +683,20 @@ key_list_array(PlannerInfo *root, RelOptInfo *baserel, const LsmFdwTable *t,
 	saop = (ScalarArrayOpExpr *) clause;
 	if (!saop->useOr || list_length(saop->args) != 2 ||
 		!is_column_var(linitial(saop->args), baserel->relid, &attno) ||
-		attno != t->keyattno)
+		!is_key_operand(t, attno))
 		return NULL;
 	array = lsecond(saop->args);
 	elemtype = get_element_type(getBaseType(exprType(array)));
-	if (!OidIsValid(elemtype) ||
-		!value_type_ok(key, getBaseType(elemtype)) ||
-		column_strategy(key, saop->opno) != BTEqualStrategyNumber ||
-		(OidIsValid(saop->inputcollid) &&
-		 !get_collation_isdeterministic(saop->inputcollid)) ||
-		bms_is_member(baserel->relid, pull_varnos(root, array)) ||
+	if (!OidIsValid(elemtype))
+		return NULL;
+	if (attno == SelfItemPointerAttributeNumber
+		? (getBaseType(elemtype) != TIDOID || saop->opno != TIDEqualOperator)
+		: (!value_type_ok(key, getBaseType(elemtype)) ||
+		   column_strategy(key, saop->opno) != BTEqualStrategyNumber ||
+		   (OidIsValid(saop->inputcollid) &&
+			!get_collation_isdeterministic(saop->inputcollid))))
+		return NULL;
+	if (bms_is_member(baserel->relid, pull_varnos(root, array)) ||
 		contain_volatile_functions(array) || contain_subplans(array))
 		return NULL;
 
@@ -885,9 +917,9 @@ key_member_matches(PlannerInfo *root, RelOptInfo *rel, EquivalenceClass *ec,
 
 	if (!is_column_var((Node *) em->em_expr, rel->relid, &attno))
 		return false;
-	if (attno == info->table->keyattno)
+	if (is_key_operand(info->table, attno))
 		return true;
-	return lsm_fdw_value_search != LSMFDW_VALUE_SEARCH_OFF &&
+	return attno > 0 && lsm_fdw_value_search != LSMFDW_VALUE_SEARCH_OFF &&
 		info->table->cols[attno - 1].canonical;
 }
 

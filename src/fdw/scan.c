@@ -29,9 +29,8 @@
  * the value.  The executor checks the quals that the plan did not leave to
  * the access (plan.c).
  *
- * Under an UPDATE or DELETE the plan reads ctid, which carries the row's
- * version (a hash of its bytes, xact.c): the modification records it, and
- * the commit fails if another transaction changed the row meanwhile.
+ * When the plan reads ctid, each row gets its key as ctid (codec.c), or an
+ * error if it has none.
  *
  * Each scan refreshes its store first (lsm_refresh), so it sees what other
  * backends committed before it began; under REPEATABLE READ and
@@ -84,7 +83,7 @@ typedef struct LsmFdwScanState
 	LsmFdwStore *store;			/* pinned until the scan is released */
 	CommandId	curcid;			/* sees pending writes of earlier commands */
 	bool	   *needed;			/* needed[attnum - 1]: decode the attribute */
-	bool		row_version;	/* set the slot's ctid to the row version */
+	bool		ctid;			/* set the slot's ctid */
 	bool		instrument;		/* EXPLAIN ANALYZE: count engine work */
 	bool		started;		/* (re)started since the last rescan */
 	MemoryContext start_cxt;	/* what a (re)start reads; reset by the next */
@@ -206,8 +205,7 @@ lsmfdwBeginForeignScan(ForeignScanState *node, int eflags)
 	st->field = intVal(list_nth(plan->fdw_private, LSMFDW_PRIVATE_FIELD));
 	st->strategy = intVal(list_nth(plan->fdw_private,
 								   LSMFDW_PRIVATE_STRATEGY));
-	st->row_version = intVal(list_nth(plan->fdw_private,
-									  LSMFDW_PRIVATE_ROW_VERSION)) != 0;
+	st->ctid = intVal(list_nth(plan->fdw_private, LSMFDW_PRIVATE_CTID)) != 0;
 	st->backward = intVal(list_nth(plan->fdw_private,
 								   LSMFDW_PRIVATE_BACKWARD)) != 0;
 	st->instrument = estate->es_instrument != 0;
@@ -1006,7 +1004,7 @@ past_bound(LsmFdwScanState *st, const char *key, size_t klen)
 
 /*
  * Decodes an entry into slot as a virtual tuple (current memory context);
- * under an UPDATE or DELETE, sets its ctid to the row's version.
+ * if the plan reads ctid, sets it (an error if the row has none).
  */
 static void
 store_row(LsmFdwScanState *st, TupleTableSlot *slot, const char *key,
@@ -1015,8 +1013,8 @@ store_row(LsmFdwScanState *st, TupleTableSlot *slot, const char *key,
 	LsmFdwDecodeRow(st->table, key, klen, row, rowlen, st->needed,
 					slot->tts_values, slot->tts_isnull);
 	ExecStoreVirtualTuple(slot);
-	if (st->row_version)
-		LsmFdwSetRowVersion(&slot->tts_tid, row, rowlen);
+	if (st->ctid && !LsmFdwKeyToCtid(st->table, key, klen, &slot->tts_tid))
+		LsmFdwReportNoCtid(st->table, key, klen);
 }
 
 /* Closes the scan's iterators, if open.  Raises no error. */
