@@ -24,6 +24,13 @@
  * same command already updated or deleted (a join producing it twice) does
  * nothing, as for a heap table.
  *
+ * A foreign table that is a partition keeps to its bounds, which PostgreSQL
+ * does not check for foreign tables: a row inserted into it directly must
+ * lie within them, as for a heap partition, and an UPDATE that would move
+ * a row out of it fails (PostgreSQL moves rows between partitions only
+ * out of tables it checks itself); otherwise the row would sit in the wrong
+ * partition, where pruning and ordered appends do not look for it.
+ *
  * TRUNCATE deletes every key the transaction sees, as pending deletes, so
  * it is transactional and can be rolled back like the other writes.
  *
@@ -110,6 +117,8 @@ static void old_key(LsmFdwModifyState *st, TupleTableSlot *planSlot,
 					StringInfo buf);
 static void set_ctid(LsmFdwModifyState *st, TupleTableSlot *slot,
 					 StringInfo key);
+static void check_partition(ResultRelInfo *rinfo, TupleTableSlot *slot,
+							EState *estate, bool update);
 static bool modified_by_command(LsmFdwModifyState *st, StringInfo key,
 								CommandId cid);
 static void report_duplicate(const LsmFdwTable *t, const char *key,
@@ -286,6 +295,7 @@ lsmfdwExecForeignInsert(EState *estate, ResultRelInfo *rinfo,
 	MemoryContextReset(st->row_cxt);
 	oldcxt = MemoryContextSwitchTo(st->row_cxt);
 	slot_getallattrs(slot);
+	check_partition(rinfo, slot, estate, false);
 	initStringInfo(&key);
 	initStringInfo(&row);
 	LsmFdwEncodeRow(st->table, slot->tts_values, slot->tts_isnull, &key,
@@ -334,6 +344,7 @@ lsmfdwExecForeignUpdate(EState *estate, ResultRelInfo *rinfo,
 	}
 
 	slot_getallattrs(slot);
+	check_partition(rinfo, slot, estate, true);
 	initStringInfo(&key);
 	initStringInfo(&row);
 	LsmFdwEncodeRow(t, slot->tts_values, slot->tts_isnull, &key, &row);
@@ -534,6 +545,40 @@ set_ctid(LsmFdwModifyState *st, TupleTableSlot *slot, StringInfo key)
 	if (st->returns_ctid)
 		LsmFdwReportNoCtid(st->table, key->data, key->len);
 	ItemPointerSetInvalid(&slot->tts_tid);
+}
+
+/*
+ * Raises an error if slot, a new row for table rinfo, lies outside rinfo's
+ * bounds as a partition (see the file header).  The rows that INSERT routes
+ * to a partition are within them, unless a BEFORE ROW trigger of the
+ * partition changed them (as ExecInsert checks for heap partitions).
+ */
+static void
+check_partition(ResultRelInfo *rinfo, TupleTableSlot *slot, EState *estate,
+				bool update)
+{
+	Relation	rel = rinfo->ri_RelationDesc;
+
+	if (!rel->rd_rel->relispartition || estate == NULL)
+		return;
+	if (!update)
+	{
+		if (rinfo->ri_RootResultRelInfo == NULL ||
+			(rinfo->ri_TrigDesc != NULL &&
+			 rinfo->ri_TrigDesc->trig_insert_before_row))
+			(void) ExecPartitionCheck(rinfo, slot, estate, true);
+		return;
+	}
+	if (rinfo->ri_RootResultRelInfo == NULL)
+		(void) ExecPartitionCheck(rinfo, slot, estate, true);
+	else if (!ExecPartitionCheck(rinfo, slot, estate, false))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot move a row of foreign table \"%s\" to another partition",
+						RelationGetRelationName(rel)),
+				 errdetail("The updated row lies outside the bounds of partition \"%s\", an lsm_fdw table, and PostgreSQL moves rows only out of partitions it stores itself.",
+						   RelationGetRelationName(rel)),
+				 errhint("DELETE the row and INSERT it again.")));
 }
 
 /*
