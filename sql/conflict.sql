@@ -95,6 +95,27 @@ COMMIT;                                                     -- ERROR
 SELECT * FROM t2 WHERE k = 2;
 SELECT * FROM counters WHERE id = 9;
 
+-- a change committed while an UPDATE or DELETE runs (here through the
+-- other session, by a function the statement calls) is a conflict, even if
+-- the statement reads the table again meanwhile: the version its commit
+-- checks is that of the row its scan read
+INSERT INTO counters VALUES (20, 0), (21, 0);
+CREATE FUNCTION bump_meanwhile(k int) RETURNS int LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM dblink_exec('other',
+    format('UPDATE counters SET n = n + 10 WHERE id = %s', k));
+  RETURN (SELECT n FROM counters WHERE id = k);
+END $$;
+BEGIN;
+UPDATE counters SET n = n + 1 + 0 * bump_meanwhile(id) WHERE id = 20
+  RETURNING n;
+COMMIT;                                                     -- ERROR
+BEGIN;
+DELETE FROM counters WHERE id = 21 AND bump_meanwhile(id) >= 0;
+COMMIT;                                                     -- ERROR
+SELECT * FROM counters WHERE id IN (20, 21) ORDER BY id;
+DROP FUNCTION bump_meanwhile(int);
+
 SELECT dblink_disconnect('other');
 DROP EXTENSION dblink;
 DROP SERVER lsm_conflict_srv CASCADE;

@@ -50,6 +50,9 @@ SELECT same('SELECT * FROM tw WHERE id IN (3, 3, 17, 19999, 20000, 20001, -1, NU
 SELECT same('SELECT * FROM tw WHERE id = ANY(ARRAY[7, 8, 9]::int4[])');
 SELECT same('SELECT * FROM tw WHERE id IN (1, 2, 3) AND lang = ''fr''');
 SELECT same('SELECT * FROM tw WHERE id = ANY(''{}''::int8[])');
+SELECT same('SELECT * FROM tw WHERE id = ANY(NULL::int8[])');
+SELECT same('SELECT * FROM tw WHERE id = ANY(ARRAY[[1, 2], [3, NULL]]::int8[])');
+SELECT same('SELECT * FROM tw WHERE id <> ALL(ARRAY[1, 2, 3]) AND id < 10');
 PREPARE by_ids(int8[]) AS SELECT id, usr FROM tw WHERE id = ANY($1);
 SET plan_cache_mode = force_generic_plan;
 EXPLAIN (COSTS OFF) EXECUTE by_ids(ARRAY[1, 2]);
@@ -100,15 +103,167 @@ SELECT same('SELECT id FROM tw WHERE id > 20000 ORDER BY id DESC', true);
 SELECT same('SELECT id FROM tw WHERE id < 20 AND id > 10 ORDER BY id DESC NULLS LAST', true);
 EXPLAIN (COSTS OFF) SELECT id FROM tw WHERE id IN (5, 500, 50) ORDER BY id DESC;
 SELECT same('SELECT id FROM tw WHERE id IN (5, 500, 50, 5, 70000) ORDER BY id DESC', true);
--- a strict bound beyond the key type's range is clamped into it: the key
--- at the end of the range is still in (both directions)
-CREATE FOREIGN TABLE small_keys (k int4 OPTIONS (key 'true'), v text)
+-- A range returns exactly the keys its bounds select, which the executor
+-- does not check again: strict bounds, bounds beyond the key type's range
+-- (a wider integer), texts longer than any key, two bounds on one side,
+-- empty ranges, NULL; ascending and descending; constants here, the Params
+-- of a generic plan below.  range_check compares every bound from vals
+-- with each operator, and every pair of a lower and an upper bound, with a
+-- native table of the same keys, and counts the queries that took the key
+-- range path (the others check their quals).
+CREATE FUNCTION range_check(f text, n text, vals text[],
+  OUT queries int, OUT mismatches int, OUT key_ranges int)
+LANGUAGE plpgsql AS $$
+DECLARE
+  a text;
+  b text;
+  lo text;
+  hi text;
+  dir text;
+  q text;
+  r1 text[];
+  r2 text[];
+  plan text;
+BEGIN
+  queries := 0;
+  mismatches := 0;
+  key_ranges := 0;
+  FOREACH a IN ARRAY vals LOOP
+    FOREACH lo IN ARRAY ARRAY['<', '<=', '>', '>=', '< NULL AND k <'] LOOP
+      FOREACH b IN ARRAY vals || ARRAY[NULL] LOOP
+        CONTINUE WHEN lo !~ '^>' AND b IS NOT NULL;
+        FOREACH hi IN ARRAY CASE WHEN b IS NULL THEN ARRAY['']
+                                 ELSE ARRAY['<', '<=', '> ' || a || ' AND k <'] END LOOP
+          FOREACH dir IN ARRAY ARRAY['', 'DESC'] LOOP
+            q := format('SELECT k::text FROM %%I WHERE k %s %s%s ORDER BY k %s',
+                        lo, a, CASE WHEN b IS NULL THEN ''
+                                    ELSE format(' AND k %s %s', hi, b) END, dir);
+            EXECUTE format('SELECT array_agg(k) FROM (%s) x', format(q, f)) INTO r1;
+            EXECUTE format('SELECT array_agg(k) FROM (%s) x', format(q, n)) INTO r2;
+            EXECUTE 'EXPLAIN (COSTS OFF, FORMAT JSON) ' || format(q, f) INTO plan;
+            queries := queries + 1;
+            key_ranges := key_ranges + (plan ~ 'key range')::int;
+            IF r1 IS DISTINCT FROM r2 THEN
+              mismatches := mismatches + 1;
+              RAISE NOTICE 'differs: % (% against % rows)', left(format(q, f), 300),
+                cardinality(r1), cardinality(r2);
+            END IF;
+          END LOOP;
+        END LOOP;
+      END LOOP;
+    END LOOP;
+  END LOOP;
+END $$;
+CREATE FOREIGN TABLE smalls (k int2 OPTIONS (key 'true')) SERVER lsm_paths_srv;
+CREATE TABLE smalls_n (k int2 PRIMARY KEY);
+INSERT INTO smalls_n VALUES (-32768), (-32767), (-2), (0), (1), (2), (32766),
+  (32767);
+INSERT INTO smalls SELECT * FROM smalls_n;
+SELECT * FROM range_check('smalls', 'smalls_n',
+  ARRAY['-32768', '-32767', '-1', '1', '32767', '32766::int2', '-40000',
+        '40000::int4', '-5000000000', '5000000000', '1.5']);
+CREATE FOREIGN TABLE ints (k int4 OPTIONS (key 'true')) SERVER lsm_paths_srv;
+CREATE TABLE ints_n (k int4 PRIMARY KEY);
+INSERT INTO ints_n VALUES (-2147483648), (-2147483647), (-1), (0), (7),
+  (2147483646), (2147483647);
+INSERT INTO ints SELECT * FROM ints_n;
+SELECT * FROM range_check('ints', 'ints_n',
+  ARRAY['-2147483648', '-2147483647::int8', '0::int2', '7', '8',
+        '2147483647', '2147483646', '3000000000', '-3000000000',
+        '9223372036854775807']);
+CREATE FOREIGN TABLE bigs (k int8 OPTIONS (key 'true')) SERVER lsm_paths_srv;
+CREATE TABLE bigs_n (k int8 PRIMARY KEY);
+INSERT INTO bigs_n VALUES (-9223372036854775808), (-9223372036854775807),
+  (0), (1), (9223372036854775806), (9223372036854775807);
+INSERT INTO bigs SELECT * FROM bigs_n;
+SELECT * FROM range_check('bigs', 'bigs_n',
+  ARRAY['-9223372036854775808', '9223372036854775807', '0', '1::int2',
+        '2147483647::int4', '9223372036854775806', '0.5']);
+CREATE FOREIGN TABLE days (k date OPTIONS (key 'true')) SERVER lsm_paths_srv;
+CREATE TABLE days_n (k date PRIMARY KEY);
+INSERT INTO days_n VALUES ('-infinity'), ('1999-12-31'), ('2000-01-01'),
+  ('2000-01-02'), ('infinity');
+INSERT INTO days SELECT * FROM days_n;
+SELECT * FROM range_check('days', 'days_n',
+  ARRAY['''-infinity''::date', '''infinity''::date', '''2000-01-01''::date',
+        '''1999-12-31''::date', '''2000-01-01 12:00''::timestamp']);
+CREATE FOREIGN TABLE stamps (k timestamptz OPTIONS (key 'true'))
   SERVER lsm_paths_srv;
-INSERT INTO small_keys VALUES (2147483647, 'max'), (-2147483648, 'min'), (0, 'zero');
-SELECT k FROM small_keys WHERE k < 3000000000::int8 ORDER BY k;
-SELECT k FROM small_keys WHERE k < 3000000000::int8 ORDER BY k DESC;
-SELECT k FROM small_keys WHERE k > -3000000000::int8 ORDER BY k DESC;
-DROP FOREIGN TABLE small_keys;
+CREATE TABLE stamps_n (k timestamptz PRIMARY KEY);
+INSERT INTO stamps_n VALUES ('-infinity'), ('2000-01-01 00:00+00'),
+  ('2000-01-01 00:00:00.000001+00'), ('infinity');
+INSERT INTO stamps SELECT * FROM stamps_n;
+SELECT * FROM range_check('stamps', 'stamps_n',
+  ARRAY['''-infinity''::timestamptz', '''infinity''::timestamptz',
+        '''2000-01-01 00:00+00''::timestamptz',
+        '''2000-01-01 00:00:00.000001+00''::timestamptz',
+        '''1999-12-31 23:59:59.999999+00''::timestamptz']);
+CREATE FOREIGN TABLE uuids (k uuid OPTIONS (key 'true')) SERVER lsm_paths_srv;
+CREATE TABLE uuids_n (k uuid PRIMARY KEY);
+INSERT INTO uuids_n VALUES ('00000000-0000-0000-0000-000000000000'),
+  ('00000000-0000-0000-0000-000000000001'),
+  ('80000000-0000-0000-0000-000000000000'),
+  ('ffffffff-ffff-ffff-ffff-ffffffffffff');
+INSERT INTO uuids SELECT * FROM uuids_n;
+SELECT * FROM range_check('uuids', 'uuids_n',
+  ARRAY['''00000000-0000-0000-0000-000000000000''::uuid',
+        '''00000000-0000-0000-0000-000000000001''::uuid',
+        '''7fffffff-ffff-ffff-ffff-ffffffffffff''::uuid',
+        '''ffffffff-ffff-ffff-ffff-ffffffffffff''::uuid']);
+-- keys up to the longest a key can be (65534 bytes), bounds beyond it
+CREATE FOREIGN TABLE texts (k text OPTIONS (key 'true') COLLATE "C")
+  SERVER lsm_paths_srv;
+CREATE TABLE texts_n (k text COLLATE "C" PRIMARY KEY);
+INSERT INTO texts_n VALUES (''), ('a'), ('ab'), ('b'), (repeat('a', 65534)),
+  (repeat('a', 65533) || 'b'), (repeat('a', 65533) || ' ');
+INSERT INTO texts SELECT * FROM texts_n;
+SELECT * FROM range_check('texts', 'texts_n',
+  ARRAY['''''::text', '''a''::text', '''ab''::varchar', '''aa''::text',
+        'repeat(''a'', 65534)', 'repeat(''a'', 70000)',
+        'repeat(''a'', 65533) || ''bc''']);
+CREATE FOREIGN TABLE bytes (k bytea OPTIONS (key 'true')) SERVER lsm_paths_srv;
+CREATE TABLE bytes_n (k bytea PRIMARY KEY);
+INSERT INTO bytes_n VALUES (''), ('\x00'), ('\x0000'), ('\x01'), ('\xff');
+INSERT INTO bytes SELECT * FROM bytes_n;
+SELECT * FROM range_check('bytes', 'bytes_n',
+  ARRAY['''''::bytea', '''\x00''::bytea', '''\x0001''::bytea',
+        '''\xff''::bytea', '''\xff00''::bytea']);
+-- generic plans: the bounds are known at execution only
+PREPARE int_range(int8, int8) AS
+  SELECT array_agg(k ORDER BY k) FROM ints WHERE k > $1 AND k <= $2;
+PREPARE int_range_n(int8, int8) AS
+  SELECT array_agg(k ORDER BY k) FROM ints_n WHERE k > $1 AND k <= $2;
+SET plan_cache_mode = force_generic_plan;
+EXPLAIN (COSTS OFF) EXECUTE int_range(0, 1);
+CREATE TABLE generic_ranges (a int8, b int8, f int4[], n int4[]);
+INSERT INTO generic_ranges (a, b)
+  SELECT a, b FROM unnest(ARRAY[-9223372036854775808, -3000000000,
+    -2147483648, -2147483647, 0, 7, 2147483646, 2147483647, 3000000000,
+    9223372036854775807]) a,
+  unnest(ARRAY[-3000000000, -2147483648, 0, 7, 2147483647, 3000000000]) b;
+DO $$
+DECLARE
+  r record;
+  fa int4[];
+  na int4[];
+BEGIN
+  FOR r IN SELECT * FROM generic_ranges LOOP
+    EXECUTE format('EXECUTE int_range(%s, %s)', r.a, r.b) INTO fa;
+    EXECUTE format('EXECUTE int_range_n(%s, %s)', r.a, r.b) INTO na;
+    UPDATE generic_ranges SET f = fa, n = na WHERE a = r.a AND b = r.b;
+  END LOOP;
+END $$;
+SELECT count(*) AS ranges,
+  count(*) FILTER (WHERE f IS DISTINCT FROM n) AS mismatches
+  FROM generic_ranges;
+RESET plan_cache_mode;
+DEALLOCATE int_range;
+DEALLOCATE int_range_n;
+DROP TABLE generic_ranges;
+DROP FUNCTION range_check(text, text, text[]);
+DROP FOREIGN TABLE smalls, ints, bigs, days, stamps, uuids, texts, bytes;
+DROP TABLE smalls_n, ints_n, bigs_n, days_n, stamps_n, uuids_n, texts_n,
+  bytes_n;
 
 -- text keys: ranges and order follow bytes, so only under "C"
 CREATE FOREIGN TABLE words (w text OPTIONS (key 'true') COLLATE "C", n int)
@@ -125,6 +280,10 @@ SELECT * FROM words WHERE w <= 'b' ORDER BY w DESC;
 EXPLAIN (COSTS OFF) SELECT * FROM words_en WHERE w >= 'a' ORDER BY w;
 SELECT * FROM words_en WHERE w >= 'a' ORDER BY w;
 SELECT * FROM words_en WHERE w >= 'a' COLLATE "C" ORDER BY w COLLATE "C";
+-- equality is bytewise under any deterministic collation: key lists serve it
+INSERT INTO words_en SELECT 'w' || g, g FROM generate_series(1, 300) g;
+EXPLAIN (COSTS OFF) SELECT * FROM words_en WHERE w IN ('a', 'B', 'x', NULL);
+SELECT * FROM words_en WHERE w IN ('a', 'B', 'x', NULL) ORDER BY n;
 
 -- value search on a non-key column
 EXPLAIN (COSTS OFF) SELECT * FROM tw WHERE usr = 'user42';
@@ -170,6 +329,32 @@ EXPLAIN (COSTS OFF)
   SELECT p.country, t.id FROM people p JOIN tw t ON t.usr = p.usr
   WHERE p.country = 'nz';
 SELECT same('SELECT p.country, t.id FROM people p JOIN tw t ON t.usr = p.usr WHERE p.country = ''nz''');
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+
+-- LATERAL: a subquery that refers to another table is scanned once per row
+-- of it, by a path parameterized by that table (here a key lookup, a key
+-- list and a key range), and its references take that row's values
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+EXPLAIN (COSTS OFF)
+  SELECT a.id, ss.x FROM tw a
+  LEFT JOIN LATERAL (SELECT a.n + 0 AS x FROM tw b WHERE b.id = a.id * 2) ss ON true
+  WHERE a.id < 4;
+SELECT a.id, ss.x FROM tw a
+  LEFT JOIN LATERAL (SELECT a.n + 0 AS x FROM tw b WHERE b.id = a.id * 2) ss ON true
+  WHERE a.id < 4 ORDER BY a.id;
+SELECT same('SELECT a.id, ss.* FROM tw a LEFT JOIN LATERAL (SELECT a.n + 0 AS x, b FROM tw b WHERE b.id = a.id * 7000) ss ON true WHERE a.id < 5');
+EXPLAIN (COSTS OFF)
+  SELECT a.id, b.id FROM tw a,
+  LATERAL (SELECT * FROM tw b WHERE b.id IN (a.id * 2, a.id * 3)) b
+  WHERE a.id < 4;
+SELECT same('SELECT a.id, b.id, b.usr FROM tw a, LATERAL (SELECT * FROM tw b WHERE b.id IN (a.id * 2, a.id * 3, NULL)) b WHERE a.id < 4');
+EXPLAIN (COSTS OFF)
+  SELECT a.id, b.id FROM tw a,
+  LATERAL (SELECT * FROM tw b WHERE b.id > a.id AND b.id <= a.id + 2) b
+  WHERE a.id < 4;
+SELECT same('SELECT a.id, b.id FROM tw a, LATERAL (SELECT * FROM tw b WHERE b.id > a.id * 1000 AND b.id <= a.id * 1000 + 2) b WHERE a.id < 4');
 RESET enable_hashjoin;
 RESET enable_mergejoin;
 

@@ -111,6 +111,33 @@ SELECT count(*) FROM acc;
 INSERT INTO acc VALUES (1, 'after truncate', 0);
 SELECT * FROM acc;
 
+-- foreign tables as partitions keep to their bounds: PostgreSQL checks
+-- them for its own partitions only, and moves rows only out of those
+CREATE TABLE parts (id int, owner text) PARTITION BY RANGE (id);
+CREATE FOREIGN TABLE parts_low PARTITION OF parts FOR VALUES FROM (0) TO (100)
+  SERVER lsm_write_srv OPTIONS (key 'id');
+CREATE FOREIGN TABLE parts_high PARTITION OF parts
+  FOR VALUES FROM (100) TO (200) SERVER lsm_write_srv OPTIONS (key 'id');
+CREATE TABLE parts_heap PARTITION OF parts FOR VALUES FROM (200) TO (300);
+INSERT INTO parts VALUES (1, 'a'), (150, 'b'), (250, 'c'), (251, 'd');
+SELECT tableoid::regclass, * FROM parts ORDER BY id;
+INSERT INTO parts_low VALUES (150, 'beyond the bounds');    -- ERROR
+UPDATE parts_low SET id = 101 WHERE id = 1;                 -- ERROR
+UPDATE parts SET id = 101 WHERE id = 1;                     -- ERROR
+UPDATE parts SET id = 2, owner = 'moved within' WHERE id = 1;
+UPDATE parts SET id = 50 WHERE id = 250;                    -- heap to lsm_fdw
+UPDATE parts SET id = 150 WHERE id = 251;                   -- ERROR: taken
+SELECT tableoid::regclass, * FROM parts ORDER BY id;
+SELECT * FROM parts WHERE id BETWEEN 100 AND 199;
+DROP TABLE parts;
+
+-- WHERE CURRENT OF needs a table PostgreSQL stores itself
+BEGIN;
+DECLARE c CURSOR FOR SELECT * FROM acc ORDER BY id;
+FETCH 1 FROM c;
+UPDATE acc SET owner = 'x' WHERE CURRENT OF c;              -- ERROR
+ROLLBACK;
+
 -- synchronous_commit = off: the commit does not wait for the log's fsync
 SET synchronous_commit = off;
 INSERT INTO acc VALUES (2, 'asynchronous commit', 0);

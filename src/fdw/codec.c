@@ -18,6 +18,14 @@
  * ordered by bytes, which is the "C" collation's order; the planner relies
  * on it only where that is the column's collation.
  *
+ * The ctid of a row is its key, where the key is an integer (smallint,
+ * integer, bigint, date: days) from CTID_KEY_MIN = -2^46 to CTID_KEY_MAX =
+ * 2^46 - 1: the key as a 47-bit two's complement number u, in block number
+ * u >> 15 and offset (u & 0x7FFF) + 1 (an offset is never 0).  Key 0 is
+ * (0,1), key 1 (0,2), key 32768 (1,1), key -1 (4294967295,32768).  So a
+ * ctid identifies at most one row, and "ctid = value" is a key lookup.
+ * Other keys, and bigints beyond that range, give their rows no ctid.
+ *
  * A row's fields must be canonical for equality, because the engine's value
  * filters hash a field's bytes: the integer-like types use the key encoding
  * (fixed width), floats fold -0 into 0 and every NaN into one, text is its
@@ -68,6 +76,11 @@
 /* First byte of every text, varchar and bytea key. */
 #define LSMFDW_VARKEY_MARKER	0x01
 
+/* The integer keys a ctid holds (see the file header) */
+#define CTID_KEY_BITS	47
+#define CTID_KEY_MIN	(-((int64) 1 << (CTID_KEY_BITS - 1)))
+#define CTID_KEY_MAX	(((int64) 1 << (CTID_KEY_BITS - 1)) - 1)
+
 /* What LsmFdwDecodeRow is decoding, for its error context callback */
 typedef struct DecodeErrorContext
 {
@@ -105,6 +118,8 @@ static void report_bad_field(const LsmFdwTable *t, const LsmFdwColumn *col,
 							 size_t len) pg_attribute_noreturn();
 static int	codec_width(LsmFdwCodec codec);
 static int64 integer_datum(Datum value, Oid valtype);
+static bool ctid_to_key(const LsmFdwTable *t, ItemPointer tid,
+						StringInfo buf);
 static bool type_has_send(Oid typid);
 
 /*
@@ -257,16 +272,21 @@ LsmFdwCodecByName(const char *name, LsmFdwCodec *codec)
 /*
  * Appends the key encoding of value to buf.  valtype is value's (base) type:
  * the key column's own type, or for a lookup another type of its btree
- * family (integers of another width, text for varchar).  Returns false if no
- * key can equal value: an integer out of the key type's range, or a value
- * longer than the engine allows for keys (the caller decides whether that is
- * an error).
+ * family (integers of another width, text for varchar), or tid for the key
+ * of the row of that ctid.  Returns false if no key can equal value: an
+ * integer out of the key type's range, a value longer than the engine
+ * allows for keys (the caller decides whether that is an error), a ctid no
+ * row can have.
  */
 bool
 LsmFdwEncodeKey(const LsmFdwTable *t, Datum value, Oid valtype,
 				StringInfo buf)
 {
 	const LsmFdwColumn *key = &t->cols[t->keyattno - 1];
+
+	if (valtype == TIDOID)
+		return LsmFdwKeyHasCtid(t) &&
+			ctid_to_key(t, (ItemPointer) DatumGetPointer(value), buf);
 
 	switch (key->codec)
 	{
@@ -326,30 +346,57 @@ LsmFdwKeyCmp(const char *a, size_t alen, const char *b, size_t blen)
 
 /*
  * Appends to buf the encoding of value as a bound of a range of keys, for
- * a qual "key < value" (upper) or "key > value" (!upper), inclusive or not:
- * every key that satisfies the qual is at or below (upper) or at or above
- * (!upper) the encoded bound.  valtype is as for LsmFdwEncodeKey.  An
- * integer out of the key type's range is clamped into it.  Returns false if
- * value gives no usable bound (a text too long to be a key, as an upper
- * bound); the caller then scans without it (the qual is checked anyway).
+ * the qual "key <kind> value", such that the keys that satisfy the qual are
+ * exactly those at or beyond the encoded bound (LSMFDW_BOUND_INCLUSIVE) or
+ * strictly beyond it (LSMFDW_BOUND_EXCLUSIVE): above it for a lower bound,
+ * below it for an upper one.  Returns LSMFDW_BOUND_NONE, buf untouched, if
+ * every key satisfies the qual, and LSMFDW_BOUND_EMPTY if none does.
+ * valtype is as for LsmFdwEncodeKey.
+ *
+ * An integer beyond the key type's range bounds every key or none.  A text
+ * or bytea longer than a key can be (m bytes after the marker) is replaced
+ * by its first m bytes, P: no key equals the value, a key is below it
+ * exactly when it is at or below P, and above it exactly when it is above
+ * P, since a key is never longer than P.
  */
-bool
+LsmFdwBoundEnc
 LsmFdwEncodeKeyBound(const LsmFdwTable *t, Datum value, Oid valtype,
-					 bool upper, StringInfo buf)
+					 LsmFdwBound kind, StringInfo buf)
 {
 	const LsmFdwColumn *key = &t->cols[t->keyattno - 1];
+	bool		upper = (kind == LSMFDW_BOUND_LE || kind == LSMFDW_BOUND_LT);
+	bool		strict = (kind == LSMFDW_BOUND_GT || kind == LSMFDW_BOUND_LT);
+	LsmFdwBoundEnc enc = strict ? LSMFDW_BOUND_EXCLUSIVE
+		: LSMFDW_BOUND_INCLUSIVE;
 
 	switch (key->codec)
 	{
 		case LSMFDW_CODEC_INT2:
 		case LSMFDW_CODEC_INT4:
+		case LSMFDW_CODEC_INT8:
 			{
 				int64		v = integer_datum(value, valtype);
-				int64		lo = key->codec == LSMFDW_CODEC_INT2 ? PG_INT16_MIN : PG_INT32_MIN;
-				int64		hi = key->codec == LSMFDW_CODEC_INT2 ? PG_INT16_MAX : PG_INT32_MAX;
+				int64		lo = PG_INT64_MIN;
+				int64		hi = PG_INT64_MAX;
 
-				put_int(buf, Max(lo, Min(hi, v)), codec_width(key->codec));
-				return true;
+				if (key->codec == LSMFDW_CODEC_INT2)
+				{
+					lo = PG_INT16_MIN;
+					hi = PG_INT16_MAX;
+				}
+				else if (key->codec == LSMFDW_CODEC_INT4)
+				{
+					lo = PG_INT32_MIN;
+					hi = PG_INT32_MAX;
+				}
+				/* beyond the end it bounds, or from the other end on */
+				if (upper ? (v < lo || (strict && v == lo))
+					: (v > hi || (strict && v == hi)))
+					return LSMFDW_BOUND_EMPTY;
+				if (upper ? v > hi : v < lo)
+					return LSMFDW_BOUND_NONE;
+				put_int(buf, v, codec_width(key->codec));
+				return enc;
 			}
 		case LSMFDW_CODEC_TEXT:
 		case LSMFDW_CODEC_BYTEA:
@@ -357,18 +404,16 @@ LsmFdwEncodeKeyBound(const LsmFdwTable *t, Datum value, Oid valtype,
 				struct varlena *v;
 
 				if (LsmFdwEncodeKey(t, value, valtype, buf))
-					return true;
-				if (upper)
-					return false;
-
-				/* too long for a key: a prefix of a lower bound is one */
+					return enc;
 				v = PG_DETOAST_DATUM_PACKED(value);
 				appendStringInfoChar(buf, LSMFDW_VARKEY_MARKER);
 				appendBinaryStringInfo(buf, VARDATA_ANY(v), LSM_MAX_KEY_LEN - 1);
-				return true;
+				return upper ? LSMFDW_BOUND_INCLUSIVE : LSMFDW_BOUND_EXCLUSIVE;
 			}
 		default:
-			return LsmFdwEncodeKey(t, value, valtype, buf);
+			if (!LsmFdwEncodeKey(t, value, valtype, buf))
+				elog(ERROR, "lsm_fdw: a key bound cannot be encoded");
+			return enc;
 	}
 }
 
@@ -450,6 +495,109 @@ LsmFdwDecodeKey(const LsmFdwTable *t, const char *key, size_t klen)
 			elog(ERROR, "unexpected key codec %d", (int) col->codec);
 	}
 	return (Datum) 0;			/* keep the compiler quiet */
+}
+
+/*
+ * Whether the rows of table t have a ctid: whether its key is an integer
+ * (smallint, integer, bigint, date).  See the file header.
+ */
+bool
+LsmFdwKeyHasCtid(const LsmFdwTable *t)
+{
+	switch (t->cols[t->keyattno - 1].codec)
+	{
+		case LSMFDW_CODEC_INT2:
+		case LSMFDW_CODEC_INT4:
+		case LSMFDW_CODEC_INT8:
+		case LSMFDW_CODEC_DATE:
+			return true;
+		default:
+			return false;
+	}
+}
+
+/*
+ * Sets *tid to the ctid of the row of key (an engine key of table t) and
+ * returns true; returns false if the row has none (the key is not an
+ * integer, or outside CTID_KEY_MIN .. CTID_KEY_MAX).
+ */
+bool
+LsmFdwKeyToCtid(const LsmFdwTable *t, const char *key, size_t klen,
+				ItemPointer tid)
+{
+	const LsmFdwColumn *col = &t->cols[t->keyattno - 1];
+	int			width = codec_width(col->codec);
+	int64		v;
+	uint64		u;
+
+	if (!LsmFdwKeyHasCtid(t))
+		return false;
+	if (klen != (size_t) width)
+		report_bad_field(t, col, klen);
+	v = get_int(key, width);
+	if (v < CTID_KEY_MIN || v > CTID_KEY_MAX)
+		return false;
+	u = (uint64) v & (((uint64) 1 << CTID_KEY_BITS) - 1);
+	ItemPointerSet(tid, (BlockNumber) (u >> 15),
+				   (OffsetNumber) ((u & 0x7FFF) + 1));
+	return true;
+}
+
+/*
+ * Raises an error saying that rows of table t have no ctid (key is NULL) or
+ * that the row of key has none.
+ */
+void
+LsmFdwReportNoCtid(const LsmFdwTable *t, const char *key, size_t klen)
+{
+	const LsmFdwColumn *col = &t->cols[t->keyattno - 1];
+
+	if (key == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("rows of foreign table \"%s\" have no ctid",
+						t->relname),
+				 errdetail("The ctid of an lsm_fdw row is its key, which must then be of type smallint, integer, bigint or date; key column \"%s\" is of type %s.",
+						   col->name, format_type_be(col->typid)),
+				 errhint("Address rows by their key column \"%s\".",
+						 col->name)));
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("a row of foreign table \"%s\" has no ctid", t->relname),
+			 errdetail("The ctid of an lsm_fdw row is its key, from " INT64_FORMAT " to " INT64_FORMAT "; key (%s)=(%s) is beyond.",
+					   CTID_KEY_MIN, CTID_KEY_MAX, col->name,
+					   LsmFdwKeyToString(t, key, klen)),
+			 errhint("Address rows by their key column \"%s\".",
+					 col->name)));
+}
+
+/*
+ * Appends to buf the key of the row whose ctid is *tid (an engine key of
+ * table t, whose rows have ctids); returns false if no row can have that
+ * ctid.
+ */
+static bool
+ctid_to_key(const LsmFdwTable *t, ItemPointer tid, StringInfo buf)
+{
+	const LsmFdwColumn *col = &t->cols[t->keyattno - 1];
+	OffsetNumber off = ItemPointerGetOffsetNumberNoCheck(tid);
+	uint64		u;
+	int64		v;
+
+	if (off < 1 || off > 0x8000)
+		return false;
+	u = ((uint64) ItemPointerGetBlockNumberNoCheck(tid) << 15) | (off - 1);
+	/* sign-extend from CTID_KEY_BITS bits */
+	if (u & ((uint64) 1 << (CTID_KEY_BITS - 1)))
+		u |= ~(((uint64) 1 << CTID_KEY_BITS) - 1);
+	v = (int64) u;
+	if ((col->codec == LSMFDW_CODEC_INT2 &&
+		 (v < PG_INT16_MIN || v > PG_INT16_MAX)) ||
+		((col->codec == LSMFDW_CODEC_INT4 || col->codec == LSMFDW_CODEC_DATE) &&
+		 (v < PG_INT32_MIN || v > PG_INT32_MAX)))
+		return false;
+	put_int(buf, v, codec_width(col->codec));
+	return true;
 }
 
 /*

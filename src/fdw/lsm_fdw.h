@@ -207,6 +207,8 @@ typedef struct LsmFdwStore
 								 * using db */
 	int			scans;			/* open scans (xact.c spills the pending
 								 * writes of a store only without any) */
+	int			modifying;		/* UPDATEs and DELETEs in progress: the
+								 * handle is not refreshed meanwhile */
 	LocalTransactionId snapshot_lxid;	/* the transaction whose snapshot the
 										 * handle holds (REPEATABLE READ and
 										 * SERIALIZABLE), or invalid */
@@ -235,20 +237,27 @@ enum LsmFdwScanPrivate
 	LSMFDW_PRIVATE_BOUNDS,		/* IntList: LsmFdwBound of each bound */
 	LSMFDW_PRIVATE_FIELD,		/* Integer: the searched column's field */
 	LSMFDW_PRIVATE_STRATEGY,	/* Integer: value search strategy */
-	LSMFDW_PRIVATE_ROW_VERSION, /* Integer: 1 if the plan reads ctid */
+	LSMFDW_PRIVATE_CTID,		/* Integer: 1 if the plan reads ctid */
 	LSMFDW_PRIVATE_BACKWARD		/* Integer: 1 for descending key order */
 };
 
-/*
- * The kind of a bound of a key range.  Both are read inclusively: a strict
- * bound may have been clamped into the key type's range (an int8 above every
- * int4), and the executor checks the qual anyway.
- */
+/* The kind of a bound of a key range: the qual "key <op> value" */
 typedef enum LsmFdwBound
 {
-	LSMFDW_BOUND_LOWER,			/* key > or >= value */
-	LSMFDW_BOUND_UPPER			/* key < or <= value */
+	LSMFDW_BOUND_GE,			/* key >= value */
+	LSMFDW_BOUND_GT,			/* key > value */
+	LSMFDW_BOUND_LE,			/* key <= value */
+	LSMFDW_BOUND_LT				/* key < value */
 } LsmFdwBound;
+
+/* What LsmFdwEncodeKeyBound made of a bound (codec.c) */
+typedef enum LsmFdwBoundEnc
+{
+	LSMFDW_BOUND_NONE,			/* every key satisfies it: no bound */
+	LSMFDW_BOUND_EMPTY,			/* no key satisfies it */
+	LSMFDW_BOUND_INCLUSIVE,		/* the keys from (up to) the encoded one */
+	LSMFDW_BOUND_EXCLUSIVE		/* the keys beyond (below) it */
+} LsmFdwBoundEnc;
 
 /* lsm_fdw.value_search: an LSM_SEARCH_* or this */
 #define LSMFDW_VALUE_SEARCH_OFF		(-1)
@@ -263,8 +272,8 @@ typedef enum LsmFdwBase
 	LSMFDW_BASE_ABSENT,			/* no row (INSERT): else unique_violation */
 	LSMFDW_BASE_ABSENT_SKIP,	/* no row (INSERT ... ON CONFLICT DO
 								 * NOTHING): else the write is dropped */
-	LSMFDW_BASE_VERSION,		/* the row of a version (UPDATE, DELETE):
-								 * else serialization_failure */
+	LSMFDW_BASE_VERSION,		/* the row the statement read (UPDATE,
+								 * DELETE): else serialization_failure */
 	LSMFDW_BASE_ANY				/* not checked (TRUNCATE) */
 } LsmFdwBase;
 
@@ -322,8 +331,14 @@ extern char *LsmFdwKeyToString(const LsmFdwTable *t, const char *key,
 							   size_t klen);
 extern int	LsmFdwKeyCmp(const char *a, size_t alen, const char *b,
 						 size_t blen);
-extern bool LsmFdwEncodeKeyBound(const LsmFdwTable *t, Datum value,
-								 Oid valtype, bool upper, StringInfo buf);
+extern LsmFdwBoundEnc LsmFdwEncodeKeyBound(const LsmFdwTable *t,
+										   Datum value, Oid valtype,
+										   LsmFdwBound kind, StringInfo buf);
+extern bool LsmFdwKeyHasCtid(const LsmFdwTable *t);
+extern bool LsmFdwKeyToCtid(const LsmFdwTable *t, const char *key,
+							size_t klen, ItemPointer tid);
+extern void LsmFdwReportNoCtid(const LsmFdwTable *t, const char *key,
+							   size_t klen) pg_attribute_noreturn();
 extern bool LsmFdwEncodeNeedle(LsmFdwColumn *col, Datum value, Oid valtype,
 							   StringInfo buf);
 
@@ -369,11 +384,7 @@ extern LsmFdwPendingRow *LsmFdwPendingVisible(Oid relid, CommandId curcid,
 extern void LsmFdwPendingWrite(LsmFdwStore *s, const char *relname,
 							   const char *key, size_t klen,
 							   const char *val, size_t vlen, bool is_delete,
-							   LsmFdwBase base, uint64 version,
-							   CommandId cid);
-extern void LsmFdwSetRowVersion(ItemPointer tid, const char *row,
-								size_t rowlen);
-extern uint64 LsmFdwRowVersion(ItemPointer tid);
+							   LsmFdwBase base, CommandId cid);
 extern void LsmFdwPendingBulkLoad(LsmFdwStore *s, const char *relname);
 extern bool LsmFdwPendingTruncate(LsmFdwStore *s, const char *relname);
 extern bool LsmFdwPendingTruncated(Oid relid);
@@ -427,6 +438,9 @@ extern struct ForeignScan *LsmFdwGetForeignPlan(struct PlannerInfo *root,
 												List *tlist,
 												List *scan_clauses,
 												struct Plan *outer_plan);
+extern List *LsmFdwReparameterizePath(struct PlannerInfo *root,
+									  List *fdw_private,
+									  struct RelOptInfo *child_rel);
 
 /* scan.c */
 struct FdwRoutine;

@@ -7,7 +7,13 @@
  * under an UPDATE or DELETE for it as a junk column, from which
  * ExecForeignUpdate and ExecForeignDelete know the row to replace.  (For
  * UPDATE the planner also fetches the whole row, so the slot we are given
- * holds every column of the new row.)
+ * holds every column of the new row.)  The first change of a row records
+ * the version of the row the statement read, which the commit checks
+ * (xact.c); while an UPDATE or DELETE runs, its store's handle is not
+ * refreshed, so that this version is the one its scan saw.
+ *
+ * A row's ctid is its key where the key can be one (codec.c): RETURNING
+ * ctid shows it, and fails for a row that has none.
  *
  * Writes go to the transaction's pending writes (xact.c), tagged with the
  * command id of the statement, and reach the store at commit.  The key is
@@ -17,6 +23,13 @@
  * DO NOTHING skips the row instead.  An UPDATE or DELETE of a row that the
  * same command already updated or deleted (a join producing it twice) does
  * nothing, as for a heap table.
+ *
+ * A foreign table that is a partition keeps to its bounds, which PostgreSQL
+ * does not check for foreign tables: a row inserted into it directly must
+ * lie within them, as for a heap partition, and an UPDATE that would move
+ * a row out of it fails (PostgreSQL moves rows between partitions only
+ * out of tables it checks itself); otherwise the row would sit in the wrong
+ * partition, where pruning and ordered appends do not look for it.
  *
  * TRUNCATE deletes every key the transaction sees, as pending deletes, so
  * it is transactional and can be rolled back like the other writes.
@@ -36,6 +49,8 @@
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "optimizer/appendinfo.h"
+#include "optimizer/optimizer.h"
+#include "parser/parsetree.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
@@ -47,8 +62,10 @@ typedef struct LsmFdwModifyState
 	LsmFdwTable *table;
 	LsmFdwStore *store;			/* pinned until released */
 	bool		do_nothing;		/* ON CONFLICT DO NOTHING */
+	bool		returns_ctid;	/* RETURNING reads ctid */
+	bool		changes_rows;	/* UPDATE or DELETE: counted in
+								 * store->modifying */
 	AttrNumber	key_junk;		/* the old key in the plan's output */
-	AttrNumber	ctid_junk;		/* the old row's version (ctid) */
 	MemoryContext row_cxt;		/* reset for every row */
 	MemoryContextCallback cleanup;	/* unpins the store on error */
 	bool		released;
@@ -57,7 +74,8 @@ typedef struct LsmFdwModifyState
 /* Items of the fdw_private list made by PlanForeignModify */
 enum LsmFdwModifyPrivate
 {
-	LSMFDW_MODIFY_DO_NOTHING	/* Integer: ON CONFLICT DO NOTHING */
+	LSMFDW_MODIFY_DO_NOTHING,	/* Integer: ON CONFLICT DO NOTHING */
+	LSMFDW_MODIFY_RETURNS_CTID	/* Integer: RETURNING reads ctid */
 };
 
 static void lsmfdwAddForeignUpdateTargets(PlannerInfo *root,
@@ -97,7 +115,10 @@ static LsmFdwModifyState *begin_modify(EState *estate, Relation rel,
 static void release_modify(void *arg);
 static void old_key(LsmFdwModifyState *st, TupleTableSlot *planSlot,
 					StringInfo buf);
-static uint64 row_version(LsmFdwModifyState *st, TupleTableSlot *planSlot);
+static void set_ctid(LsmFdwModifyState *st, TupleTableSlot *slot,
+					 StringInfo key);
+static void check_partition(ResultRelInfo *rinfo, TupleTableSlot *slot,
+							EState *estate, bool update);
 static bool modified_by_command(LsmFdwModifyState *st, StringInfo key,
 								CommandId cid);
 static void report_duplicate(const LsmFdwTable *t, const char *key,
@@ -148,7 +169,8 @@ LsmFdwKeyExists(LsmFdwStore *s, LsmFdwTable *t, const char *key,
  * Asks the scan under an UPDATE or DELETE for the key column, the row
  * identity, as a junk column.  Its name carries the column's number and
  * type because tables of an inheritance tree share the junk columns of
- * equal names.
+ * equal names.  (Nothing else: not ctid, which the scan would then have to
+ * compute for every row.)
  */
 static void
 lsmfdwAddForeignUpdateTargets(PlannerInfo *root, Index rtindex,
@@ -164,24 +186,42 @@ lsmfdwAddForeignUpdateTargets(PlannerInfo *root, Index rtindex,
 				  attr->attcollation, 0);
 	add_row_identity_var(root, var, rtindex,
 						 row_identity_name(target_relation, t));
-
-	/* the version of the row read, which the commit checks (xact.c) */
-	var = makeVar(rtindex, SelfItemPointerAttributeNumber, TIDOID, -1,
-				  InvalidOid, 0);
-	add_row_identity_var(root, var, rtindex, "ctid");
 }
 
-/* Passes ON CONFLICT DO NOTHING to the executor; refuses DO UPDATE. */
+/*
+ * Passes ON CONFLICT DO NOTHING and whether RETURNING reads ctid to the
+ * executor; refuses DO UPDATE, and RETURNING ctid of a table whose rows
+ * have none.
+ */
 static List *
 lsmfdwPlanForeignModify(PlannerInfo *root, ModifyTable *plan,
 						Index resultRelation, int subplan_index)
 {
+	Bitmapset  *attrs = NULL;
+	bool		returns_ctid;
+
 	if (plan->onConflictAction == ONCONFLICT_UPDATE)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("ON CONFLICT DO UPDATE is not supported on lsm_fdw foreign tables")));
-	return list_make1(makeInteger(plan->onConflictAction ==
-								  ONCONFLICT_NOTHING));
+	if (plan->returningLists != NIL)
+		pull_varattnos(list_nth(plan->returningLists, subplan_index),
+					   resultRelation, &attrs);
+	returns_ctid = bms_is_member(SelfItemPointerAttributeNumber -
+								 FirstLowInvalidHeapAttributeNumber, attrs);
+	if (returns_ctid)
+	{
+		Relation	rel = table_open(planner_rt_fetch(resultRelation,
+													  root)->relid, NoLock);
+		LsmFdwTable *t = LsmFdwGetTable(rel);
+
+		table_close(rel, NoLock);
+		if (!LsmFdwKeyHasCtid(t))
+			LsmFdwReportNoCtid(t, NULL, 0);
+	}
+	return list_make2(makeInteger(plan->onConflictAction ==
+								  ONCONFLICT_NOTHING),
+					  makeInteger(returns_ctid));
 }
 
 /* Sets up an INSERT, UPDATE or DELETE: the store, and the junk key. */
@@ -196,6 +236,8 @@ lsmfdwBeginForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo,
 	st = begin_modify(mtstate->ps.state, rinfo->ri_RelationDesc,
 					  intVal(list_nth(fdw_private,
 									  LSMFDW_MODIFY_DO_NOTHING)) != 0);
+	st->returns_ctid = intVal(list_nth(fdw_private,
+									   LSMFDW_MODIFY_RETURNS_CTID)) != 0;
 	if (mtstate->operation == CMD_UPDATE || mtstate->operation == CMD_DELETE)
 	{
 		Plan	   *subplan = outerPlanState(mtstate)->plan;
@@ -205,10 +247,9 @@ lsmfdwBeginForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo,
 		st->key_junk = ExecFindJunkAttributeInTlist(subplan->targetlist, name);
 		if (!AttributeNumberIsValid(st->key_junk))
 			elog(ERROR, "could not find junk column \"%s\"", name);
-		st->ctid_junk = ExecFindJunkAttributeInTlist(subplan->targetlist,
-													 "ctid");
-		if (!AttributeNumberIsValid(st->ctid_junk))
-			elog(ERROR, "could not find junk column \"ctid\"");
+		/* the handle keeps showing what the scan reads (see file header) */
+		st->changes_rows = true;
+		st->store->modifying++;
 	}
 	rinfo->ri_FdwState = st;
 }
@@ -254,6 +295,7 @@ lsmfdwExecForeignInsert(EState *estate, ResultRelInfo *rinfo,
 	MemoryContextReset(st->row_cxt);
 	oldcxt = MemoryContextSwitchTo(st->row_cxt);
 	slot_getallattrs(slot);
+	check_partition(rinfo, slot, estate, false);
 	initStringInfo(&key);
 	initStringInfo(&row);
 	LsmFdwEncodeRow(st->table, slot->tts_values, slot->tts_isnull, &key,
@@ -268,7 +310,8 @@ lsmfdwExecForeignInsert(EState *estate, ResultRelInfo *rinfo,
 	LsmFdwPendingWrite(st->store, st->table->relname, key.data, key.len,
 					   row.data, row.len, false,
 					   st->do_nothing ? LSMFDW_BASE_ABSENT_SKIP
-					   : LSMFDW_BASE_ABSENT, 0, estate->es_output_cid);
+					   : LSMFDW_BASE_ABSENT, estate->es_output_cid);
+	set_ctid(st, slot, &key);
 	MemoryContextSwitchTo(oldcxt);
 	return slot;
 }
@@ -289,7 +332,6 @@ lsmfdwExecForeignUpdate(EState *estate, ResultRelInfo *rinfo,
 	StringInfoData key;
 	StringInfoData row;
 	bool		pending;
-	uint64		version;
 
 	MemoryContextReset(st->row_cxt);
 	oldcxt = MemoryContextSwitchTo(st->row_cxt);
@@ -302,26 +344,28 @@ lsmfdwExecForeignUpdate(EState *estate, ResultRelInfo *rinfo,
 	}
 
 	slot_getallattrs(slot);
+	check_partition(rinfo, slot, estate, true);
 	initStringInfo(&key);
 	initStringInfo(&row);
 	LsmFdwEncodeRow(t, slot->tts_values, slot->tts_isnull, &key, &row);
 
-	version = row_version(st, planSlot);
 	if (key.len == oldkey.len && memcmp(key.data, oldkey.data, key.len) == 0)
 		LsmFdwPendingWrite(st->store, t->relname, key.data, key.len,
 						   row.data, row.len, false, LSMFDW_BASE_VERSION,
-						   version, estate->es_output_cid);
+						   estate->es_output_cid);
 	else
 	{
 		if (LsmFdwKeyExists(st->store, t, key.data, key.len, &pending))
 			report_duplicate(t, key.data, key.len);
-		LsmFdwPendingWrite(st->store, t->relname, key.data, key.len,
-						   row.data, row.len, false, LSMFDW_BASE_ABSENT, 0,
-						   estate->es_output_cid);
+		/* the old row's version first: nothing written if it changed */
 		LsmFdwPendingWrite(st->store, t->relname, oldkey.data, oldkey.len,
-						   NULL, 0, true, LSMFDW_BASE_VERSION, version,
+						   NULL, 0, true, LSMFDW_BASE_VERSION,
+						   estate->es_output_cid);
+		LsmFdwPendingWrite(st->store, t->relname, key.data, key.len,
+						   row.data, row.len, false, LSMFDW_BASE_ABSENT,
 						   estate->es_output_cid);
 	}
+	set_ctid(st, slot, &key);
 	MemoryContextSwitchTo(oldcxt);
 	return slot;
 }
@@ -374,12 +418,12 @@ lsmfdwExecForeignDelete(EState *estate, ResultRelInfo *rinfo,
 			LsmFdwDecodeRow(t, key.data, key.len, row, rowlen, NULL,
 							slot->tts_values, slot->tts_isnull);
 			ExecStoreVirtualTuple(slot);
+			set_ctid(st, slot, &key);
 		}
 	}
 
 	LsmFdwPendingWrite(st->store, t->relname, key.data, key.len, NULL, 0,
-					   true, LSMFDW_BASE_VERSION, row_version(st, planSlot),
-					   estate->es_output_cid);
+					   true, LSMFDW_BASE_VERSION, estate->es_output_cid);
 	MemoryContextSwitchTo(oldcxt);
 	return slot;
 }
@@ -455,7 +499,10 @@ begin_modify(EState *estate, Relation rel, bool do_nothing)
 	return st;
 }
 
-/* Unpins the store of a modification, once.  Raises no error. */
+/*
+ * Unpins the store of a modification and ends its UPDATE or DELETE there,
+ * once.  Raises no error.
+ */
 static void
 release_modify(void *arg)
 {
@@ -464,6 +511,8 @@ release_modify(void *arg)
 	if (st->released)
 		return;
 	st->released = true;
+	if (st->changes_rows)
+		st->store->modifying--;
 	LsmFdwUnpinStore(st->store);
 }
 
@@ -483,17 +532,53 @@ old_key(LsmFdwModifyState *st, TupleTableSlot *planSlot, StringInfo buf)
 			 t->relname);
 }
 
-/* The version of the row to modify: the junk ctid of planSlot. */
-static uint64
-row_version(LsmFdwModifyState *st, TupleTableSlot *planSlot)
+/*
+ * Sets the ctid of slot, a row of key written or deleted, for RETURNING:
+ * the key where it can be one, else invalid (or an error if RETURNING reads
+ * it).
+ */
+static void
+set_ctid(LsmFdwModifyState *st, TupleTableSlot *slot, StringInfo key)
 {
-	bool		isnull;
-	Datum		d = ExecGetJunkAttribute(planSlot, st->ctid_junk, &isnull);
+	if (LsmFdwKeyToCtid(st->table, key->data, key->len, &slot->tts_tid))
+		return;
+	if (st->returns_ctid)
+		LsmFdwReportNoCtid(st->table, key->data, key->len);
+	ItemPointerSetInvalid(&slot->tts_tid);
+}
 
-	if (isnull)
-		elog(ERROR, "version of the row to modify in \"%s\" is null",
-			 st->table->relname);
-	return LsmFdwRowVersion((ItemPointer) DatumGetPointer(d));
+/*
+ * Raises an error if slot, a new row for table rinfo, lies outside rinfo's
+ * bounds as a partition (see the file header).  The rows that INSERT routes
+ * to a partition are within them, unless a BEFORE ROW trigger of the
+ * partition changed them (as ExecInsert checks for heap partitions).
+ */
+static void
+check_partition(ResultRelInfo *rinfo, TupleTableSlot *slot, EState *estate,
+				bool update)
+{
+	Relation	rel = rinfo->ri_RelationDesc;
+
+	if (!rel->rd_rel->relispartition || estate == NULL)
+		return;
+	if (!update)
+	{
+		if (rinfo->ri_RootResultRelInfo == NULL ||
+			(rinfo->ri_TrigDesc != NULL &&
+			 rinfo->ri_TrigDesc->trig_insert_before_row))
+			(void) ExecPartitionCheck(rinfo, slot, estate, true);
+		return;
+	}
+	if (rinfo->ri_RootResultRelInfo == NULL)
+		(void) ExecPartitionCheck(rinfo, slot, estate, true);
+	else if (!ExecPartitionCheck(rinfo, slot, estate, false))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot move a row of foreign table \"%s\" to another partition",
+						RelationGetRelationName(rel)),
+				 errdetail("The updated row lies outside the bounds of partition \"%s\", an lsm_fdw table, and PostgreSQL moves rows only out of partitions it stores itself.",
+						   RelationGetRelationName(rel)),
+				 errhint("DELETE the row and INSERT it again.")));
 }
 
 /*
@@ -556,7 +641,7 @@ truncate_one(Relation rel)
 						false, NULL, 0);
 		while (LsmFdwMergeNext(&m, &key, &klen, &row, &rowlen))
 			LsmFdwPendingWrite(s, t->relname, key, klen, NULL, 0, true,
-							   LSMFDW_BASE_ANY, 0, cid);
+							   LSMFDW_BASE_ANY, cid);
 	}
 	PG_FINALLY();
 	{

@@ -10,11 +10,15 @@
  *					Param (prepared statements' generic plans) or, in a
  *					parameterized path, a column of another relation of a
  *					join ("key = outer.col", from a join clause or an
- *					equivalence class).
+ *					equivalence class).  "ctid = value" too, where rows
+ *					have a ctid: it is their key (codec.c).
  *	key list		"key IN (...)", "key = ANY(array)": the distinct keys
- *					sorted, one lsm_multi_get.
+ *					sorted, one lsm_multi_get.  "ctid = ANY(array)" too.
  *	key range		"key < value", "<=", ">", ">=", BETWEEN: a seek to the
  *					lower bound, then entries in key order up to the upper.
+ *					In a parameterized path, the values of a key list and
+ *					the bounds of a range may be other relations' columns
+ *					too ("key IN (outer.a, outer.b)", "key > outer.col").
  *	value search	"col = value" on a value-indexed column: the engine's
  *					value search (Bloom filter hierarchy) instead of reading
  *					every SSTable.  Also parameterized by a join clause.
@@ -31,11 +35,24 @@
  * and the value's type can be encoded like the column: its own type, an
  * integer of another width, text for varchar.  A collatable column
  * compared under a nondeterministic collation is never looked up (equal
- * strings may have different bytes).  Every qual, the ones a path serves
- * included, stays in the plan's qual list for the executor to check: the
- * result is always what a native table with the same rows would return, and
- * a path may read a little more than its quals select (a range bound
- * clamped to the key type, an exclusive bound read inclusively).
+ * strings may have different bytes).
+ *
+ * A key lookup, a key list and a key range return exactly the rows that
+ * their quals select (for a range, codec.c's LsmFdwEncodeKeyBound turns
+ * each bound into an exact one: exclusive or inclusive, or none, or an
+ * empty range), so those quals leave the plan's qual list, as postgres_fdw
+ * leaves out the conditions the remote server checks; they go to
+ * fdw_recheck_quals, for EvalPlanQual, and EXPLAIN shows them as "LSM
+ * Cond".  The executor checks the others on every row the path returns,
+ * the equality of a value search included.  So the answer is always that of
+ * a native table with the same rows, and a list of 100,000 keys is not
+ * compared with every row it returns.
+ *
+ * LATERAL: a relation that refers to columns of others (a lateral subquery
+ * pulled up into the query) can only be scanned with their values at hand,
+ * so every path is parameterized by at least baserel->lateral_relids, as
+ * postgres_fdw's and file_fdw's are; without it the executor would
+ * evaluate those columns against the scanned table's own row.
  *
  * Costs: pages are read through the page cache (mmap), at seq_page_cost.
  * A lookup reads about one block; a full scan every page and every entry; a
@@ -58,9 +75,11 @@
 #include "access/stratnum.h"
 #include "access/sysattr.h"
 #include "access/table.h"
+#include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/appendinfo.h"
 #include "optimizer/clauses.h"
 #include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
@@ -107,7 +126,8 @@ typedef struct LsmFdwRelInfo
 	double		pages;			/* the store's size in BLCKSZ pages */
 	double		memtable_entries;
 	double		files;			/* SSTables */
-	Expr	   *key_value;		/* value of a restriction "key = value" */
+	RestrictInfo *key_rinfo;	/* a restriction "key = value" */
+	Expr	   *key_value;		/* ... its value */
 	Cost		startup;		/* of every path: the quals' startup cost */
 	Cost		per_tuple;		/* per row returned or examined */
 } LsmFdwRelInfo;
@@ -122,13 +142,6 @@ typedef struct ColumnQual
 	Oid			valtype;		/* base type of value */
 } ColumnQual;
 
-/* Argument of key_member_matches */
-typedef struct KeyVarRef
-{
-	Index		relid;
-	AttrNumber	attno;
-} KeyVarRef;
-
 static void estimate_store(LsmFdwRelInfo *info);
 static bool match_column_qual(PlannerInfo *root, RelOptInfo *baserel,
 							  RestrictInfo *rinfo, ColumnQual *q);
@@ -138,6 +151,7 @@ static Oid	btree_family(const LsmFdwColumn *col);
 static int	column_strategy(const LsmFdwColumn *col, Oid opno);
 static Expr *key_equality_value(PlannerInfo *root, RelOptInfo *baserel,
 								const LsmFdwTable *t, RestrictInfo *rinfo);
+static bool is_key_operand(const LsmFdwTable *t, AttrNumber attno);
 static bool key_equality_ok(const LsmFdwTable *t, const ColumnQual *q,
 							Oid inputcollid);
 static bool key_range_ok(const LsmFdwTable *t, const ColumnQual *q,
@@ -161,8 +175,15 @@ static bool key_member_matches(PlannerInfo *root, RelOptInfo *rel,
 							   EquivalenceClass *ec, EquivalenceMember *em,
 							   void *arg);
 static void add_parameterized_paths(PlannerInfo *root, RelOptInfo *baserel,
-									LsmFdwRelInfo *info);
-static List *access_private(LsmFdwAccess access, Node *what, List *pathkeys);
+									LsmFdwRelInfo *info, List *pathkeys);
+static List *key_range_restrictions(PlannerInfo *root, RelOptInfo *baserel,
+									const LsmFdwTable *t);
+static Cost range_cost(LsmFdwRelInfo *info, Selectivity sel);
+static void add_scan_path(PlannerInfo *root, RelOptInfo *baserel,
+						  LsmFdwRelInfo *info, double rows, Cost run,
+						  List *pathkeys, Relids required_outer,
+						  LsmFdwAccess access, List *rinfos);
+static bool is_served(RestrictInfo *rinfo, List *served);
 
 /* Defines the GUCs of the planner (from _PG_init). */
 void
@@ -216,10 +237,15 @@ LsmFdwGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel,
 
 	foreach(lc, baserel->baserestrictinfo)
 	{
+		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+
 		info->key_value = key_equality_value(root, baserel, info->table,
-											 lfirst_node(RestrictInfo, lc));
+											 rinfo);
 		if (info->key_value != NULL)
+		{
+			info->key_rinfo = rinfo;
 			break;
+		}
 	}
 
 	baserel->tuples = info->entries;
@@ -238,7 +264,8 @@ LsmFdwGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel,
  * allows one; a forced value search strategy likewise.  Otherwise the full
  * scan (ordered if the query wants key order), a key list, a range and a
  * value search compete by cost, and key lookups and value searches
- * parameterized by join clauses are added for nested loops.
+ * parameterized by join clauses are added for nested loops.  Every path is
+ * parameterized by the relations the table's lateral references need.
  */
 void
 LsmFdwGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel,
@@ -253,15 +280,10 @@ LsmFdwGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel,
 
 	if (info->key_value != NULL)
 	{
-		add_path(baserel, (Path *)
-				 create_foreignscan_path(root, baserel, NULL, baserel->rows,
-										 info->startup,
-										 info->startup + seq_page_cost +
-										 info->per_tuple,
-										 NIL, NULL, NULL,
-										 access_private(LSMFDW_ACCESS_KEY_LOOKUP,
-														(Node *) info->key_value,
-														NIL)));
+		add_scan_path(root, baserel, info, baserel->rows,
+					  seq_page_cost + info->per_tuple, NIL,
+					  baserel->lateral_relids, LSMFDW_ACCESS_KEY_LOOKUP,
+					  list_make1(info->key_rinfo));
 		return;
 	}
 
@@ -271,31 +293,25 @@ LsmFdwGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel,
 		return;
 
 	pathkeys = key_order_pathkeys(root, baserel, info->table);
-	full = info->startup + seq_page_cost * info->pages +
-		info->per_tuple * info->entries;
-	add_path(baserel, (Path *)
-			 create_foreignscan_path(root, baserel, NULL, baserel->rows,
-									 info->startup, full, NIL, NULL, NULL,
-									 access_private(LSMFDW_ACCESS_FULL_SCAN,
-													NULL, NIL)));
+	full = seq_page_cost * info->pages + info->per_tuple * info->entries;
+	add_scan_path(root, baserel, info, baserel->rows, full, NIL,
+				  baserel->lateral_relids, LSMFDW_ACCESS_FULL_SCAN, NIL);
 	if (pathkeys != NIL)
-		add_path(baserel, (Path *)
-				 create_foreignscan_path(root, baserel, NULL, baserel->rows,
-										 info->startup, full, pathkeys, NULL,
-										 NULL,
-										 access_private(LSMFDW_ACCESS_FULL_SCAN,
-														NULL, pathkeys)));
+		add_scan_path(root, baserel, info, baserel->rows, full, pathkeys,
+					  baserel->lateral_relids, LSMFDW_ACCESS_FULL_SCAN, NIL);
 	add_key_list_path(root, baserel, info, pathkeys);
 	add_range_path(root, baserel, info, pathkeys);
 	if (lsm_fdw_value_search != LSMFDW_VALUE_SEARCH_OFF)
 		(void) add_value_search_path(root, baserel, info);
-	add_parameterized_paths(root, baserel, info);
+	add_parameterized_paths(root, baserel, info, pathkeys);
 }
 
 /*
- * Makes the ForeignScan of the chosen path.  All quals are kept for the
- * executor; the values the access needs go to fdw_exprs (where the planner
- * replaces other relations' columns by the nested loop's Params).
+ * Makes the ForeignScan of the chosen path.  The values the access needs
+ * go to fdw_exprs (where the planner replaces other relations' columns by
+ * the nested loop's Params).  The quals the access serves exactly (a key
+ * lookup's, a key list's, a range's bounds; see the file header) go to
+ * fdw_recheck_quals, the others to the plan's qual list.
  */
 ForeignScan *
 LsmFdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
@@ -305,7 +321,10 @@ LsmFdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 	LsmFdwRelInfo *info = (LsmFdwRelInfo *) baserel->fdw_private;
 	LsmFdwTable *t = info->table;
 	LsmFdwAccess access = intVal(linitial(best_path->fdw_private));
-	Node	   *what = lsecond(best_path->fdw_private);
+	List	   *rinfos = lsecond(best_path->fdw_private);
+	List	   *served = NIL;
+	List	   *quals = NIL;
+	List	   *recheck = NIL;
 	List	   *fdw_exprs = NIL;
 	List	   *bounds = NIL;
 	List	   *attrs = NIL;
@@ -314,66 +333,89 @@ LsmFdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 	int			strategy = LSM_SEARCH_AUTO;
 	Bitmapset  *used = NULL;
 	bool		whole_row;
-	bool		row_version;
+	bool		ctid;
 	ListCell   *lc;
 	int			i;
-
-	/* a join clause's RestrictInfo stands for its value */
-	if (what != NULL && IsA(what, RestrictInfo))
-	{
-		ColumnQual	q;
-
-		if (!match_column_qual(root, baserel, (RestrictInfo *) what, &q))
-			elog(ERROR, "lsm_fdw: parameterized qual no longer matches");
-		what = (Node *) q.value;
-		column = q.attno;
-	}
 
 	switch (access)
 	{
 		case LSMFDW_ACCESS_FULL_SCAN:
 			break;
 		case LSMFDW_ACCESS_KEY_LOOKUP:
-		case LSMFDW_ACCESS_KEY_LIST:
-			fdw_exprs = list_make1(copyObject(what));
-			break;
 		case LSMFDW_ACCESS_VALUE_SEARCH:
-			if (IsA(what, List))	/* (attno, value) of a restriction */
 			{
-				column = intVal(linitial((List *) what));
-				what = lsecond((List *) what);
+				ColumnQual	q;
+
+				if (!match_column_qual(root, baserel,
+									   linitial_node(RestrictInfo, rinfos), &q))
+					elog(ERROR, "lsm_fdw: qual of the access no longer matches");
+				fdw_exprs = list_make1(copyObject(q.value));
+				if (access == LSMFDW_ACCESS_KEY_LOOKUP)
+					served = rinfos;
+				else
+				{
+					column = q.attno;
+					strategy = lsm_fdw_value_search == LSMFDW_VALUE_SEARCH_OFF
+						? LSM_SEARCH_AUTO : lsm_fdw_value_search;
+				}
+				break;
 			}
-			fdw_exprs = list_make1(copyObject(what));
-			strategy = lsm_fdw_value_search == LSMFDW_VALUE_SEARCH_OFF
-				? LSM_SEARCH_AUTO : lsm_fdw_value_search;
-			break;
-		case LSMFDW_ACCESS_KEY_RANGE:
-			/* what: the RestrictInfos of the bounds */
-			foreach(lc, (List *) what)
+		case LSMFDW_ACCESS_KEY_LIST:
 			{
+				double		nkeys;
+				Expr	   *array;
+
+				array = key_list_array(root, baserel, t,
+									   linitial_node(RestrictInfo, rinfos)->clause,
+									   &nkeys);
+				if (array == NULL)
+					elog(ERROR, "lsm_fdw: key list qual no longer matches");
+				fdw_exprs = list_make1(copyObject(array));
+				served = rinfos;
+				break;
+			}
+		case LSMFDW_ACCESS_KEY_RANGE:
+			foreach(lc, rinfos)
+			{
+				RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
 				ColumnQual	q;
 				int			s;
 
-				if (!match_column_qual(root, baserel, lfirst(lc), &q) ||
-					!key_range_ok(t, &q, ((OpExpr *) ((RestrictInfo *) lfirst(lc))->clause)->inputcollid, &s))
+				if (!match_column_qual(root, baserel, rinfo, &q) ||
+					!key_range_ok(t, &q, ((OpExpr *) rinfo->clause)->inputcollid,
+								  &s))
 					elog(ERROR, "lsm_fdw: range qual no longer matches");
 				fdw_exprs = lappend(fdw_exprs, copyObject(q.value));
 				bounds = lappend_int(bounds,
-									 s == BTGreaterStrategyNumber ||
-									 s == BTGreaterEqualStrategyNumber
-									 ? LSMFDW_BOUND_LOWER : LSMFDW_BOUND_UPPER);
+									 s == BTGreaterStrategyNumber ? LSMFDW_BOUND_GT :
+									 s == BTGreaterEqualStrategyNumber ? LSMFDW_BOUND_GE :
+									 s == BTLessStrategyNumber ? LSMFDW_BOUND_LT :
+									 LSMFDW_BOUND_LE);
 			}
+			served = rinfos;
 			break;
 	}
 
-	scan_clauses = extract_actual_clauses(scan_clauses, false);
+	foreach(lc, scan_clauses)
+	{
+		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+
+		if (rinfo->pseudoconstant)
+			continue;			/* the planner checks those itself */
+		if (is_served(rinfo, served))
+			recheck = lappend(recheck, rinfo->clause);
+		else
+			quals = lappend(quals, rinfo->clause);
+	}
 
 	/* the attributes the plan uses: the others need not be decoded */
 	pull_varattnos((Node *) baserel->reltarget->exprs, baserel->relid, &used);
-	pull_varattnos((Node *) scan_clauses, baserel->relid, &used);
+	pull_varattnos((Node *) quals, baserel->relid, &used);
 	whole_row = bms_is_member(0 - FirstLowInvalidHeapAttributeNumber, used);
-	row_version = bms_is_member(SelfItemPointerAttributeNumber -
-								FirstLowInvalidHeapAttributeNumber, used);
+	ctid = bms_is_member(SelfItemPointerAttributeNumber -
+						 FirstLowInvalidHeapAttributeNumber, used);
+	if (ctid && !LsmFdwKeyHasCtid(t))
+		LsmFdwReportNoCtid(t, NULL, 0);
 	for (i = 1; i <= t->natts; i++)
 	{
 		if (whole_row ||
@@ -387,10 +429,27 @@ LsmFdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 						 attrs, bounds);
 	private = lappend(private, makeInteger(t->cols[column - 1].field));
 	private = lappend(private, makeInteger(strategy));
-	private = lappend(private, makeInteger(row_version));
+	private = lappend(private, makeInteger(ctid));
 	private = lappend(private, lthird(best_path->fdw_private));	/* backward */
-	return make_foreignscan(tlist, scan_clauses, baserel->relid, fdw_exprs,
-							private, NIL, NIL, outer_plan);
+	return make_foreignscan(tlist, quals, baserel->relid, fdw_exprs,
+							private, NIL, recheck, outer_plan);
+}
+
+/*
+ * ReparameterizeForeignPathByChild: a path parameterized by a partitioned
+ * table, translated for a nested loop over one of its partitions
+ * (partitionwise joins): its RestrictInfos name the partition's columns.
+ */
+List *
+LsmFdwReparameterizePath(PlannerInfo *root, List *fdw_private,
+						 RelOptInfo *child_rel)
+{
+	Node	   *rinfos = lsecond(fdw_private);
+
+	rinfos = adjust_appendrel_attrs_multilevel(root, rinfos,
+											   child_rel->relids,
+											   child_rel->top_parent_relids);
+	return list_make3(linitial(fdw_private), rinfos, lthird(fdw_private));
 }
 
 /* Reads the size of info's store (store.c). */
@@ -449,8 +508,8 @@ match_column_qual(PlannerInfo *root, RelOptInfo *baserel, RestrictInfo *rinfo,
 }
 
 /*
- * Whether node is a column (relabelled or not) of relation relid; sets
- * *attno if so.
+ * Whether node is a column (relabelled or not) or the ctid of relation
+ * relid; sets *attno if so (SelfItemPointerAttributeNumber for ctid).
  */
 static bool
 is_column_var(Node *node, Index relid, AttrNumber *attno)
@@ -460,10 +519,22 @@ is_column_var(Node *node, Index relid, AttrNumber *attno)
 	if (node == NULL || !IsA(node, Var) ||
 		((Var *) node)->varno != relid ||
 		((Var *) node)->varlevelsup != 0 ||
-		((Var *) node)->varattno <= 0)
+		(((Var *) node)->varattno <= 0 &&
+		 ((Var *) node)->varattno != SelfItemPointerAttributeNumber))
 		return false;
 	*attno = ((Var *) node)->varattno;
 	return true;
+}
+
+/*
+ * Whether attribute attno of table t (ctid: SelfItemPointerAttributeNumber)
+ * stands for the key: it is the key, or the ctid of rows that have one.
+ */
+static bool
+is_key_operand(const LsmFdwTable *t, AttrNumber attno)
+{
+	return attno == t->keyattno ||
+		(attno == SelfItemPointerAttributeNumber && LsmFdwKeyHasCtid(t));
 }
 
 /*
@@ -529,11 +600,18 @@ key_equality_value(PlannerInfo *root, RelOptInfo *baserel,
 	return NULL;
 }
 
-/* Whether q is "key = value" and a lookup of the encoded value answers it. */
+/*
+ * Whether q is "key = value" (or "ctid = value") and a lookup of the
+ * encoded value answers it.
+ */
 static bool
 key_equality_ok(const LsmFdwTable *t, const ColumnQual *q, Oid inputcollid)
 {
 	const LsmFdwColumn *key = &t->cols[t->keyattno - 1];
+
+	if (q->attno == SelfItemPointerAttributeNumber)
+		return is_key_operand(t, q->attno) && q->valtype == TIDOID &&
+			q->opno == TIDEqualOperator;
 
 	/* (a key's collation is deterministic: option.c refuses others) */
 	return q->attno == t->keyattno &&
@@ -570,9 +648,12 @@ key_range_ok(const LsmFdwTable *t, const ColumnQual *q, Oid inputcollid,
 static bool
 value_search_ok(const LsmFdwTable *t, const ColumnQual *q, Oid inputcollid)
 {
-	const LsmFdwColumn *col = &t->cols[q->attno - 1];
+	const LsmFdwColumn *col;
 
-	return q->attno != t->keyattno && !col->dropped && col->canonical &&
+	if (q->attno <= 0 || q->attno == t->keyattno)
+		return false;
+	col = &t->cols[q->attno - 1];
+	return !col->dropped && col->canonical &&
 		col->field >= 0 && col->field < 64 &&
 		(t->opts.value_unindexed & ((uint64) 1 << col->field)) == 0 &&
 		value_type_ok(col, q->valtype) &&
@@ -582,9 +663,10 @@ value_search_ok(const LsmFdwTable *t, const ColumnQual *q, Oid inputcollid)
 }
 
 /*
- * If clause is "key IN (...)" or "key = ANY(array)" that a multi-get
- * answers, returns the array expression and sets *nkeys to the number of
- * elements (a guess if unknown before execution); else NULL.
+ * If clause is "key IN (...)" or "key = ANY(array)" (or "ctid = ANY
+ * (array)") that a multi-get answers, returns the array expression and
+ * sets *nkeys to the number of elements (a guess if unknown before
+ * execution); else NULL.
  */
 static Expr *
 key_list_array(PlannerInfo *root, RelOptInfo *baserel, const LsmFdwTable *t,
@@ -601,16 +683,20 @@ key_list_array(PlannerInfo *root, RelOptInfo *baserel, const LsmFdwTable *t,
 	saop = (ScalarArrayOpExpr *) clause;
 	if (!saop->useOr || list_length(saop->args) != 2 ||
 		!is_column_var(linitial(saop->args), baserel->relid, &attno) ||
-		attno != t->keyattno)
+		!is_key_operand(t, attno))
 		return NULL;
 	array = lsecond(saop->args);
 	elemtype = get_element_type(getBaseType(exprType(array)));
-	if (!OidIsValid(elemtype) ||
-		!value_type_ok(key, getBaseType(elemtype)) ||
-		column_strategy(key, saop->opno) != BTEqualStrategyNumber ||
-		(OidIsValid(saop->inputcollid) &&
-		 !get_collation_isdeterministic(saop->inputcollid)) ||
-		bms_is_member(baserel->relid, pull_varnos(root, array)) ||
+	if (!OidIsValid(elemtype))
+		return NULL;
+	if (attno == SelfItemPointerAttributeNumber
+		? (getBaseType(elemtype) != TIDOID || saop->opno != TIDEqualOperator)
+		: (!value_type_ok(key, getBaseType(elemtype)) ||
+		   column_strategy(key, saop->opno) != BTEqualStrategyNumber ||
+		   (OidIsValid(saop->inputcollid) &&
+			!get_collation_isdeterministic(saop->inputcollid))))
+		return NULL;
+	if (bms_is_member(baserel->relid, pull_varnos(root, array)) ||
 		contain_volatile_functions(array) || contain_subplans(array))
 		return NULL;
 
@@ -676,22 +762,14 @@ add_key_list_path(PlannerInfo *root, RelOptInfo *baserel, LsmFdwRelInfo *info,
 	{
 		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
 		double		nkeys;
-		Expr	   *array = key_list_array(root, baserel, info->table,
-										   rinfo->clause, &nkeys);
-		double		rows;
 
-		if (array == NULL)
+		if (key_list_array(root, baserel, info->table, rinfo->clause,
+						   &nkeys) == NULL)
 			continue;
-		rows = Min(baserel->rows, nkeys);
-		add_path(baserel, (Path *)
-				 create_foreignscan_path(root, baserel, NULL, rows,
-										 info->startup,
-										 info->startup +
-										 nkeys * (seq_page_cost + info->per_tuple),
-										 pathkeys, NULL, NULL,
-										 access_private(LSMFDW_ACCESS_KEY_LIST,
-														(Node *) array,
-														pathkeys)));
+		add_scan_path(root, baserel, info, Min(baserel->rows, nkeys),
+					  nkeys * (seq_page_cost + info->per_tuple), pathkeys,
+					  baserel->lateral_relids, LSMFDW_ACCESS_KEY_LIST,
+					  list_make1(rinfo));
 		return;
 	}
 }
@@ -704,10 +782,25 @@ static void
 add_range_path(PlannerInfo *root, RelOptInfo *baserel, LsmFdwRelInfo *info,
 			   List *pathkeys)
 {
+	List	   *bounds = key_range_restrictions(root, baserel, info->table);
+	Selectivity sel;
+
+	if (bounds == NIL)
+		return;
+	sel = clauselist_selectivity(root, bounds, baserel->relid, JOIN_INNER,
+								 NULL);
+	add_scan_path(root, baserel, info, baserel->rows, range_cost(info, sel),
+				  pathkeys, baserel->lateral_relids, LSMFDW_ACCESS_KEY_RANGE,
+				  bounds);
+}
+
+/* The restrictions of baserel that bound the key of table t. */
+static List *
+key_range_restrictions(PlannerInfo *root, RelOptInfo *baserel,
+					   const LsmFdwTable *t)
+{
 	List	   *bounds = NIL;
 	ListCell   *lc;
-	Selectivity sel;
-	Cost		run;
 
 	foreach(lc, baserel->baserestrictinfo)
 	{
@@ -716,25 +809,19 @@ add_range_path(PlannerInfo *root, RelOptInfo *baserel, LsmFdwRelInfo *info,
 		int			strategy;
 
 		if (match_column_qual(root, baserel, rinfo, &q) &&
-			key_range_ok(info->table, &q,
-						 ((OpExpr *) rinfo->clause)->inputcollid, &strategy))
+			key_range_ok(t, &q, ((OpExpr *) rinfo->clause)->inputcollid,
+						 &strategy))
 			bounds = lappend(bounds, rinfo);
 	}
-	if (bounds == NIL)
-		return;
+	return bounds;
+}
 
-	sel = clauselist_selectivity(root, bounds, baserel->relid, JOIN_INNER,
-								 NULL);
-	run = seq_page_cost * Max(1.0, info->pages * sel) +
+/* The run cost of a range that selects the fraction sel of the store. */
+static Cost
+range_cost(LsmFdwRelInfo *info, Selectivity sel)
+{
+	return seq_page_cost * Max(1.0, info->pages * sel) +
 		info->per_tuple * info->entries * sel;
-	add_path(baserel, (Path *)
-			 create_foreignscan_path(root, baserel, NULL, baserel->rows,
-									 info->startup, info->startup + run,
-									 pathkeys, NULL,
-									 NULL,
-									 access_private(LSMFDW_ACCESS_KEY_RANGE,
-													(Node *) bounds,
-													pathkeys)));
 }
 
 /*
@@ -745,9 +832,8 @@ static bool
 add_value_search_path(PlannerInfo *root, RelOptInfo *baserel,
 					  LsmFdwRelInfo *info)
 {
-	ColumnQual	best;
+	RestrictInfo *best = NULL;
 	Cost		best_cost = 0;
-	bool		found = false;
 	ListCell   *lc;
 
 	foreach(lc, baserel->baserestrictinfo)
@@ -761,24 +847,18 @@ add_value_search_path(PlannerInfo *root, RelOptInfo *baserel,
 							 ((OpExpr *) rinfo->clause)->inputcollid))
 			continue;
 		cost = value_search_cost(info, &q, baserel->rows);
-		if (!found || cost < best_cost)
+		if (best == NULL || cost < best_cost)
 		{
-			best = q;
+			best = rinfo;
 			best_cost = cost;
-			found = true;
 		}
 	}
-	if (!found)
+	if (best == NULL)
 		return false;
 
-	add_path(baserel, (Path *)
-			 create_foreignscan_path(root, baserel, NULL, baserel->rows,
-									 info->startup, info->startup + best_cost,
-									 NIL, NULL, NULL,
-									 access_private(LSMFDW_ACCESS_VALUE_SEARCH,
-													(Node *) list_make2(makeInteger(best.attno),
-																		best.value),
-													NIL)));
+	add_scan_path(root, baserel, info, baserel->rows, best_cost, NIL,
+				  baserel->lateral_relids, LSMFDW_ACCESS_VALUE_SEARCH,
+				  list_make1(best));
 	return true;
 }
 
@@ -837,24 +917,29 @@ key_member_matches(PlannerInfo *root, RelOptInfo *rel, EquivalenceClass *ec,
 
 	if (!is_column_var((Node *) em->em_expr, rel->relid, &attno))
 		return false;
-	if (attno == info->table->keyattno)
+	if (is_key_operand(info->table, attno))
 		return true;
-	return lsm_fdw_value_search != LSMFDW_VALUE_SEARCH_OFF &&
+	return attno > 0 && lsm_fdw_value_search != LSMFDW_VALUE_SEARCH_OFF &&
 		info->table->cols[attno - 1].canonical;
 }
 
 /*
- * Adds a key lookup or a value search parameterized by the other relations
- * of each join clause "column = value" (written in the query, or implied
- * by an equivalence class such as a.key = b.col), one per distinct set of
- * relations and column.
+ * Adds the paths parameterized by the other relations of join clauses (for
+ * the inner side of nested loops): a key lookup or a value search for each
+ * clause "column = value" (written in the query, or implied by an
+ * equivalence class such as a.key = b.col), a key list for each "key =
+ * ANY(array)", one per distinct access, column and set of relations; and a
+ * key range bounded by every join clause that bounds the key, and every
+ * restriction that does.
  */
 static void
 add_parameterized_paths(PlannerInfo *root, RelOptInfo *baserel,
-						LsmFdwRelInfo *info)
+						LsmFdwRelInfo *info, List *pathkeys)
 {
 	List	   *clauses = NIL;
 	List	   *done = NIL;
+	List	   *bounds = NIL;
+	Relids		bound_relids = NULL;
 	ListCell   *lc;
 
 	foreach(lc, baserel->joininfo)
@@ -874,33 +959,55 @@ add_parameterized_paths(PlannerInfo *root, RelOptInfo *baserel,
 	foreach(lc, clauses)
 	{
 		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
-		Oid			collid;
 		ColumnQual	q;
 		LsmFdwAccess access;
+		AttrNumber	attno = info->table->keyattno;
 		Relids		required_outer;
 		double		rows;
+		double		nkeys;
 		Cost		cost;
 		ListCell   *lc2;
 		bool		seen = false;
 
-		if (!match_column_qual(root, baserel, rinfo, &q))
-			continue;
-		collid = ((OpExpr *) rinfo->clause)->inputcollid;
-		if (key_equality_ok(info->table, &q, collid))
+		if (match_column_qual(root, baserel, rinfo, &q))
 		{
-			access = LSMFDW_ACCESS_KEY_LOOKUP;
-			rows = 1.0;
-			cost = seq_page_cost + info->per_tuple;
+			Oid			collid = ((OpExpr *) rinfo->clause)->inputcollid;
+			int			strategy;
+
+			attno = q.attno;
+			if (key_equality_ok(info->table, &q, collid))
+			{
+				access = LSMFDW_ACCESS_KEY_LOOKUP;
+				rows = 1.0;
+				cost = seq_page_cost + info->per_tuple;
+			}
+			else if (lsm_fdw_value_search != LSMFDW_VALUE_SEARCH_OFF &&
+					 value_search_ok(info->table, &q, collid))
+			{
+				access = LSMFDW_ACCESS_VALUE_SEARCH;
+				rows = clamp_row_est(info->entries *
+									 clause_selectivity(root, (Node *) rinfo,
+														baserel->relid,
+														JOIN_INNER, NULL));
+				cost = value_search_cost(info, &q, rows);
+			}
+			else
+			{
+				if (key_range_ok(info->table, &q, collid, &strategy))
+				{
+					bounds = lappend(bounds, rinfo);
+					bound_relids = bms_union(bound_relids,
+											 rinfo->clause_relids);
+				}
+				continue;
+			}
 		}
-		else if (lsm_fdw_value_search != LSMFDW_VALUE_SEARCH_OFF &&
-				 value_search_ok(info->table, &q, collid))
+		else if (key_list_array(root, baserel, info->table, rinfo->clause,
+								&nkeys) != NULL)
 		{
-			access = LSMFDW_ACCESS_VALUE_SEARCH;
-			rows = clamp_row_est(info->entries *
-								 clause_selectivity(root, (Node *) rinfo,
-													baserel->relid,
-													JOIN_INNER, NULL));
-			cost = value_search_cost(info, &q, rows);
+			access = LSMFDW_ACCESS_KEY_LIST;
+			rows = Min(nkeys, info->entries);
+			cost = nkeys * (seq_page_cost + info->per_tuple);
 		}
 		else
 			continue;
@@ -914,34 +1021,84 @@ add_parameterized_paths(PlannerInfo *root, RelOptInfo *baserel,
 		{
 			List	   *d = (List *) lfirst(lc2);
 
-			if (intVal(linitial(d)) == q.attno &&
-				bms_equal((Relids) lsecond(d), required_outer))
+			if (intVal(linitial(d)) == access &&
+				intVal(lsecond(d)) == attno &&
+				bms_equal((Relids) lthird(d), required_outer))
 				seen = true;
 		}
 		if (seen)
 			continue;
-		done = lappend(done, list_make2(makeInteger(q.attno), required_outer));
+		done = lappend(done, list_make3(makeInteger(access),
+										makeInteger(attno), required_outer));
 
-		(void) get_baserel_parampathinfo(root, baserel, required_outer);
-		add_path(baserel, (Path *)
-				 create_foreignscan_path(root, baserel, NULL, rows,
-										 info->startup, info->startup + cost,
-										 NIL, required_outer, NULL,
-										 access_private(access,
-														(Node *) rinfo, NIL)));
+		add_scan_path(root, baserel, info, rows, cost, NIL, required_outer,
+					  access, list_make1(rinfo));
+	}
+
+	if (bounds != NIL)
+	{
+		Relids		required_outer = bms_union(bound_relids,
+											   baserel->lateral_relids);
+		Selectivity sel;
+
+		required_outer = bms_del_members(required_outer, baserel->relids);
+		bounds = list_concat(key_range_restrictions(root, baserel, info->table),
+							 bounds);
+		sel = clauselist_selectivity(root, bounds, baserel->relid,
+									 JOIN_INNER, NULL);
+		add_scan_path(root, baserel, info, clamp_row_est(info->entries * sel),
+					  range_cost(info, sel), pathkeys, required_outer,
+					  LSMFDW_ACCESS_KEY_RANGE, bounds);
 	}
 }
 
 /*
- * ForeignPath.fdw_private: the access (Integer), what it uses, and whether
- * it reads in descending key order (Integer; pathkeys from
- * key_order_pathkeys, or NIL).
+ * Adds a ForeignPath of access, returning rows rows (fewer if the
+ * parameterization's join clauses select fewer) at a cost of run plus the
+ * quals' startup cost, in the order of pathkeys (from key_order_pathkeys),
+ * parameterized by required_outer (which includes the lateral relations).
+ * rinfos are the quals the access uses: the lookup's, the list's, the
+ * bounds of a range, the searched equality.  ForeignPath.fdw_private: the
+ * access (Integer), rinfos, and whether it reads in descending key order
+ * (Integer).
  */
-static List *
-access_private(LsmFdwAccess access, Node *what, List *pathkeys)
+static void
+add_scan_path(PlannerInfo *root, RelOptInfo *baserel, LsmFdwRelInfo *info,
+			  double rows, Cost run, List *pathkeys, Relids required_outer,
+			  LsmFdwAccess access, List *rinfos)
 {
 	bool		backward = pathkeys != NIL &&
 		linitial_node(PathKey, pathkeys)->pk_strategy == BTGreaterStrategyNumber;
 
-	return list_make3(makeInteger(access), what, makeInteger(backward));
+	if (!bms_is_empty(required_outer))
+		rows = Min(rows, get_baserel_parampathinfo(root, baserel,
+												   required_outer)->ppi_rows);
+	add_path(baserel, (Path *)
+			 create_foreignscan_path(root, baserel, NULL, rows, info->startup,
+									 info->startup + run, pathkeys,
+									 required_outer, NULL,
+									 list_make3(makeInteger(access), rinfos,
+												makeInteger(backward))));
+}
+
+/*
+ * Whether rinfo, a qual of the scan, is one the access serves: one of
+ * served, or derived from the same equivalence class as one (a join clause
+ * the parameterization regenerated), or the same clause.
+ */
+static bool
+is_served(RestrictInfo *rinfo, List *served)
+{
+	ListCell   *lc;
+
+	foreach(lc, served)
+	{
+		RestrictInfo *s = lfirst_node(RestrictInfo, lc);
+
+		if (rinfo == s ||
+			(rinfo->parent_ec != NULL && rinfo->parent_ec == s->parent_ec) ||
+			equal(rinfo->clause, s->clause))
+			return true;
+	}
+	return false;
 }

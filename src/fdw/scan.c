@@ -9,8 +9,9 @@
  *	key list		evaluates the array, encodes, sorts and deduplicates its
  *					elements, one lsm_multi_get; rows in key order
  *	key range		evaluates the bounds (the tightest lower and upper win),
- *					seeks an iterator to the lower bound and stops past the
- *					upper one
+ *					seeks an iterator to the lower bound, skips a key equal
+ *					to an exclusive one, and stops at the upper one: the
+ *					rows are exactly those its quals select (codec.c)
  *	full scan		an iterator from the first key to the end
  *
  * The last three also run in descending key order when the plan says so
@@ -25,11 +26,11 @@
  * first; ordered scans merge the sorted pending rows with the iterator by
  * key, the pending version winning; a value search drops the committed rows
  * the transaction has rewritten and adds its pending rows whose field holds
- * the value.  The executor checks every qual again.
+ * the value.  The executor checks the quals that the plan did not leave to
+ * the access (plan.c).
  *
- * Under an UPDATE or DELETE the plan reads ctid, which carries the row's
- * version (a hash of its bytes, xact.c): the modification records it, and
- * the commit fails if another transaction changed the row meanwhile.
+ * When the plan reads ctid, each row gets its key as ctid (codec.c), or an
+ * error if it has none.
  *
  * Each scan refreshes its store first (lsm_refresh), so it sees what other
  * backends committed before it began; under REPEATABLE READ and
@@ -54,10 +55,12 @@
 #include "executor/executor.h"
 #include "foreign/fdwapi.h"
 #include "miscadmin.h"
+#include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "utils/array.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/ruleutils.h"
 
 #include "lsm_fdw.h"
 
@@ -80,7 +83,7 @@ typedef struct LsmFdwScanState
 	LsmFdwStore *store;			/* pinned until the scan is released */
 	CommandId	curcid;			/* sees pending writes of earlier commands */
 	bool	   *needed;			/* needed[attnum - 1]: decode the attribute */
-	bool		row_version;	/* set the slot's ctid to the row version */
+	bool		ctid;			/* set the slot's ctid */
 	bool		instrument;		/* EXPLAIN ANALYZE: count engine work */
 	bool		started;		/* (re)started since the last rescan */
 	MemoryContext start_cxt;	/* what a (re)start reads; reset by the next */
@@ -99,10 +102,12 @@ typedef struct LsmFdwScanState
 	LsmFdwMerge merge;
 	bool		merge_open;
 	bool		backward;		/* descending key order */
-	bool		has_lower;
+	LsmFdwBoundEnc lower_enc;	/* NONE, INCLUSIVE or EXCLUSIVE */
 	StringInfoData lower;
-	bool		has_upper;
+	LsmFdwBoundEnc upper_enc;
 	StringInfoData upper;
+	bool		skip_start;		/* an exclusive bound where the scan starts:
+								 * a key equal to it is not returned */
 	bool		empty;			/* the bounds exclude every key */
 
 	/* value search: the engine's search, then the pending writes */
@@ -132,6 +137,8 @@ static void lsmfdwEndForeignScan(ForeignScanState *node);
 static void lsmfdwExplainForeignScan(ForeignScanState *node,
 									 ExplainState *es);
 
+static List *plan_ancestors(ExplainState *es, Plan *plan);
+static bool find_ancestors(Plan *node, Plan *target, List **ancestors);
 static void start_scan(ForeignScanState *node, LsmFdwScanState *st);
 static void start_lookup(ForeignScanState *node, LsmFdwScanState *st);
 static void start_range(ForeignScanState *node, LsmFdwScanState *st);
@@ -141,6 +148,8 @@ static void fetch_keys(LsmFdwScanState *st, int n, char **keys,
 static bool next_ordered(LsmFdwScanState *st, TupleTableSlot *slot);
 static bool next_found(LsmFdwScanState *st, TupleTableSlot *slot);
 static bool next_searched(LsmFdwScanState *st, TupleTableSlot *slot);
+static void tighten_bound(StringInfo bound, LsmFdwBoundEnc *enc,
+						  StringInfo b, LsmFdwBoundEnc benc, bool upper);
 static bool past_bound(LsmFdwScanState *st, const char *key, size_t klen);
 static bool holds_needle(LsmFdwScanState *st, const char *row,
 						 size_t rowlen);
@@ -161,6 +170,7 @@ LsmFdwSetScanRoutines(FdwRoutine *routine)
 	routine->GetForeignRelSize = LsmFdwGetForeignRelSize;
 	routine->GetForeignPaths = LsmFdwGetForeignPaths;
 	routine->GetForeignPlan = LsmFdwGetForeignPlan;
+	routine->ReparameterizeForeignPathByChild = LsmFdwReparameterizePath;
 	routine->BeginForeignScan = lsmfdwBeginForeignScan;
 	routine->IterateForeignScan = lsmfdwIterateForeignScan;
 	routine->ReScanForeignScan = lsmfdwReScanForeignScan;
@@ -195,8 +205,7 @@ lsmfdwBeginForeignScan(ForeignScanState *node, int eflags)
 	st->field = intVal(list_nth(plan->fdw_private, LSMFDW_PRIVATE_FIELD));
 	st->strategy = intVal(list_nth(plan->fdw_private,
 								   LSMFDW_PRIVATE_STRATEGY));
-	st->row_version = intVal(list_nth(plan->fdw_private,
-									  LSMFDW_PRIVATE_ROW_VERSION)) != 0;
+	st->ctid = intVal(list_nth(plan->fdw_private, LSMFDW_PRIVATE_CTID)) != 0;
 	st->backward = intVal(list_nth(plan->fdw_private,
 								   LSMFDW_PRIVATE_BACKWARD)) != 0;
 	st->instrument = estate->es_instrument != 0;
@@ -308,6 +317,19 @@ lsmfdwExplainForeignScan(ForeignScanState *node, ExplainState *es)
 	else
 		ExplainPropertyText("LSM Access",
 							psprintf("%s (%s)", names[access], column), es);
+	/* the quals the access serves, which the executor does not check */
+	if (plan->fdw_recheck_quals != NIL)
+	{
+		/* a nested loop's Params are shown as the columns they stand for */
+		List	   *context = set_deparse_context_plan(es->deparse_cxt,
+													   (Plan *) plan,
+													   plan_ancestors(es, (Plan *) plan));
+
+		ExplainPropertyText("LSM Cond",
+							deparse_expression((Node *) make_ands_explicit(plan->fdw_recheck_quals),
+											   context, es->verbose, false),
+							es);
+	}
 	if (intVal(list_nth(plan->fdw_private, LSMFDW_PRIVATE_BACKWARD)) != 0)
 		ExplainPropertyText("LSM Order", "descending", es);
 	if (access == LSMFDW_ACCESS_VALUE_SEARCH)
@@ -404,6 +426,85 @@ lsmfdwExplainForeignScan(ForeignScanState *node, ExplainState *es)
 }
 
 /*
+ * The plan nodes above plan in the statement that EXPLAIN shows, the
+ * nearest first, up to the top of the main plan or of the subplan holding
+ * it (as ExplainNode passes them to set_deparse_context_plan, except for
+ * the SubPlans above a subplan).
+ */
+static List *
+plan_ancestors(ExplainState *es, Plan *plan)
+{
+	List	   *ancestors = NIL;
+	ListCell   *lc;
+
+	if (find_ancestors(es->pstmt->planTree, plan, &ancestors))
+		return ancestors;
+	foreach(lc, es->pstmt->subplans)
+	{
+		if (find_ancestors(lfirst(lc), plan, &ancestors))
+			return ancestors;
+	}
+	return NIL;
+}
+
+/*
+ * Whether plan target is node or below it; if so, appends to *ancestors the
+ * nodes above target, the nearest first, up to node (what EXPLAIN passes
+ * to set_deparse_context_plan).
+ */
+static bool
+find_ancestors(Plan *node, Plan *target, List **ancestors)
+{
+	List	   *children = NIL;
+	ListCell   *lc;
+	bool		found = false;
+
+	if (node == NULL)
+		return false;
+	if (node == target)
+		return true;
+	check_stack_depth();
+	switch (nodeTag(node))
+	{
+		case T_Append:
+			children = ((Append *) node)->appendplans;
+			break;
+		case T_MergeAppend:
+			children = ((MergeAppend *) node)->mergeplans;
+			break;
+		case T_BitmapAnd:
+			children = ((BitmapAnd *) node)->bitmapplans;
+			break;
+		case T_BitmapOr:
+			children = ((BitmapOr *) node)->bitmapplans;
+			break;
+		case T_CustomScan:
+			children = ((CustomScan *) node)->custom_plans;
+			break;
+		case T_SubqueryScan:
+			found = find_ancestors(((SubqueryScan *) node)->subplan, target,
+								   ancestors);
+			break;
+		default:
+			break;
+	}
+	foreach(lc, children)
+	{
+		if (found)
+			break;
+		found = find_ancestors(lfirst(lc), target, ancestors);
+	}
+	if (found ||
+		find_ancestors(outerPlan(node), target, ancestors) ||
+		find_ancestors(innerPlan(node), target, ancestors))
+	{
+		*ancestors = lappend(*ancestors, node);
+		return true;
+	}
+	return false;
+}
+
+/*
  * (Re)starts the scan: forgets what the previous start read, evaluates the
  * values, and positions the access.
  */
@@ -422,8 +523,9 @@ start_scan(ForeignScanState *node, LsmFdwScanState *st)
 	st->ppos = 0;
 	st->staged = NULL;
 	st->empty = false;
-	st->has_lower = false;
-	st->has_upper = false;
+	st->lower_enc = LSMFDW_BOUND_NONE;
+	st->upper_enc = LSMFDW_BOUND_NONE;
+	st->skip_start = false;
 	st->search_done = false;
 	st->started = true;
 
@@ -627,6 +729,7 @@ start_range(ForeignScanState *node, LsmFdwScanState *st)
 {
 	ExprContext *econtext = node->ss.ps.ps_ExprContext;
 	StringInfo	start;
+	LsmFdwBoundEnc start_enc;
 	ListCell   *lc1;
 	ListCell   *lc2;
 	int			i = 0;
@@ -636,8 +739,9 @@ start_range(ForeignScanState *node, LsmFdwScanState *st)
 	forboth(lc1, st->value_states, lc2, st->bounds)
 	{
 		LsmFdwBound kind = lfirst_int(lc2);
-		bool		upper = kind != LSMFDW_BOUND_LOWER;
+		bool		upper = (kind == LSMFDW_BOUND_LE || kind == LSMFDW_BOUND_LT);
 		StringInfoData b;
+		LsmFdwBoundEnc benc;
 		Datum		value;
 		bool		isnull;
 
@@ -648,34 +752,52 @@ start_range(ForeignScanState *node, LsmFdwScanState *st)
 			return;
 		}
 		initStringInfo(&b);
-		if (!LsmFdwEncodeKeyBound(st->table, value, st->value_types[i++],
-								  upper, &b))
+		benc = LsmFdwEncodeKeyBound(st->table, value, st->value_types[i++],
+									kind, &b);
+		if (benc == LSMFDW_BOUND_EMPTY)
+		{
+			st->empty = true;
+			return;
+		}
+		if (benc == LSMFDW_BOUND_NONE)
 			continue;
-		if (!upper)
-		{
-			if (!st->has_lower ||
-				LsmFdwKeyCmp(b.data, b.len, st->lower.data, st->lower.len) > 0)
-			{
-				resetStringInfo(&st->lower);
-				appendBinaryStringInfo(&st->lower, b.data, b.len);
-				st->has_lower = true;
-			}
-		}
-		else if (!st->has_upper ||
-				 LsmFdwKeyCmp(b.data, b.len, st->upper.data, st->upper.len) < 0)
-		{
-			resetStringInfo(&st->upper);
-			appendBinaryStringInfo(&st->upper, b.data, b.len);
-			st->has_upper = true;
-		}
+		if (upper)
+			tighten_bound(&st->upper, &st->upper_enc, &b, benc, true);
+		else
+			tighten_bound(&st->lower, &st->lower_enc, &b, benc, false);
 	}
 
 	start = st->backward ? &st->upper : &st->lower;
+	start_enc = st->backward ? st->upper_enc : st->lower_enc;
+	st->skip_start = (start_enc == LSMFDW_BOUND_EXCLUSIVE);
 	st->merge_open = true;
 	LsmFdwMergeOpen(&st->merge, st->store, st->table->relid,
 					st->table->relname, st->curcid, st->backward,
-					(st->backward ? st->has_upper : st->has_lower)
-					? start->data : NULL, start->len);
+					start_enc != LSMFDW_BOUND_NONE ? start->data : NULL,
+					start->len);
+}
+
+/*
+ * Makes bound (of kind *enc) the tighter of itself and b (of kind benc):
+ * the smaller for an upper bound, the larger for a lower one, the exclusive
+ * one of two equal ones.
+ */
+static void
+tighten_bound(StringInfo bound, LsmFdwBoundEnc *enc, StringInfo b,
+			  LsmFdwBoundEnc benc, bool upper)
+{
+	if (*enc != LSMFDW_BOUND_NONE)
+	{
+		int			c = LsmFdwKeyCmp(b->data, b->len, bound->data, bound->len);
+
+		if (upper ? c > 0 : c < 0)
+			return;
+		if (c == 0 && benc != LSMFDW_BOUND_EXCLUSIVE)
+			return;
+	}
+	resetStringInfo(bound);
+	appendBinaryStringInfo(bound, b->data, b->len);
+	*enc = benc;
 }
 
 /*
@@ -751,8 +873,19 @@ next_ordered(LsmFdwScanState *st, TupleTableSlot *slot)
 	size_t		rowlen;
 
 	if (st->empty ||
-		!LsmFdwMergeNext(&st->merge, &key, &klen, &row, &rowlen) ||
-		past_bound(st, key, klen))
+		!LsmFdwMergeNext(&st->merge, &key, &klen, &row, &rowlen))
+		return false;
+	if (st->skip_start)
+	{
+		StringInfo	start = st->backward ? &st->upper : &st->lower;
+
+		/* only the first key can equal the bound the scan starts at */
+		st->skip_start = false;
+		if (LsmFdwKeyCmp(key, klen, start->data, start->len) == 0 &&
+			!LsmFdwMergeNext(&st->merge, &key, &klen, &row, &rowlen))
+			return false;
+	}
+	if (past_bound(st, key, klen))
 		return false;
 	store_row(st, slot, key, klen, row, rowlen);	/* copies */
 	return true;
@@ -857,16 +990,21 @@ holds_needle(LsmFdwScanState *st, const char *row, size_t rowlen)
 static bool
 past_bound(LsmFdwScanState *st, const char *key, size_t klen)
 {
+	StringInfo	end = st->backward ? &st->lower : &st->upper;
+	LsmFdwBoundEnc enc = st->backward ? st->lower_enc : st->upper_enc;
+	int			c;
+
+	if (enc == LSMFDW_BOUND_NONE)
+		return false;
+	c = LsmFdwKeyCmp(key, klen, end->data, end->len);
 	if (st->backward)
-		return st->has_lower &&
-			LsmFdwKeyCmp(key, klen, st->lower.data, st->lower.len) < 0;
-	return st->has_upper &&
-		LsmFdwKeyCmp(key, klen, st->upper.data, st->upper.len) > 0;
+		c = -c;
+	return c > 0 || (c == 0 && enc == LSMFDW_BOUND_EXCLUSIVE);
 }
 
 /*
  * Decodes an entry into slot as a virtual tuple (current memory context);
- * under an UPDATE or DELETE, sets its ctid to the row's version.
+ * if the plan reads ctid, sets it (an error if the row has none).
  */
 static void
 store_row(LsmFdwScanState *st, TupleTableSlot *slot, const char *key,
@@ -875,8 +1013,8 @@ store_row(LsmFdwScanState *st, TupleTableSlot *slot, const char *key,
 	LsmFdwDecodeRow(st->table, key, klen, row, rowlen, st->needed,
 					slot->tts_values, slot->tts_isnull);
 	ExecStoreVirtualTuple(slot);
-	if (st->row_version)
-		LsmFdwSetRowVersion(&slot->tts_tid, row, rowlen);
+	if (st->ctid && !LsmFdwKeyToCtid(st->table, key, klen, &slot->tts_tid))
+		LsmFdwReportNoCtid(st->table, key, klen);
 }
 
 /* Closes the scan's iterators, if open.  Raises no error. */

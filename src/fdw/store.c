@@ -14,7 +14,10 @@
  * handle reads nothing but what it caught up with (its version's tables
  * stay open, so other processes' compactions do not take them away), so
  * every later statement sees the same snapshot, as postgres_fdw's remote
- * transactions do.  Meanwhile the handle is not reopened when the table's
+ * transactions do.  Nor is a handle refreshed while an UPDATE or DELETE of
+ * its table runs (a statement that the UPDATE calls, such as a trigger's,
+ * sees what the UPDATE sees): the UPDATE reads the versions of the rows it
+ * changes again through it (xact.c).  Meanwhile the handle is not reopened when the table's
  * definition changes (another session's ANALYZE invalidates it too), and
  * lsm_flush and lsm_compact work on a second handle.  The commit catches up
  * again, under the commit lock, to check the transaction's writes against
@@ -129,6 +132,7 @@ LsmFdwOpenStore(LsmFdwTable *t, bool refresh)
 		s->doomed = false;
 		s->pins = 0;
 		s->scans = 0;
+		s->modifying = 0;
 		s->snapshot_lxid = InvalidLocalTransactionId;
 	}
 
@@ -166,8 +170,12 @@ LsmFdwOpenStore(LsmFdwTable *t, bool refresh)
 		return s;				/* just opened: nothing to catch up with */
 	}
 
-	/* a transaction snapshot: caught up once per transaction */
-	if (refresh && LsmFdwHoldsSnapshot(s))
+	/*
+	 * A transaction snapshot: caught up once per transaction.  While an
+	 * UPDATE or DELETE runs, not at all: it reads the versions of the rows it
+	 * changes through the handle (xact.c), which must show what its scan saw.
+	 */
+	if (refresh && (LsmFdwHoldsSnapshot(s) || s->modifying > 0))
 		return s;
 	if (refresh)
 	{

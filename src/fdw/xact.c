@@ -46,10 +46,14 @@
  * Updates and deletes: there are no row locks, so the first of two
  * concurrent transactions to commit a change of a row wins, and the other
  * fails at commit with serialization_failure, as under REPEATABLE READ.
- * The scan under an UPDATE or DELETE hands the row's version (a 47-bit
- * hash of its bytes) to the modification through ctid; the first write of
- * the key records it, and the pre-commit, under the commit lock, checks that
- * the store still holds a row of that version.  No update is ever lost.
+ * The first write of a key by an UPDATE or DELETE records the version (a
+ * 64-bit hash of the bytes) of the committed row that the statement read:
+ * it reads the row again through the store's handle, which is not
+ * refreshed while an UPDATE or DELETE of the store runs (store.c), so it
+ * sees what the statement's scan saw.  The pre-commit, under the commit
+ * lock, checks that the store still holds a row of that version.  A key the
+ * transaction wrote before needs no version (its first write recorded what
+ * the check needs, or it was inserted).  No update is ever lost.
  *
  * Every store the transaction wrote is locked and checked before any is
  * written, so a failed check leaves all of them untouched.
@@ -95,7 +99,6 @@
 #include "access/xact.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
-#include "storage/itemptr.h"
 #include "storage/lock.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
@@ -206,6 +209,12 @@ static void undo_to(int pos);
 static void lock_and_check_store(PendingStore *ps);
 static void write_store(PendingStore *ps);
 static bool last_sequence(PendingStore *ps, uint64 *seq);
+static uint64 row_version(const char *row, size_t rowlen);
+static uint64 committed_version(PendingStore *ps, const char *key,
+								size_t klen);
+static void report_concurrent_change(PendingStore *ps, const char *key,
+									 size_t klen, bool present)
+			pg_attribute_noreturn();
 static char *describe_key(PendingStore *ps, const char *key, size_t klen);
 static void maybe_spill(void);
 static void open_stage(PendingStore *ps);
@@ -238,41 +247,18 @@ LsmFdwInitXact(void)
 }
 
 /*
- * Sets *tid to the version of the encoded row (a 47-bit hash of its bytes,
- * never an invalid item pointer), which a scan under an UPDATE or DELETE
- * returns as ctid.
- */
-void
-LsmFdwSetRowVersion(ItemPointer tid, const char *row, size_t rowlen)
-{
-	uint64		v = hash_bytes_extended((const unsigned char *) row,
-										(int) rowlen, 0) >> 17;
-
-	ItemPointerSet(tid, (BlockNumber) (v >> 15),
-				   (OffsetNumber) ((v & 0x7FFF) + 1));
-}
-
-/* The row version that LsmFdwSetRowVersion put in *tid. */
-uint64
-LsmFdwRowVersion(ItemPointer tid)
-{
-	return ((uint64) ItemPointerGetBlockNumberNoCheck(tid) << 15) |
-		(uint64) (ItemPointerGetOffsetNumberNoCheck(tid) - 1);
-}
-
-/*
  * Adds a write of key to the pending writes of store s (table relname): a
  * delete, or a put of the encoded row val.  cid is the writing command's id;
- * base and version say what the store holds, should this be the
- * transaction's first write of the key: nothing (an INSERT, which checked),
- * the row of that version (an UPDATE or DELETE), or unknown (TRUNCATE).
- * Copies key and val.
+ * base says what the store holds, should this be the transaction's first
+ * write of the key: nothing (an INSERT, which checked), the row that the
+ * writing statement read (an UPDATE or DELETE: its version is read now, see
+ * the file header), or unknown (TRUNCATE).  Copies key and val.
  */
 void
 LsmFdwPendingWrite(LsmFdwStore *s, const char *relname,
 				   const char *key, size_t klen,
 				   const char *val, size_t vlen, bool is_delete,
-				   LsmFdwBase base, uint64 version, CommandId cid)
+				   LsmFdwBase base, CommandId cid)
 {
 	MemoryContext oldcxt;
 	PendingStore *ps;
@@ -280,6 +266,8 @@ LsmFdwPendingWrite(LsmFdwStore *s, const char *relname,
 	PendingVersion *v;
 	KeyRef		ref;
 	bool		found;
+	bool		staged = false;
+	uint64		version = 0;
 
 	ensure_xact_state();
 	oldcxt = MemoryContextSwitchTo(xact_cxt);
@@ -303,6 +291,17 @@ LsmFdwPendingWrite(LsmFdwStore *s, const char *relname,
 		if (rc != LSM_OK)
 			LsmFdwReportError(rc, s->db, relname, "stage writes to");
 		return;
+	}
+
+	/* a new key: what the store holds, before anything changes */
+	pk = hash_get_num_entries(ps->keys) == 0 ? NULL
+		: hash_search(ps->keys, &ref, HASH_FIND, NULL);
+	if (pk == NULL)
+	{
+		/* the stage holds only keys this transaction inserted */
+		staged = ps->stage != NULL && stage_holds(ps, key, klen);
+		if (!staged && base == LSMFDW_BASE_VERSION)
+			version = committed_version(ps, key, klen);
 	}
 
 	/* room in the undo log first, so that no failure leaves a half write */
@@ -331,7 +330,6 @@ LsmFdwPendingWrite(LsmFdwStore *s, const char *relname,
 		v->vlen = vlen;
 	}
 
-	pk = hash_search(ps->keys, &ref, HASH_FIND, NULL);
 	if (pk == NULL)
 	{
 		char	   *copy = palloc(klen);
@@ -342,17 +340,9 @@ LsmFdwPendingWrite(LsmFdwStore *s, const char *relname,
 		pk = hash_search(ps->keys, &ref, HASH_ENTER, &found);
 		Assert(!found);
 		pk->newest = NULL;
-		pk->base = base;
+		pk->base = staged ? LSMFDW_BASE_ABSENT : base;
 		pk->base_version = version;
-		pk->staged = false;
-
-		/* the stage holds only keys this transaction inserted */
-		if (ps->stage != NULL && stage_holds(ps, key, klen))
-		{
-			pk->base = LSMFDW_BASE_ABSENT;
-			pk->base_version = 0;
-			pk->staged = true;
-		}
+		pk->staged = staged;
 		pending_bytes += klen;
 	}
 	v->key = pk;
@@ -865,7 +855,6 @@ lock_and_check_store(PendingStore *ps)
 		char	   *row;
 		size_t		rowlen;
 		bool		present;
-		ItemPointerData tid;
 
 		if (pk->base == LSMFDW_BASE_ANY ||
 			(pk->base != LSMFDW_BASE_VERSION &&
@@ -876,19 +865,10 @@ lock_and_check_store(PendingStore *ps)
 							pk->ref.len, &row, &rowlen);
 		if (pk->base == LSMFDW_BASE_VERSION)
 		{
-			if (present)
-				LsmFdwSetRowVersion(&tid, row, rowlen);
-			if (present && LsmFdwRowVersion(&tid) == pk->base_version)
+			if (present && row_version(row, rowlen) == pk->base_version)
 				continue;
 			hash_seq_term(&status);
-			ereport(ERROR,
-					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-					 errmsg("could not serialize access due to concurrent update"),
-					 errdetail("%s was %s by another transaction after this transaction read it.",
-							   describe_key(ps, pk->ref.data, pk->ref.len),
-							   present ? "updated" : "deleted"),
-					 errhint("Retry the transaction."),
-					 errcontext("foreign table \"%s\"", ps->relname)));
+			report_concurrent_change(ps, pk->ref.data, pk->ref.len, present);
 		}
 		if (!present)
 			continue;
@@ -907,6 +887,53 @@ lock_and_check_store(PendingStore *ps)
 				 errdetail("%s was inserted by another transaction that committed first.",
 						   describe_key(ps, pk->ref.data, pk->ref.len))));
 	}
+}
+
+/*
+ * The version of an encoded row, which the commit compares: a hash of its
+ * bytes.
+ */
+static uint64
+row_version(const char *row, size_t rowlen)
+{
+	return hash_bytes_extended((const unsigned char *) row, (int) rowlen, 0);
+}
+
+/*
+ * The version of the committed row of key in ps's store, as its handle
+ * sees it; raises serialization_failure if the store holds none (another
+ * transaction deleted it).
+ */
+static uint64
+committed_version(PendingStore *ps, const char *key, size_t klen)
+{
+	char	   *row;
+	size_t		rowlen;
+	uint64		version;
+
+	if (!LsmFdwGet(ps->store, ps->relname, key, klen, &row, &rowlen))
+		report_concurrent_change(ps, key, klen, false);
+	version = row_version(row, rowlen);
+	pfree(row);
+	return version;
+}
+
+/*
+ * Raises serialization_failure: the row of key, which the transaction read
+ * and changes, was updated (present) or deleted by another transaction.
+ */
+static void
+report_concurrent_change(PendingStore *ps, const char *key, size_t klen,
+						 bool present)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+			 errmsg("could not serialize access due to concurrent update"),
+			 errdetail("%s was %s by another transaction after this transaction read it.",
+					   describe_key(ps, key, klen),
+					   present ? "updated" : "deleted"),
+			 errhint("Retry the transaction."),
+			 errcontext("foreign table \"%s\"", ps->relname)));
 }
 
 /*
