@@ -116,6 +116,34 @@ COMMIT;                                                     -- ERROR
 SELECT * FROM counters WHERE id IN (20, 21) ORDER BY id;
 DROP FUNCTION bump_meanwhile(int);
 
+-- the same holds for changes moved to disk (beyond lsm_fdw.pending_memory):
+-- a row the large UPDATE changed, updated meanwhile by another session,
+-- fails the commit; so does one inserted meanwhile with a key it inserted
+CREATE FOREIGN TABLE wide (k int OPTIONS (key 'true'), n int, pad text)
+  SERVER lsm_conflict_srv;
+INSERT INTO wide SELECT g, 0, repeat('w', 100) FROM generate_series(1, 20000) g;
+SET lsm_fdw.pending_memory = '1MB';
+BEGIN;
+UPDATE wide SET n = n + 1;
+SELECT dblink_exec('other', $$UPDATE wide SET n = 100 WHERE k = 12345$$);
+COMMIT;                                                     -- ERROR
+BEGIN;
+DELETE FROM wide WHERE k > 10000;
+SELECT dblink_exec('other', $$DELETE FROM wide WHERE k = 15000$$);
+COMMIT;                                                     -- ERROR
+BEGIN;
+UPDATE wide SET k = k + 100000;
+SELECT dblink_exec('other', $$INSERT INTO wide VALUES (119999, -1, 'x')$$);
+COMMIT;                                                     -- ERROR
+SELECT count(*), sum(n), min(k), max(k) FROM wide;
+-- no conflict: the other session changed rows this one did not
+BEGIN;
+UPDATE wide SET n = n + 1 WHERE k <= 15000;
+SELECT dblink_exec('other', $$UPDATE wide SET n = n + 5 WHERE k > 19990$$);
+COMMIT;
+SELECT count(*), sum(n) FROM wide;
+RESET lsm_fdw.pending_memory;
+
 SELECT dblink_disconnect('other');
 DROP EXTENSION dblink;
 DROP SERVER lsm_conflict_srv CASCADE;

@@ -111,6 +111,81 @@ INSERT INTO big VALUES (1, 1, 'alone');
 COMMIT;
 SELECT * FROM big;
 
+-- UPDATE and DELETE beyond lsm_fdw.pending_memory: the changed rows move to
+-- disk while the statement runs, and memory stays bounded
+TRUNCATE big;
+TRUNCATE big_native;
+INSERT INTO big SELECT g, g % 100, repeat('p', 50) FROM generate_series(1, 30000) g;
+INSERT INTO big_native SELECT g, g % 100, repeat('p', 50) FROM generate_series(1, 30000) g;
+-- the memory of the transaction's lsm_fdw state, in MB
+CREATE FUNCTION pending_mb() RETURNS int LANGUAGE sql AS $$
+  SELECT (sum(total_bytes) / (1024 * 1024))::int
+  FROM pg_backend_memory_contexts WHERE name = 'lsm_fdw transaction'
+$$;
+BEGIN;
+UPDATE big SET pad = repeat('u', 200) || id WHERE id % 2 = 0;
+UPDATE big_native SET pad = repeat('u', 200) || id WHERE id % 2 = 0;
+SELECT pending_mb() < 4 AS bounded, staged() AS staged;
+-- the next statements see the changes, in every access path
+SELECT same('SELECT * FROM big ');
+SELECT same('SELECT * FROM big WHERE id IN (2, 3, 29998)');
+SELECT same('SELECT * FROM big WHERE id BETWEEN 100 AND 300');
+SELECT same('SELECT id, pad FROM big ORDER BY id DESC LIMIT 50', true);
+SELECT same('SELECT id FROM big WHERE grp = 42');
+-- a second large UPDATE of the same rows, a DELETE, key changes, inserts
+UPDATE big SET grp = grp + 1;
+UPDATE big_native SET grp = grp + 1;
+SELECT pending_mb() < 4 AS bounded;
+DELETE FROM big WHERE id % 3 = 0;
+DELETE FROM big_native WHERE id % 3 = 0;
+UPDATE big SET id = id + 100000 WHERE id BETWEEN 10 AND 20;
+UPDATE big_native SET id = id + 100000 WHERE id BETWEEN 10 AND 20;
+INSERT INTO big VALUES (3, 0, 'deleted, then inserted again');
+INSERT INTO big_native VALUES (3, 0, 'deleted, then inserted again');
+INSERT INTO big VALUES (4, 0, 'a duplicate');                  -- ERROR
+ROLLBACK;
+SELECT same('SELECT * FROM big ');
+BEGIN;
+UPDATE big SET pad = repeat('u', 200) || id WHERE id % 2 = 0;
+UPDATE big_native SET pad = repeat('u', 200) || id WHERE id % 2 = 0;
+UPDATE big SET grp = grp + 1;
+UPDATE big_native SET grp = grp + 1;
+DELETE FROM big WHERE id % 3 = 0;
+DELETE FROM big_native WHERE id % 3 = 0;
+UPDATE big SET id = id + 100000 WHERE id BETWEEN 10 AND 20;
+UPDATE big_native SET id = id + 100000 WHERE id BETWEEN 10 AND 20;
+INSERT INTO big VALUES (3, 0, 'deleted, then inserted again');
+INSERT INTO big_native VALUES (3, 0, 'deleted, then inserted again');
+-- a savepoint after the moves undoes its own part only
+SAVEPOINT s;
+UPDATE big SET pad = 'in the savepoint' WHERE id < 1000;
+DELETE FROM big WHERE id BETWEEN 1000 AND 2000;
+ROLLBACK TO s;
+COMMIT;
+SELECT same('SELECT * FROM big ');
+SELECT same('SELECT id FROM big WHERE grp = 42');
+SELECT lsm_verify('big');
+-- a cursor opened before the UPDATE keeps its snapshot; the UPDATE then
+-- stays in memory (a scan of an earlier command is open)
+BEGIN;
+DECLARE c CURSOR FOR SELECT id, grp FROM big ORDER BY id;
+FETCH 2 FROM c;
+UPDATE big SET grp = grp + 1000;
+UPDATE big_native SET grp = grp + 1000;
+FETCH 2 FROM c;
+CLOSE c;
+SELECT same('SELECT * FROM big ');
+COMMIT;
+-- a function that reads the table while the UPDATE that moved rows to
+-- disk still runs is refused with a clear error
+CREATE FUNCTION big_first() RETURNS bigint LANGUAGE sql VOLATILE AS
+  $$ SELECT id FROM big ORDER BY id LIMIT 1 $$;
+BEGIN;
+UPDATE big SET grp = grp + 1 WHERE big_first() > 0;            -- ERROR
+ROLLBACK;
+DROP FUNCTION big_first();
+DROP FUNCTION pending_mb();
+
 RESET lsm_fdw.pending_memory;
 DROP FUNCTION same(text, bool);
 DROP FUNCTION staged();

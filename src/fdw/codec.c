@@ -59,12 +59,14 @@
 #include "access/htup_details.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
+#include "common/hashfn.h"
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 #include "utils/date.h"
 #include "utils/float.h"
 #include "utils/fmgrprotos.h"
 #include "utils/guc.h"
+#include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/syscache.h"
@@ -331,6 +333,46 @@ LsmFdwEncodeKey(const LsmFdwTable *t, Datum value, Oid valtype,
 			elog(ERROR, "unexpected key codec %d", (int) key->codec);
 	}
 	return false;				/* keep the compiler quiet */
+}
+
+/* dynahash hash function of an LsmFdwKeyRef: its bytes */
+static uint32
+key_ref_hash(const void *key, Size keysize)
+{
+	const LsmFdwKeyRef *ref = (const LsmFdwKeyRef *) key;
+
+	return hash_bytes((const unsigned char *) ref->data, (int) ref->len);
+}
+
+/* dynahash match function of LsmFdwKeyRefs: 0 if the bytes are equal */
+static int
+key_ref_match(const void *key1, const void *key2, Size keysize)
+{
+	const LsmFdwKeyRef *a = (const LsmFdwKeyRef *) key1;
+	const LsmFdwKeyRef *b = (const LsmFdwKeyRef *) key2;
+
+	if (a->len != b->len)
+		return 1;
+	return memcmp(a->data, b->data, a->len);
+}
+
+/*
+ * Creates a hash table, in memory context cxt, of entries of entrysize
+ * bytes that begin with an LsmFdwKeyRef: entries by the bytes of a key.
+ * The table does not copy the bytes an entry refers to.
+ */
+HTAB *
+LsmFdwKeyTableCreate(const char *name, Size entrysize, MemoryContext cxt)
+{
+	HASHCTL		ctl;
+
+	ctl.keysize = sizeof(LsmFdwKeyRef);
+	ctl.entrysize = entrysize;
+	ctl.hash = key_ref_hash;
+	ctl.match = key_ref_match;
+	ctl.hcxt = cxt;
+	return hash_create(name, 256, &ctl,
+					   HASH_ELEM | HASH_FUNCTION | HASH_COMPARE | HASH_CONTEXT);
 }
 
 /* The engine's order of encoded keys: memcmp, the shorter first on a tie. */

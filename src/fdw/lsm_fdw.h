@@ -195,6 +195,13 @@ typedef enum LsmFdwMetaState
 	LSMFDW_META_UNREADABLE		/* an I/O error (reported) */
 } LsmFdwMetaState;
 
+/*
+ * Open scans of a store whose command ids a store remembers: xact.c moves
+ * pending writes out of memory only when it knows what every open scan
+ * sees (LsmFdwScansWithin).
+ */
+#define LSMFDW_SCAN_SLOTS	8
+
 /* One open store of the per-backend cache (store.c). */
 typedef struct LsmFdwStore
 {
@@ -205,8 +212,10 @@ typedef struct LsmFdwStore
 	bool		doomed;			/* directory removed: close when unpinned */
 	int			pins;			/* scans, modifications and pending writes
 								 * using db */
-	int			scans;			/* open scans (xact.c spills the pending
-								 * writes of a store only without any) */
+	int			scans;			/* open scans (LsmFdwScanBegin) */
+	CommandId	scan_cids[LSMFDW_SCAN_SLOTS];	/* the command ids they read
+												 * with ... */
+	bool		scan_cids_lost; /* ... unless more were open at once */
 	int			modifying;		/* UPDATEs and DELETEs in progress: the
 								 * handle is not refreshed meanwhile */
 	LocalTransactionId snapshot_lxid;	/* the transaction whose snapshot the
@@ -286,6 +295,13 @@ typedef struct LsmFdwStoreSize
 	double		files;			/* SSTables */
 } LsmFdwStoreSize;
 
+/* A key's bytes, as the hash key of an entry (LsmFdwKeyTableCreate) */
+typedef struct LsmFdwKeyRef
+{
+	const char *data;
+	size_t		len;
+} LsmFdwKeyRef;
+
 /* A pending write as a read sees it (xact.c). */
 typedef struct LsmFdwPendingRow
 {
@@ -331,6 +347,8 @@ extern char *LsmFdwKeyToString(const LsmFdwTable *t, const char *key,
 							   size_t klen);
 extern int	LsmFdwKeyCmp(const char *a, size_t alen, const char *b,
 						 size_t blen);
+extern struct HTAB *LsmFdwKeyTableCreate(const char *name, Size entrysize,
+										 MemoryContext cxt);
 extern LsmFdwBoundEnc LsmFdwEncodeKeyBound(const LsmFdwTable *t,
 										   Datum value, Oid valtype,
 										   LsmFdwBound kind, StringInfo buf);
@@ -365,6 +383,10 @@ extern lsm_db *LsmFdwOpenPrivateHandle(LsmFdwTable *t);
 extern LsmFdwStore *LsmFdwOpenStore(LsmFdwTable *t, bool refresh);
 extern void LsmFdwPinStore(LsmFdwStore *s);
 extern void LsmFdwUnpinStore(LsmFdwStore *s);
+extern void LsmFdwScanBegin(LsmFdwStore *s, CommandId curcid);
+extern void LsmFdwScanEnd(LsmFdwStore *s, CommandId curcid);
+extern bool LsmFdwScansWithin(const LsmFdwStore *s, CommandId lo,
+							  CommandId hi);
 extern void LsmFdwReportError(int rc, lsm_db *db, const char *relname,
 							  const char *action) pg_attribute_noreturn();
 extern bool LsmFdwGet(LsmFdwStore *s, const char *relname,
@@ -390,7 +412,7 @@ extern bool LsmFdwPendingTruncate(LsmFdwStore *s, const char *relname);
 extern bool LsmFdwPendingTruncated(Oid relid);
 extern bool LsmFdwPendingInMemory(Oid relid, const char *key, size_t klen,
 								  CommandId curcid);
-extern lsm_iter *LsmFdwPendingStageIter(Oid relid);
+extern lsm_iter *LsmFdwPendingStageIter(Oid relid, CommandId curcid);
 extern bool LsmFdwPendingDropped(Oid relid);
 extern void LsmFdwXactRemoveDirLater(Oid relid, const char *path,
 									 SubTransactionId subid, bool at_commit);

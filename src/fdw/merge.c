@@ -80,7 +80,7 @@ LsmFdwMergeOpen(LsmFdwMerge *m, LsmFdwStore *s, Oid relid,
 	/* forward: the first at or after start; backward: the last at or before */
 	m->ppos = !backward ? lo : start != NULL ? lo - 1 : m->npending - 1;
 
-	m->staged = LsmFdwPendingStageIter(relid);
+	m->staged = LsmFdwPendingStageIter(relid, curcid);
 	if (m->staged != NULL)
 		seek(m, m->staged, start, startlen);
 

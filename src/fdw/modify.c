@@ -634,7 +634,7 @@ truncate_one(Relation rel)
 	 */
 	memset(&m, 0, sizeof(m));
 	LsmFdwPinStore(s);
-	s->scans++;
+	LsmFdwScanBegin(s, InvalidCommandId);
 	PG_TRY();
 	{
 		LsmFdwMergeOpen(&m, s, t->relid, t->relname, InvalidCommandId,
@@ -646,7 +646,7 @@ truncate_one(Relation rel)
 	PG_FINALLY();
 	{
 		LsmFdwMergeClose(&m);
-		s->scans--;
+		LsmFdwScanEnd(s, InvalidCommandId);
 		LsmFdwUnpinStore(s);
 	}
 	PG_END_TRY();

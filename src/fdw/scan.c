@@ -231,7 +231,7 @@ lsmfdwBeginForeignScan(ForeignScanState *node, int eflags)
 
 	st->store = LsmFdwOpenStore(st->table, true);
 	LsmFdwPinStore(st->store);
-	st->store->scans++;
+	LsmFdwScanBegin(st->store, st->curcid);
 	st->released = false;
 	st->cleanup.func = release_scan;
 	st->cleanup.arg = st;
@@ -829,7 +829,7 @@ start_search(ForeignScanState *node, LsmFdwScanState *st)
 	}
 	st->pending = LsmFdwPendingVisible(st->table->relid, st->curcid,
 									   &st->npending);
-	st->staged = LsmFdwPendingStageIter(st->table->relid);
+	st->staged = LsmFdwPendingStageIter(st->table->relid, st->curcid);
 	if (st->staged != NULL)
 		lsm_iter_seek(st->staged, NULL, 0);
 	rc = lsm_value_search_with(st->store->db, st->field, st->needle.data,
@@ -1113,7 +1113,7 @@ release_scan(void *arg)
 	close_iter(st);
 	if (st->store != NULL)
 	{
-		st->store->scans--;
+		LsmFdwScanEnd(st->store, st->curcid);
 		LsmFdwUnpinStore(st->store);
 	}
 }

@@ -132,6 +132,7 @@ LsmFdwOpenStore(LsmFdwTable *t, bool refresh)
 		s->doomed = false;
 		s->pins = 0;
 		s->scans = 0;
+		s->scan_cids_lost = false;
 		s->modifying = 0;
 		s->snapshot_lxid = InvalidLocalTransactionId;
 	}
@@ -355,6 +356,66 @@ LsmFdwUnpinStore(LsmFdwStore *s)
 	Assert(s->pins > 0);
 	if (--s->pins == 0 && s->doomed)
 		close_store(s);
+}
+
+/*
+ * Registers an open scan of s that reads the pending writes of commands
+ * before curcid (InvalidCommandId: of every command, the newest).  With
+ * more than LSMFDW_SCAN_SLOTS open at once, their command ids are
+ * forgotten until none is open, which LsmFdwScansWithin takes as unknown.
+ */
+void
+LsmFdwScanBegin(LsmFdwStore *s, CommandId curcid)
+{
+	if (s->scans < LSMFDW_SCAN_SLOTS)
+		s->scan_cids[s->scans] = curcid;
+	else
+		s->scan_cids_lost = true;
+	s->scans++;
+}
+
+/* Unregisters a scan that LsmFdwScanBegin registered with curcid. */
+void
+LsmFdwScanEnd(LsmFdwStore *s, CommandId curcid)
+{
+	int			i;
+
+	Assert(s->scans > 0);
+	if (--s->scans == 0)
+		s->scan_cids_lost = false;
+	if (s->scan_cids_lost)
+		return;
+	/* scans end in any order: the slot of one that read with curcid goes */
+	for (i = 0; i < s->scans; i++)
+	{
+		if (s->scan_cids[i] == curcid)
+		{
+			s->scan_cids[i] = s->scan_cids[s->scans];
+			break;
+		}
+	}
+}
+
+/*
+ * Whether every open scan of s reads with a command id from lo to hi
+ * (InvalidCommandId, reading every command's writes, counts as above all);
+ * true if none is open, false if their command ids are not all known.
+ */
+bool
+LsmFdwScansWithin(const LsmFdwStore *s, CommandId lo, CommandId hi)
+{
+	int			i;
+
+	if (s->scan_cids_lost)
+		return false;
+	for (i = 0; i < s->scans; i++)
+	{
+		CommandId	c = s->scan_cids[i];
+
+		if (c == InvalidCommandId ? hi != InvalidCommandId : (c < lo || c > hi))
+			return false;
+	}
+	return true;
 }
 
 /*

@@ -70,19 +70,38 @@
  * own WAL); any other value syncs it (unless fsync = off).
  *
  * Bounded memory: when the pending writes in memory exceed
- * lsm_fdw.pending_memory, the keys that were simply inserted (one version,
- * a put, absent from the store before) are moved to the store's stage
- * (lsm_stage_open: a private sorted buffer that spills to sorted runs on
- * disk) and forgotten in memory.  That is done only at the top level (no
- * subtransaction has written, so nothing spilled can have to be undone
- * alone) and for stores that no scan is reading (a scan holds pointers
- * into the pending writes, and a scan of the writing command must not see
- * its own writes, which the stage cannot tell apart).  Reads consult
- * memory, then the stage, then the store; a key found in the stage was
- * inserted by the transaction.  Once a store has a stage, its new keys go
- * there directly under the same conditions (a bulk load passes through
- * memory only until the first spill).  At commit the rest of the writes joins the
- * stage and lsm_stage_commit installs it all atomically.
+ * lsm_fdw.pending_memory, net changes move out of memory into stages
+ * (lsm_stage_open: private sorted buffers that spill to sorted runs on
+ * disk), only at the top level (no subtransaction has written, so nothing
+ * moved can have to be undone alone).  A stage holds no command ids, and
+ * scans hold pointers into the versions in memory, so what may move where
+ * depends on the open scans of the store (LsmFdwScanBegin):
+ *
+ *	- with no scan open, to the stage: the keys whose newest version an
+ *	  earlier command wrote, and the keys simply inserted (one put, absent
+ *	  from the store before), as every later reader sees them;
+ *	- while every open scan reads with the running command's id (its own
+ *	  UPDATE or DELETE scan), to the command stage: the keys that only the
+ *	  running command wrote.  No scan points to their versions and no reader
+ *	  of the command sees them; readers of later commands do: lookups
+ *	  consult the command stage, and a later command's scan, write or the
+ *	  commit first folds it into the stage (once no scan of the command or an
+ *	  earlier one is open).  A statement nested in the command (a function)
+ *	  that scans the table meanwhile gets an error instead.
+ *
+ * A key is moved only as a put the transaction inserted or a change of a
+ * committed row; the version of that row goes to a third stage, the bases,
+ * which the commit checks like the versions in memory.  A key the
+ * transaction inserted and then deleted stays in memory (the commit decides
+ * what it leaves).  Reads consult memory, then the stages, then the store;
+ * a key found in a stage is one the transaction wrote, inserted unless the
+ * bases hold it.  Once a store has a stage, its new keys go there directly
+ * when no scan is open (a bulk load passes through memory only until the
+ * first spill).  At commit the rest of the writes joins the stage and
+ * lsm_stage_commit installs it all atomically.  So a 2M-row UPDATE needs
+ * about pending_memory plus the stages' buffers; writes inside a savepoint,
+ * and an UPDATE run while a cursor of an earlier command reads the table,
+ * stay in memory.
  *
  * Limits of this version: a transaction that writes several stores
  * writes them one by one after all the checks, so an engine failure (disk
@@ -113,13 +132,6 @@
  */
 #define LSMFDW_LOCKTAG_FIELD4	0x4C53
 
-/* A key's bytes: the hash key of PendingKey */
-typedef struct KeyRef
-{
-	const char *data;
-	size_t		len;
-} KeyRef;
-
 struct PendingKey;
 struct PendingStore;
 
@@ -138,7 +150,7 @@ typedef struct PendingVersion
 /* A key written by the transaction */
 typedef struct PendingKey
 {
-	KeyRef		ref;			/* hash key (must be first); data copied */
+	LsmFdwKeyRef ref;			/* hash key (must be first); data copied */
 	PendingVersion *newest;
 	LsmFdwBase	base;			/* the store's row at the first write */
 	uint64		base_version;	/* LSMFDW_BASE_VERSION: its version */
@@ -155,8 +167,13 @@ typedef struct PendingStore
 	uint64		first_seq;		/* the store's last sequence number when
 								 * the transaction first wrote to it ... */
 	bool		first_seq_known;	/* ... if it could be read */
-	lsm_stage  *stage;			/* inserted keys moved out of memory, or
-								 * NULL */
+	lsm_stage  *stage;			/* writes moved out of memory, or NULL */
+	lsm_stage  *cmd_stage;		/* writes of command cmd_cid alone, moved
+								 * out of memory while it ran, or NULL */
+	CommandId	cmd_cid;
+	lsm_stage  *bases;			/* key -> version of the committed row, for
+								 * the keys in a stage whose first write was
+								 * an UPDATE or DELETE; or NULL */
 } PendingStore;
 
 /* Where the first write of a subtransaction went in the undo log */
@@ -201,8 +218,6 @@ static void ensure_xact_state(void);
 static PendingStore *get_pending_store(LsmFdwStore *s, const char *relname);
 static PendingVersion *visible_version(PendingKey *pk, CommandId curcid);
 static PendingKey *find_key(Oid relid, const char *key, size_t klen);
-static uint32 key_hash(const void *key, Size keysize);
-static int	key_match(const void *key1, const void *key2, Size keysize);
 static int	pending_row_cmp(const void *a, const void *b);
 static void record_mark(void);
 static void undo_to(int pos);
@@ -216,11 +231,19 @@ static void report_concurrent_change(PendingStore *ps, const char *key,
 									 size_t klen, bool present)
 			pg_attribute_noreturn();
 static char *describe_key(PendingStore *ps, const char *key, size_t klen);
-static void maybe_spill(void);
-static void open_stage(PendingStore *ps);
-static void spill_store(PendingStore *ps);
-static bool stage_holds(PendingStore *ps, const char *key, size_t klen);
-static void check_staged_inserts(PendingStore *ps);
+static void maybe_spill(CommandId cid);
+static void open_stage(PendingStore *ps, lsm_stage **stage, Size share);
+static bool spillable(PendingKey *pk);
+static void spill_key(PendingStore *ps, lsm_stage *stage, PendingKey *pk);
+static void spill_older(PendingStore *ps, CommandId cid);
+static void spill_command(PendingStore *ps, CommandId cid);
+static bool fold_command(PendingStore *ps, bool force);
+static bool command_visible(PendingStore *ps, CommandId curcid);
+static int	stage_read(PendingStore *ps, lsm_stage *stage, const char *key,
+					   size_t klen, void **val, size_t *vlen);
+static bool staged_base(PendingStore *ps, const char *key, size_t klen,
+						uint64 *version);
+static void check_staged(PendingStore *ps);
 static void fold_into_stage(PendingStore *ps);
 static bool store_has_writes(PendingStore *ps);
 static bool has_writes(void);
@@ -264,7 +287,7 @@ LsmFdwPendingWrite(LsmFdwStore *s, const char *relname,
 	PendingStore *ps;
 	PendingKey *pk;
 	PendingVersion *v;
-	KeyRef		ref;
+	LsmFdwKeyRef ref;
 	bool		found;
 	bool		staged = false;
 	uint64		version = 0;
@@ -273,14 +296,18 @@ LsmFdwPendingWrite(LsmFdwStore *s, const char *relname,
 	oldcxt = MemoryContextSwitchTo(xact_cxt);
 	ps = get_pending_store(s, relname);
 
+	/* an earlier command's writes moved out of memory join the stage */
+	if (ps->cmd_stage != NULL && cid > ps->cmd_cid)
+		(void) fold_command(ps, false);
+
 	/*
 	 * Once the store has a stage, a new key inserted where a spill could
 	 * move it goes there at once, without passing through memory.
 	 */
 	ref.data = key;
 	ref.len = klen;
-	if (ps->stage != NULL && !is_delete && base == LSMFDW_BASE_ABSENT &&
-		marks == NIL && s->scans == 0 &&
+	if (ps->stage != NULL && ps->cmd_stage == NULL && !is_delete &&
+		base == LSMFDW_BASE_ABSENT && marks == NIL && s->scans == 0 &&
 		GetCurrentSubTransactionId() == TopSubTransactionId &&
 		(hash_get_num_entries(ps->keys) == 0 ||
 		 hash_search(ps->keys, &ref, HASH_FIND, NULL) == NULL))
@@ -298,9 +325,20 @@ LsmFdwPendingWrite(LsmFdwStore *s, const char *relname,
 		: hash_search(ps->keys, &ref, HASH_FIND, NULL);
 	if (pk == NULL)
 	{
-		/* the stage holds only keys this transaction inserted */
-		staged = ps->stage != NULL && stage_holds(ps, key, klen);
-		if (!staged && base == LSMFDW_BASE_VERSION)
+		/*
+		 * A staged key was written before: inserted, or changed and its
+		 * committed row's version is in bases.
+		 */
+		staged = (ps->cmd_stage != NULL &&
+				  stage_read(ps, ps->cmd_stage, key, klen, NULL,
+							 NULL) != LSM_NOTFOUND) ||
+			(ps->stage != NULL &&
+			 stage_read(ps, ps->stage, key, klen, NULL,
+						NULL) != LSM_NOTFOUND);
+		if (staged)
+			base = staged_base(ps, key, klen, &version)
+				? LSMFDW_BASE_VERSION : LSMFDW_BASE_ABSENT;
+		else if (base == LSMFDW_BASE_VERSION)
 			version = committed_version(ps, key, klen);
 	}
 
@@ -340,7 +378,7 @@ LsmFdwPendingWrite(LsmFdwStore *s, const char *relname,
 		pk = hash_search(ps->keys, &ref, HASH_ENTER, &found);
 		Assert(!found);
 		pk->newest = NULL;
-		pk->base = staged ? LSMFDW_BASE_ABSENT : base;
+		pk->base = base;
 		pk->base_version = version;
 		pk->staged = staged;
 		pending_bytes += klen;
@@ -352,7 +390,7 @@ LsmFdwPendingWrite(LsmFdwStore *s, const char *relname,
 	pending_bytes += v->vlen + VERSION_OVERHEAD;
 
 	MemoryContextSwitchTo(oldcxt);
-	maybe_spill();
+	maybe_spill(cid);
 }
 
 /*
@@ -379,8 +417,16 @@ LsmFdwPendingTruncate(LsmFdwStore *s, const char *relname)
 	ensure_xact_state();
 	oldcxt = MemoryContextSwitchTo(xact_cxt);
 	ps = get_pending_store(s, relname);
-	open_stage(ps);
+	open_stage(ps, &ps->stage, 4);
 	MemoryContextSwitchTo(oldcxt);
+
+	/* what the transaction wrote before goes, staged or in memory */
+	if (ps->cmd_stage != NULL)
+		lsm_stage_abort(ps->cmd_stage);
+	ps->cmd_stage = NULL;
+	if (ps->bases != NULL)
+		lsm_stage_abort(ps->bases);
+	ps->bases = NULL;
 
 	/* with no savepoint nothing in memory will be undone alone */
 	undo_len = 0;
@@ -430,10 +476,12 @@ void
 LsmFdwPendingBulkLoad(LsmFdwStore *s, const char *relname)
 {
 	MemoryContext oldcxt;
+	PendingStore *ps;
 
 	ensure_xact_state();
 	oldcxt = MemoryContextSwitchTo(xact_cxt);
-	open_stage(get_pending_store(s, relname));
+	ps = get_pending_store(s, relname);
+	open_stage(ps, &ps->stage, 4);
 	MemoryContextSwitchTo(oldcxt);
 }
 
@@ -442,7 +490,9 @@ LsmFdwPendingBulkLoad(LsmFdwStore *s, const char *relname)
  * command id curcid sees them (InvalidCommandId: the newest version of
  * all).  Returns false if the transaction has no such version; else true,
  * with the version in *out (pointing into memory that lasts until the end
- * of the transaction) and its command id in *cid (if cid is not NULL).
+ * of the transaction, or palloc'd) and its command id in *cid (if cid is
+ * not NULL; InvalidCommandId for a write of an earlier command that was
+ * moved to the stage).
  */
 bool
 LsmFdwPendingLookup(Oid relid, const char *key, size_t klen,
@@ -450,57 +500,53 @@ LsmFdwPendingLookup(Oid relid, const char *key, size_t klen,
 {
 	PendingKey *pk = find_key(relid, key, klen);
 	PendingVersion *v;
+	PendingStore *ps;
+	char	   *val = NULL;
+	size_t		vlen = 0;
+	int			rc = LSM_NOTFOUND;
+	CommandId	vcid = InvalidCommandId;
+	char	   *copy;
 
-	if (pk == NULL || (v = visible_version(pk, curcid)) == NULL)
+	if (pk != NULL && (v = visible_version(pk, curcid)) != NULL)
 	{
-		PendingStore *ps;
-		void	   *val = NULL;
-		size_t		vlen = 0;
-		int			rc;
-		char	   *copy = NULL;
-
-		/* the stage: an older command's insert, seen by every reader */
-		if (pending_stores == NULL ||
-			(ps = hash_search(pending_stores, &relid, HASH_FIND, NULL)) == NULL ||
-			ps->stage == NULL)
-			return false;
-		rc = lsm_stage_get(ps->stage, key, klen, &val, &vlen);
-		if (rc == LSM_NOTFOUND)
-			return false;
-		if (rc != LSM_OK && rc != LSM_DELETED)
-			LsmFdwReportError(rc, ps->store->db, ps->relname, "read");
-
-		/* the engine's allocation must not leak if the copy fails */
-		PG_TRY();
-		{
-			copy = palloc(klen + vlen + 1);
-			memcpy(copy, key, klen);
-			if (val != NULL)
-				memcpy(copy + klen, val, vlen);
-			copy[klen + vlen] = '\0';
-		}
-		PG_FINALLY();
-		{
-			if (val != NULL)
-				lsm_free(val);
-		}
-		PG_END_TRY();
-		out->key = copy;
-		out->klen = klen;
-		out->is_delete = rc == LSM_DELETED;
-		out->val = copy + klen;
-		out->vlen = vlen;
+		out->key = pk->ref.data;
+		out->klen = pk->ref.len;
+		out->is_delete = v->is_delete;
+		out->val = v->val;
+		out->vlen = v->vlen;
 		if (cid != NULL)
-			*cid = InvalidCommandId;
+			*cid = v->cid;
 		return true;
 	}
-	out->key = pk->ref.data;
-	out->klen = pk->ref.len;
-	out->is_delete = v->is_delete;
-	out->val = v->val;
-	out->vlen = v->vlen;
+
+	/*
+	 * The stages: the writes of the command moved out of memory while it
+	 * ran, which only later commands see, then older commands' writes.
+	 */
+	if (pending_stores == NULL ||
+		(ps = hash_search(pending_stores, &relid, HASH_FIND, NULL)) == NULL)
+		return false;
+	if (command_visible(ps, curcid))
+	{
+		rc = stage_read(ps, ps->cmd_stage, key, klen, (void **) &val, &vlen);
+		vcid = ps->cmd_cid;
+	}
+	if (rc == LSM_NOTFOUND && ps->stage != NULL)
+	{
+		rc = stage_read(ps, ps->stage, key, klen, (void **) &val, &vlen);
+		vcid = InvalidCommandId;
+	}
+	if (rc == LSM_NOTFOUND)
+		return false;
+	copy = palloc(klen);
+	memcpy(copy, key, klen);
+	out->key = copy;
+	out->klen = klen;
+	out->is_delete = rc == LSM_DELETED;
+	out->val = val;
+	out->vlen = vlen;
 	if (cid != NULL)
-		*cid = v->cid;
+		*cid = vcid;
 	return true;
 }
 
@@ -560,19 +606,30 @@ LsmFdwPendingInMemory(Oid relid, const char *key, size_t klen,
 }
 
 /*
- * A snapshot iterator over the stage of relation relid (deletes shown), not
- * positioned, or NULL if it has none.  The caller closes it.
+ * A snapshot iterator over the stage of relation relid (deletes shown), as
+ * a reader with command id curcid sees it, not positioned, or NULL if it
+ * has none.  The caller closes it.  Raises an error if the reader should
+ * see writes of a command still running that were moved out of memory
+ * (a function called by a statement that changed the table reads it).
  */
 lsm_iter *
-LsmFdwPendingStageIter(Oid relid)
+LsmFdwPendingStageIter(Oid relid, CommandId curcid)
 {
 	PendingStore *ps;
 	lsm_iter   *it;
 	int			rc;
 
 	if (pending_stores == NULL ||
-		(ps = hash_search(pending_stores, &relid, HASH_FIND, NULL)) == NULL ||
-		ps->stage == NULL)
+		(ps = hash_search(pending_stores, &relid, HASH_FIND, NULL)) == NULL)
+		return NULL;
+	if (command_visible(ps, curcid) && !fold_command(ps, false))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot read foreign table \"%s\" while a statement that changed it is still running",
+						ps->relname),
+				 errdetail("The statement's changes exceeded lsm_fdw.pending_memory and moved to disk, where a nested statement cannot read them yet."),
+				 errhint("Raise lsm_fdw.pending_memory, or read the table after the statement.")));
+	if (ps->stage == NULL)
 		return NULL;
 	if ((rc = lsm_stage_iter_open(ps->stage, &it)) != LSM_OK)
 		LsmFdwReportError(rc, ps->store->db, ps->relname, "read");
@@ -654,18 +711,11 @@ get_pending_store(LsmFdwStore *s, const char *relname)
 	ps = hash_search(pending_stores, &s->relid, HASH_FIND, NULL);
 	if (ps == NULL)
 	{
-		HASHCTL		ctl;
 		HTAB	   *keys;
 		char	   *name = pstrdup(relname);
 
-		ctl.keysize = sizeof(KeyRef);
-		ctl.entrysize = sizeof(PendingKey);
-		ctl.hash = key_hash;
-		ctl.match = key_match;
-		ctl.hcxt = xact_cxt;
-		keys = hash_create("lsm_fdw pending keys", 256, &ctl,
-						   HASH_ELEM | HASH_FUNCTION | HASH_COMPARE |
-						   HASH_CONTEXT);
+		keys = LsmFdwKeyTableCreate("lsm_fdw pending keys",
+									sizeof(PendingKey), xact_cxt);
 		/* nothing can fail between the entry and its pin */
 		ps = hash_search(pending_stores, &s->relid, HASH_ENTER, &found);
 		ps->relname = name;
@@ -673,6 +723,9 @@ get_pending_store(LsmFdwStore *s, const char *relname)
 		ps->store = s;
 		ps->first_seq_known = false;
 		ps->stage = NULL;
+		ps->cmd_stage = NULL;
+		ps->cmd_cid = InvalidCommandId;
+		ps->bases = NULL;
 		LsmFdwPinStore(s);
 		ps->first_seq_known = last_sequence(ps, &ps->first_seq);
 	}
@@ -701,7 +754,7 @@ static PendingKey *
 find_key(Oid relid, const char *key, size_t klen)
 {
 	PendingStore *ps;
-	KeyRef		ref;
+	LsmFdwKeyRef ref;
 
 	if (pending_stores == NULL ||
 		(ps = hash_search(pending_stores, &relid, HASH_FIND, NULL)) == NULL)
@@ -711,27 +764,6 @@ find_key(Oid relid, const char *key, size_t klen)
 	ref.data = key;
 	ref.len = klen;
 	return hash_search(ps->keys, &ref, HASH_FIND, NULL);
-}
-
-/* dynahash hash function of a KeyRef: its bytes */
-static uint32
-key_hash(const void *key, Size keysize)
-{
-	const KeyRef *ref = (const KeyRef *) key;
-
-	return hash_bytes((const unsigned char *) ref->data, (int) ref->len);
-}
-
-/* dynahash match function of KeyRefs: 0 if the bytes are equal */
-static int
-key_match(const void *key1, const void *key2, Size keysize)
-{
-	const KeyRef *a = (const KeyRef *) key1;
-	const KeyRef *b = (const KeyRef *) key2;
-
-	if (a->len != b->len)
-		return 1;
-	return memcmp(a->data, b->data, a->len);
 }
 
 /*
@@ -788,18 +820,20 @@ undo_to(int pos)
 	}
 }
 
-/* Opens the stage of ps if it has none. */
+/*
+ * Opens *stage (one of ps's stages) if it is not open, with a buffer of
+ * 1/share of lsm_fdw.pending_memory, up to 32 MB.
+ */
 static void
-open_stage(PendingStore *ps)
+open_stage(PendingStore *ps, lsm_stage **stage, Size share)
 {
-	/* the stage's buffer is a quarter of the budget, up to 32 MB */
-	size_t		buffer = Min((size_t) pending_memory_kb * 1024 / 4,
+	size_t		buffer = Min((size_t) pending_memory_kb * 1024 / share,
 							 (size_t) 32 * 1024 * 1024);
 	int			rc;
 
-	if (ps->stage != NULL)
+	if (*stage != NULL)
 		return;
-	if ((rc = lsm_stage_open(ps->store->db, buffer, &ps->stage)) != LSM_OK)
+	if ((rc = lsm_stage_open(ps->store->db, buffer, stage)) != LSM_OK)
 		LsmFdwReportError(rc, ps->store->db, ps->relname, "stage writes to");
 }
 
@@ -847,7 +881,7 @@ lock_and_check_store(PendingStore *ps)
 	if (lsm_stage_truncated(ps->stage))
 		check_inserts = false;
 	if (check_inserts && ps->stage != NULL)
-		check_staged_inserts(ps);
+		check_staged(ps);
 
 	hash_seq_init(&status, ps->keys);
 	while ((pk = hash_seq_search(&status)) != NULL)
@@ -953,18 +987,19 @@ describe_key(PendingStore *ps, const char *key, size_t klen)
 
 /*
  * Moves pending writes out of memory if they take more than
- * lsm_fdw.pending_memory: the inserted keys of every store no scan is
- * reading, into its stage (see the file header).  Only at the top level.
- * A call that could free too little raises the bar of the next attempt.
+ * lsm_fdw.pending_memory (see the file header); cid is the running
+ * command.  Only at the top level.  A call that could free too little
+ * raises the bar of the next attempt.
  */
 static void
-maybe_spill(void)
+maybe_spill(CommandId cid)
 {
 	Size		limit = (Size) pending_memory_kb * 1024;
 	HASH_SEQ_STATUS status;
 	PendingStore *ps;
 
 	if (pending_bytes <= Max(limit, spill_floor) || marks != NIL ||
+		GetCurrentSubTransactionId() != TopSubTransactionId ||
 		pending_stores == NULL)
 		return;
 
@@ -973,72 +1008,296 @@ maybe_spill(void)
 	hash_seq_init(&status, pending_stores);
 	while ((ps = hash_seq_search(&status)) != NULL)
 	{
-		if (ps->store->scans == 0 && !LsmFdwPendingDropped(ps->relid))
-			spill_store(ps);
+		if (LsmFdwPendingDropped(ps->relid))
+			continue;
+		if (ps->cmd_stage != NULL && ps->cmd_cid < cid)
+			(void) fold_command(ps, false);
+		if (ps->store->scans == 0)
+			spill_older(ps, cid);
+		if ((ps->cmd_stage == NULL || ps->cmd_cid == cid) &&
+			LsmFdwScansWithin(ps->store, cid, cid))
+			spill_command(ps, cid);
 	}
 	spill_floor = pending_bytes + limit / 4;
 }
 
 /*
- * Moves the keys of ps that the transaction simply inserted (one version, a
- * put, the store lacked the key) to its stage, opening it if needed, and
- * frees their memory.
+ * Whether pk's net change can live in a stage: a row the transaction
+ * inserted (a put; an insert then deleted must leave the store as it
+ * finds it at commit, which memory decides), or a change of a committed
+ * row, whose version goes to the bases.
+ */
+static bool
+spillable(PendingKey *pk)
+{
+	return pk->base == LSMFDW_BASE_VERSION ||
+		(pk->base == LSMFDW_BASE_ABSENT && !pk->newest->is_delete);
+}
+
+/*
+ * Moves pk's net change from memory to stage (ps's stage or command
+ * stage), with the version of the committed row it changes to the bases,
+ * and frees it.  REQUIRES: no open scan points to pk's versions;
+ * spillable(pk).
  */
 static void
-spill_store(PendingStore *ps)
+spill_key(PendingStore *ps, lsm_stage *stage, PendingKey *pk)
+{
+	PendingVersion *v = pk->newest;
+	char	   *key = (char *) pk->ref.data;
+	int			rc;
+
+	/* a staged key's version is in the bases already */
+	if (pk->base == LSMFDW_BASE_VERSION && !pk->staged)
+	{
+		uint8		version[8];
+		int			i;
+
+		open_stage(ps, &ps->bases, 16);
+		for (i = 0; i < 8; i++)
+			version[i] = (uint8) (pk->base_version >> (56 - 8 * i));
+		rc = lsm_stage_put(ps->bases, pk->ref.data, pk->ref.len, version,
+						   sizeof(version));
+		if (rc != LSM_OK)
+			LsmFdwReportError(rc, ps->store->db, ps->relname,
+							  "stage writes to");
+	}
+	rc = v->is_delete
+		? lsm_stage_delete(stage, pk->ref.data, pk->ref.len)
+		: lsm_stage_put(stage, pk->ref.data, pk->ref.len, v->val, v->vlen);
+	if (rc != LSM_OK)
+		LsmFdwReportError(rc, ps->store->db, ps->relname, "stage writes to");
+
+	(void) hash_search(ps->keys, &pk->ref, HASH_REMOVE, NULL);
+	pending_bytes -= Min(pending_bytes, pk->ref.len);
+	while (v != NULL)
+	{
+		PendingVersion *older = v->older;
+
+		pending_bytes -= Min(pending_bytes, v->vlen + VERSION_OVERHEAD);
+		if (v->val != NULL)
+			pfree((char *) v->val);
+		pfree(v);
+		v = older;
+	}
+	pfree(key);
+}
+
+/*
+ * With no scan of ps's store open, moves to its stage the keys that the
+ * running command cid did not write, and the keys that it simply inserted
+ * (one version, a put).  Every later reader sees these as the stage shows
+ * them.
+ */
+static void
+spill_older(PendingStore *ps, CommandId cid)
 {
 	HASH_SEQ_STATUS status;
 	PendingKey *pk;
-	int			rc;
 
-	open_stage(ps);
+	open_stage(ps, &ps->stage, 4);
 	hash_seq_init(&status, ps->keys);
 	while ((pk = hash_seq_search(&status)) != NULL)
 	{
 		PendingVersion *v = pk->newest;
-		char	   *key = (char *) pk->ref.data;
 
-		if (v->older != NULL || v->is_delete || pk->base != LSMFDW_BASE_ABSENT)
+		if (!spillable(pk) ||
+			(v->cid >= cid &&
+			 (v->older != NULL || pk->base != LSMFDW_BASE_ABSENT)))
 			continue;
-		rc = lsm_stage_put(ps->stage, pk->ref.data, pk->ref.len, v->val,
-						   v->vlen);
-		if (rc != LSM_OK)
+		PG_TRY();
+		{
+			spill_key(ps, ps->stage, pk);
+		}
+		PG_CATCH();
 		{
 			hash_seq_term(&status);
-			LsmFdwReportError(rc, ps->store->db, ps->relname,
-							  "stage writes to");
+			PG_RE_THROW();
 		}
-		pending_bytes -= Min(pending_bytes,
-							 pk->ref.len + v->vlen + VERSION_OVERHEAD);
-		(void) hash_search(ps->keys, &pk->ref, HASH_REMOVE, NULL);
-		pfree((char *) v->val);
-		pfree(v);
-		pfree(key);
+		PG_END_TRY();
 	}
 }
 
-/* Whether the stage of ps writes key (puts or deletes it). */
-static bool
-stage_holds(PendingStore *ps, const char *key, size_t klen)
+/*
+ * While every open scan of ps's store reads with command id cid (the
+ * command that writes), moves the keys that only command cid wrote to the
+ * command stage: no scan points to their versions, no reader of command
+ * cid sees them, and the readers of later commands read the command stage
+ * too (fold_command).
+ */
+static void
+spill_command(PendingStore *ps, CommandId cid)
 {
-	void	   *val = NULL;
-	size_t		vlen;
-	int			rc = lsm_stage_get(ps->stage, key, klen, &val, &vlen);
+	HASH_SEQ_STATUS status;
+	PendingKey *pk;
 
-	if (val != NULL)
-		lsm_free(val);
-	if (rc != LSM_OK && rc != LSM_DELETED && rc != LSM_NOTFOUND)
-		LsmFdwReportError(rc, ps->store->db, ps->relname, "read");
-	return rc != LSM_NOTFOUND;
+	hash_seq_init(&status, ps->keys);
+	while ((pk = hash_seq_search(&status)) != NULL)
+	{
+		PendingVersion *v;
+
+		if (!spillable(pk))
+			continue;
+		for (v = pk->newest; v != NULL && v->cid == cid; v = v->older)
+			;
+		if (v != NULL)
+			continue;			/* an earlier command wrote it too */
+		PG_TRY();
+		{
+			open_stage(ps, &ps->cmd_stage, 4);
+			ps->cmd_cid = cid;
+			spill_key(ps, ps->cmd_stage, pk);
+		}
+		PG_CATCH();
+		{
+			hash_seq_term(&status);
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
+	}
 }
 
 /*
- * The unique check of the keys in ps's stage that memory does not rewrite
- * (those are checked with the others): each must still be absent from the
- * store.  REQUIRES: the commit lock, the store refreshed.
+ * Moves the writes of ps's command stage into its stage, once no open scan
+ * reads with the command's id or an earlier one (those must not see them);
+ * with force, whatever is open (at commit).  Returns whether it did (true
+ * too if there was none).  On an error the command stage stays as it was:
+ * the stage may hold part of it, in the same versions.
+ */
+static bool
+fold_command(PendingStore *ps, bool force)
+{
+	lsm_iter   *volatile it = NULL;
+	lsm_iter   *opened;
+	int			rc;
+
+	if (ps->cmd_stage == NULL)
+		return true;
+	if (!force &&
+		!LsmFdwScansWithin(ps->store, ps->cmd_cid + 1, InvalidCommandId))
+		return false;
+	open_stage(ps, &ps->stage, 4);
+	if ((rc = lsm_stage_iter_open(ps->cmd_stage, &opened)) != LSM_OK)
+		LsmFdwReportError(rc, ps->store->db, ps->relname, "read");
+	it = opened;
+	PG_TRY();
+	{
+		for (lsm_iter_seek(it, NULL, 0); lsm_iter_valid(it) && rc == LSM_OK;
+			 lsm_iter_next(it))
+		{
+			size_t		klen;
+			size_t		vlen;
+			const char *key = lsm_iter_key(it, &klen);
+			const char *val = lsm_iter_value(it, &vlen);
+
+			CHECK_FOR_INTERRUPTS();
+			if (lsm_iter_is_delete(it))
+				rc = lsm_stage_delete(ps->stage, key, klen);
+			else
+				rc = lsm_stage_put(ps->stage, key, klen, val, vlen);
+		}
+		if (rc == LSM_OK)
+			rc = lsm_iter_status(it);
+		if (rc != LSM_OK)
+			LsmFdwReportError(rc, ps->store->db, ps->relname,
+							  "stage writes to");
+	}
+	PG_FINALLY();
+	{
+		lsm_iter_close(it);
+	}
+	PG_END_TRY();
+	lsm_stage_abort(ps->cmd_stage);
+	ps->cmd_stage = NULL;
+	ps->cmd_cid = InvalidCommandId;
+	return true;
+}
+
+/*
+ * Whether a reader with command id curcid (InvalidCommandId: the newest of
+ * all) sees ps's command stage.
+ */
+static bool
+command_visible(PendingStore *ps, CommandId curcid)
+{
+	return ps->cmd_stage != NULL &&
+		(curcid == InvalidCommandId || curcid > ps->cmd_cid);
+}
+
+/*
+ * Looks key up in stage (one of ps's stages): LSM_OK (a put, the row in
+ * *val, palloc'd and NUL-terminated, and its length in *vlen, if val is
+ * not NULL), LSM_DELETED or LSM_NOTFOUND.  Raises an error if the engine
+ * fails.
+ */
+static int
+stage_read(PendingStore *ps, lsm_stage *stage, const char *key, size_t klen,
+		   void **val, size_t *vlen)
+{
+	void	   *v = NULL;
+	size_t		n = 0;
+	int			rc = lsm_stage_get(stage, key, klen, &v, &n);
+
+	if (rc != LSM_OK && rc != LSM_DELETED && rc != LSM_NOTFOUND)
+		LsmFdwReportError(rc, ps->store->db, ps->relname, "read");
+	if (val != NULL)
+	{
+		*val = NULL;
+		*vlen = 0;
+	}
+	if (v == NULL)
+		return rc;
+	/* the engine's allocation must not leak if the copy fails */
+	PG_TRY();
+	{
+		if (val != NULL)
+		{
+			*val = palloc(n + 1);
+			memcpy(*val, v, n);
+			((char *) *val)[n] = '\0';
+			*vlen = n;
+		}
+	}
+	PG_FINALLY();
+	{
+		lsm_free(v);
+	}
+	PG_END_TRY();
+	return rc;
+}
+
+/*
+ * Whether the bases of ps hold key, a staged change of a committed row;
+ * sets *version to the version of that row.
+ */
+static bool
+staged_base(PendingStore *ps, const char *key, size_t klen, uint64 *version)
+{
+	char	   *v;
+	size_t		vlen;
+	int			i;
+
+	if (ps->bases == NULL ||
+		stage_read(ps, ps->bases, key, klen, (void **) &v, &vlen) != LSM_OK)
+		return false;
+	if (vlen != 8)
+		elog(ERROR, "lsm_fdw: staged row version of %zu bytes", vlen);
+	*version = 0;
+	for (i = 0; i < 8; i++)
+		*version = (*version << 8) | (uint8) v[i];
+	pfree(v);
+	return true;
+}
+
+/*
+ * The checks of the keys in ps's stage that memory does not rewrite (those
+ * are checked with the others): a key it changed must still have the
+ * version the transaction read, a key it inserted must still be absent
+ * from the store.  REQUIRES: the commit lock, the store refreshed, the
+ * command stage folded.
  */
 static void
-check_staged_inserts(PendingStore *ps)
+check_staged(PendingStore *ps)
 {
 	lsm_iter   *volatile it = NULL;
 	lsm_iter   *opened;
@@ -1056,10 +1315,21 @@ check_staged_inserts(PendingStore *ps)
 			const char *key = lsm_iter_key(it, &klen);
 			char	   *row;
 			size_t		rowlen;
+			uint64		version;
+			bool		present;
 
 			CHECK_FOR_INTERRUPTS();
+			if (find_key(ps->relid, key, klen) != NULL)
+				continue;
+			if (staged_base(ps, key, klen, &version))
+			{
+				present = LsmFdwGet(ps->store, ps->relname, key, klen, &row,
+									&rowlen);
+				if (present && row_version(row, rowlen) == version)
+					continue;
+				report_concurrent_change(ps, key, klen, present);
+			}
 			if (lsm_iter_is_delete(it) ||
-				find_key(ps->relid, key, klen) != NULL ||
 				!LsmFdwGet(ps->store, ps->relname, key, klen, &row, &rowlen))
 				continue;
 			ereport(ERROR,
@@ -1192,7 +1462,8 @@ store_has_writes(PendingStore *ps)
 {
 	return hash_get_num_entries(ps->keys) > 0 ||
 		(ps->stage != NULL && (lsm_stage_count(ps->stage) > 0 ||
-							   lsm_stage_truncated(ps->stage)));
+							   lsm_stage_truncated(ps->stage))) ||
+		(ps->cmd_stage != NULL && lsm_stage_count(ps->cmd_stage) > 0);
 }
 
 /* Whether the transaction has pending writes for any store. */
@@ -1268,6 +1539,12 @@ end_xact(bool commit)
 			if (ps->stage != NULL)
 				lsm_stage_abort(ps->stage);
 			ps->stage = NULL;
+			if (ps->cmd_stage != NULL)
+				lsm_stage_abort(ps->cmd_stage);
+			ps->cmd_stage = NULL;
+			if (ps->bases != NULL)
+				lsm_stage_abort(ps->bases);
+			ps->bases = NULL;
 			if (ps->store != NULL)
 				LsmFdwUnpinStore(ps->store);
 		}
@@ -1316,6 +1593,8 @@ xact_callback(XactEvent event, void *arg)
 						order[n++] = ps;
 				}
 				qsort(order, n, sizeof(PendingStore *), pending_store_cmp);
+				for (i = 0; i < n; i++)
+					(void) fold_command(order[i], true);
 				for (i = 0; i < n; i++)
 					lock_and_check_store(order[i]);
 				for (i = 0; i < n; i++)
