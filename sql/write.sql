@@ -43,8 +43,20 @@ UPDATE acc SET id = NULL WHERE id = 100;                    -- ERROR
 -- every row once, although the moved rows land ahead of the scan
 UPDATE acc SET id = id + 1000 WHERE id >= 10 RETURNING id, owner;
 SELECT * FROM acc ORDER BY id;
--- keys taken by rows not yet moved fail, as with a unique index
-UPDATE acc SET id = id + 1 WHERE id IN (1010, 1011);        -- ERROR
+-- a key is checked when the statement ends (the SQL standard's rule, where
+-- a unique index checks row by row): a key that a row still to be moved
+-- holds is free by then, whatever order the rows come in
+UPDATE acc SET id = id + 1 WHERE id BETWEEN 1010 AND 1014 RETURNING id, owner;
+UPDATE acc SET id = id - 1 WHERE id BETWEEN 1011 AND 1015 RETURNING id, owner;
+-- two rows swap their keys, twice
+UPDATE acc SET id = 2021 - id WHERE id IN (1010, 1011) RETURNING id, owner;
+UPDATE acc SET id = 2021 - id WHERE id IN (1010, 1011) RETURNING id, owner;
+-- a key still taken when the statement ends fails, and so do two rows
+-- moved to one key
+UPDATE acc SET id = id + 1 WHERE id = 1010;                 -- ERROR
+UPDATE acc SET id = 1010 WHERE id IN (1011, 1012);          -- ERROR
+UPDATE acc SET id = 5000 WHERE id IN (1010, 1011);          -- ERROR
+SELECT * FROM acc ORDER BY id;
 -- the target row produced twice by a join is updated once
 CREATE TABLE bonus (id int, amount numeric);
 INSERT INTO bonus VALUES (2, 5), (2, 7), (3, 1);

@@ -17,10 +17,15 @@
  *
  * Writes go to the transaction's pending writes (xact.c), tagged with the
  * command id of the statement, and reach the store at commit.  The key is
- * unique: an INSERT (or an UPDATE moving a row to another key) fails with
- * unique_violation if the key exists, in the newest pending version or, if
- * the transaction has not written it, in the store; INSERT ... ON CONFLICT
- * DO NOTHING skips the row instead.  An UPDATE or DELETE of a row that the
+ * unique: an INSERT fails with unique_violation if the key exists, in the
+ * newest pending version or, if the transaction has not written it, in the
+ * store; INSERT ... ON CONFLICT DO NOTHING skips the row instead.  An
+ * UPDATE that moves a row to a key another row still holds is checked at
+ * the end of the statement, as the SQL standard has it: the row waits
+ * until the statement moves or deletes the other row, so that "SET key =
+ * key + 1" works whatever order the rows come in, and the statement fails
+ * only if the key is still taken when it ends (a heap table's unique index
+ * checks each row at once).  An UPDATE or DELETE of a row that the
  * same command already updated or deleted (a join producing it twice) does
  * nothing, as for a heap table.
  *
@@ -66,10 +71,22 @@ typedef struct LsmFdwModifyState
 	bool		changes_rows;	/* UPDATE or DELETE: counted in
 								 * store->modifying */
 	AttrNumber	key_junk;		/* the old key in the plan's output */
+	HTAB	   *waiting;		/* rows an UPDATE moved to keys other rows
+								 * still held (WaitingRow), or NULL */
+	MemoryContext cxt;			/* the statement's (es_query_cxt) */
 	MemoryContext row_cxt;		/* reset for every row */
 	MemoryContextCallback cleanup;	/* unpins the store on error */
 	bool		released;
 } LsmFdwModifyState;
+
+/* A row waiting for its new key (LsmFdwModifyState.waiting) */
+typedef struct WaitingRow
+{
+	LsmFdwKeyRef key;			/* hash key (must be first) */
+	char	   *row;			/* the encoded row */
+	size_t		rowlen;
+	CommandId	cid;
+} WaitingRow;
 
 /* Items of the fdw_private list made by PlanForeignModify */
 enum LsmFdwModifyPrivate
@@ -113,6 +130,10 @@ static char *row_identity_name(Relation rel, const LsmFdwTable *t);
 static LsmFdwModifyState *begin_modify(EState *estate, Relation rel,
 									   bool do_nothing);
 static void release_modify(void *arg);
+static void wait_for_key(LsmFdwModifyState *st, StringInfo key,
+						 StringInfo row, CommandId cid);
+static void key_freed(LsmFdwModifyState *st, StringInfo key);
+static void place_waiting_rows(LsmFdwModifyState *st);
 static void old_key(LsmFdwModifyState *st, TupleTableSlot *planSlot,
 					StringInfo buf);
 static void set_ctid(LsmFdwModifyState *st, TupleTableSlot *slot,
@@ -355,15 +376,20 @@ lsmfdwExecForeignUpdate(EState *estate, ResultRelInfo *rinfo,
 						   estate->es_output_cid);
 	else
 	{
-		if (LsmFdwKeyExists(st->store, t, key.data, key.len, &pending))
-			report_duplicate(t, key.data, key.len);
+		bool		taken = LsmFdwKeyExists(st->store, t, key.data, key.len,
+											&pending);
+
 		/* the old row's version first: nothing written if it changed */
 		LsmFdwPendingWrite(st->store, t->relname, oldkey.data, oldkey.len,
 						   NULL, 0, true, LSMFDW_BASE_VERSION,
 						   estate->es_output_cid);
-		LsmFdwPendingWrite(st->store, t->relname, key.data, key.len,
-						   row.data, row.len, false, LSMFDW_BASE_ABSENT,
-						   estate->es_output_cid);
+		if (taken)
+			wait_for_key(st, &key, &row, estate->es_output_cid);
+		else
+			LsmFdwPendingWrite(st->store, t->relname, key.data, key.len,
+							   row.data, row.len, false, LSMFDW_BASE_ABSENT,
+							   estate->es_output_cid);
+		key_freed(st, &oldkey);
 	}
 	set_ctid(st, slot, &key);
 	MemoryContextSwitchTo(oldcxt);
@@ -428,12 +454,17 @@ lsmfdwExecForeignDelete(EState *estate, ResultRelInfo *rinfo,
 	return slot;
 }
 
-/* Ends an INSERT, UPDATE or DELETE. */
+/*
+ * Ends an INSERT, UPDATE or DELETE: rows still waiting for their keys take
+ * them now, or the statement fails with unique_violation.
+ */
 static void
 lsmfdwEndForeignModify(EState *estate, ResultRelInfo *rinfo)
 {
-	if (rinfo->ri_FdwState != NULL)
-		release_modify(rinfo->ri_FdwState);
+	if (rinfo->ri_FdwState == NULL)
+		return;
+	place_waiting_rows(rinfo->ri_FdwState);
+	release_modify(rinfo->ri_FdwState);
 }
 
 /* Ends a COPY FROM or the routing of INSERT rows. */
@@ -487,6 +518,7 @@ begin_modify(EState *estate, Relation rel, bool do_nothing)
 	st->table = LsmFdwGetTable(rel);
 	st->do_nothing = do_nothing;
 	st->key_junk = InvalidAttrNumber;
+	st->cxt = cxt;
 	st->row_cxt = AllocSetContextCreate(cxt, "lsm_fdw row",
 										ALLOCSET_DEFAULT_SIZES);
 	st->store = LsmFdwOpenStore(st->table, true);
@@ -594,6 +626,93 @@ modified_by_command(LsmFdwModifyState *st, StringInfo key, CommandId cid)
 	return LsmFdwPendingLookup(st->table->relid, key->data, key->len,
 							   InvalidCommandId, &p, &vcid) &&
 		vcid == cid;
+}
+
+/*
+ * Makes the row (encoded key and row) that the UPDATE command cid moves to
+ * a key another row holds wait until the statement frees that key
+ * (key_freed) or ends (place_waiting_rows).  Raises unique_violation if
+ * another row of the statement waits for it already: the key cannot end up
+ * with both.
+ */
+static void
+wait_for_key(LsmFdwModifyState *st, StringInfo key, StringInfo row,
+			 CommandId cid)
+{
+	MemoryContext oldcxt = MemoryContextSwitchTo(st->cxt);
+	LsmFdwKeyRef ref;
+	WaitingRow *w;
+	bool		found;
+	char	   *copy;
+
+	if (st->waiting == NULL)
+		st->waiting = LsmFdwKeyTableCreate("lsm_fdw waiting rows",
+										   sizeof(WaitingRow), st->cxt);
+	ref.data = key->data;
+	ref.len = key->len;
+	w = hash_search(st->waiting, &ref, HASH_FIND, NULL);
+	if (w != NULL)
+		report_duplicate(st->table, key->data, key->len);
+	copy = palloc(key->len + row->len);
+	memcpy(copy, key->data, key->len);
+	memcpy(copy + key->len, row->data, row->len);
+	w = hash_search(st->waiting, &ref, HASH_ENTER, &found);
+	w->key.data = copy;			/* the entry keeps it, not the row's bytes */
+	w->row = copy + key->len;
+	w->rowlen = row->len;
+	w->cid = cid;
+	MemoryContextSwitchTo(oldcxt);
+}
+
+/* The statement deleted or moved the row of key: a row waiting for it takes it. */
+static void
+key_freed(LsmFdwModifyState *st, StringInfo key)
+{
+	LsmFdwKeyRef ref;
+	WaitingRow *w;
+
+	if (st->waiting == NULL || hash_get_num_entries(st->waiting) == 0)
+		return;
+	ref.data = key->data;
+	ref.len = key->len;
+	w = hash_search(st->waiting, &ref, HASH_FIND, NULL);
+	if (w == NULL)
+		return;
+	LsmFdwPendingWrite(st->store, st->table->relname, w->key.data,
+					   w->key.len, w->row, w->rowlen, false,
+					   LSMFDW_BASE_ABSENT, w->cid);
+	(void) hash_search(st->waiting, &ref, HASH_REMOVE, NULL);
+}
+
+/*
+ * At the end of the statement, the rows still waiting take their keys if
+ * they are free now (another part of the statement, such as a
+ * data-modifying WITH, deleted the row); else unique_violation.
+ */
+static void
+place_waiting_rows(LsmFdwModifyState *st)
+{
+	HASH_SEQ_STATUS status;
+	WaitingRow *w;
+	bool		pending;
+
+	if (st->waiting == NULL)
+		return;
+	hash_seq_init(&status, st->waiting);
+	while ((w = hash_seq_search(&status)) != NULL)
+	{
+		if (LsmFdwKeyExists(st->store, st->table, w->key.data, w->key.len,
+							&pending))
+		{
+			hash_seq_term(&status);
+			report_duplicate(st->table, w->key.data, w->key.len);
+		}
+		LsmFdwPendingWrite(st->store, st->table->relname, w->key.data,
+						   w->key.len, w->row, w->rowlen, false,
+						   LSMFDW_BASE_ABSENT, w->cid);
+	}
+	hash_destroy(st->waiting);
+	st->waiting = NULL;
 }
 
 /* Raises unique_violation for key, which exists in table t. */
