@@ -15,6 +15,7 @@
  * malformed batch payloads.
  */
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
 
 #include "harness.h"
@@ -788,7 +789,52 @@ TEST(batch_malformed)
 	/* a key length running past the end */
 	p[LSM_BATCH_HEADER + 1] = 0x7f;
 	CHECK_RC(LSM_CORRUPTION, lsm_batch_iterate(p, n, count_entry, &count, NULL));
+	CHECK_RC(LSM_CORRUPTION, lsm_batch_check(p, n, NULL));
 	free(p);
+
+	/*
+	 * Well framed but out of bounds: sequences 0 or past LSM_MAX_SEQUENCE,
+	 * no entry, an empty key, a key longer than LSM_MAX_KEY_LEN, a value
+	 * longer than LSM_MAX_VALUE_LEN (lengths checked before any byte is).
+	 */
+	{
+		static const struct
+		{
+			uint64_t	seq;
+			uint32_t	count;
+			uint8_t		entry[16];
+			size_t		elen;
+		}			bad[] = {
+			{0, 1, {1, 1, 'k', 1, 'v'}, 5},
+			{LSM_MAX_SEQUENCE + 1, 1, {1, 1, 'k', 1, 'v'}, 5},
+			{LSM_MAX_SEQUENCE, 2, {0, 1, 'k', 0, 1, 'j'}, 6},
+			{5, 0, {0}, 0},
+			{5, 1, {0, 0}, 2},
+			{5, 1, {1, 0x80, 0x80, 0x04, 'k'}, 5},	/* key of 65536 */
+			{5, 1, {1, 1, 'k', 0x81, 0x80, 0x80, 0x80, 0x04, 'v'}, 9},	/* 2^30 + 1 */
+		};
+		uint8_t		buf[64];
+		size_t		k;
+
+		for (k = 0; k < sizeof(bad) / sizeof(bad[0]); k++)
+		{
+			size_t		len = LSM_BATCH_HEADER + bad[k].elen;
+
+			lsm_put_u64(buf, bad[k].seq);
+			lsm_put_u32(buf + 8, bad[k].count);
+			memcpy(buf + LSM_BATCH_HEADER, bad[k].entry, bad[k].elen);
+			count = 0;
+			CHECK_MSG(lsm_batch_check(buf, len, NULL) == LSM_CORRUPTION,
+					  "bad batch %zu accepted by lsm_batch_check", k);
+			CHECK_MSG(lsm_batch_iterate(buf, len, count_entry, &count, NULL) ==
+					  LSM_CORRUPTION, "bad batch %zu accepted", k);
+		}
+		/* the same shapes in bounds are accepted */
+		lsm_put_u64(buf, LSM_MAX_SEQUENCE - 1);
+		lsm_put_u32(buf + 8, 2);
+		memcpy(buf + LSM_BATCH_HEADER, "\x00\x01k\x01\x01j\x00", 7);
+		CHECK_OK(lsm_batch_check(buf, LSM_BATCH_HEADER + 7, NULL));
+	}
 
 	/* random scribbles: any result, but no crash and no overrun */
 	{
@@ -810,6 +856,127 @@ TEST(batch_malformed)
 	lsm_batch_free(b);
 }
 
+/*
+ * Runs body(arg) in a child process with an alarm far above the time it
+ * needs, so that a hang fails the test (the child dies of SIGALRM) instead
+ * of stopping the suite.  The child's CHECKs fail the test as usual.
+ */
+static void
+in_child_with_alarm(void (*body) (void *arg), void *arg, unsigned seconds,
+					const char *what)
+{
+	pid_t		pid;
+	int			status;
+
+	fflush(stdout);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0)
+	{
+		alarm(seconds);
+		body(arg);
+		_exit(0);
+	}
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	CHECK_MSG(!WIFSIGNALED(status) || WTERMSIG(status) != SIGALRM,
+			  "%s: still running after %u s", what, seconds);
+	CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+			  "%s: the child failed (status 0x%x)", what, status);
+}
+
+/* Appends n copies of the unit bytes to the log's file. */
+static void
+append_pattern(wlog *w, const uint8_t *unit, size_t ulen, size_t n)
+{
+	size_t		chunk = 1 << 16;
+	uint8_t    *buf = malloc(chunk * ulen);
+	size_t		i;
+
+	CHECK(buf != NULL);
+	for (i = 0; i < chunk; i++)
+		memcpy(buf + i * ulen, unit, ulen);
+	while (n > 0)
+	{
+		size_t		k = n < chunk ? n : chunk;
+
+		CHECK_EQ(write(w->fd, buf, k * ulen), (ssize_t) (k * ulen));
+		n -= k;
+	}
+	free(buf);
+}
+
+/* Body of scan_is_linear: replays the log of wlog arg expecting a tail. */
+static void
+replay_ones(void *arg)
+{
+	wlog	   *w = arg;
+	oplist		got;
+	lsm_wal_replay_result res;
+	lsm_err		e;
+
+	CHECK_OK(replay(w, 0, 1, &got, &res, &e));
+	CHECK_EQ(res.records, 3);
+	CHECK_EQ_U(res.end_off, w->bounds[3]);
+	check_ops(&got, &w->want, w->opsbefore[3]);
+	oplist_free(&got);
+}
+
+/* Body of scan_is_linear: the crafted log must be refused, quickly. */
+static void
+replay_crafted(void *arg)
+{
+	wlog	   *w = arg;
+	oplist		got;
+	lsm_wal_replay_result res;
+	lsm_err		e;
+
+	CHECK_RC(LSM_CORRUPTION, replay(w, 0, 1, &got, &res, &e));
+	CHECK_MSG(strstr(e.msg, "too many record-like bytes") != NULL, "%s",
+			  e.msg);
+	CHECK_EQ(res.records, 3);
+	oplist_free(&got);
+}
+
+/*
+ * Whatever follows a bad record, the search behind it for a good one is
+ * linear.  17 MB of 0x01 bytes after a damaged record (every position
+ * reads as a batch record whose length fits) used to cost a checksum of
+ * 16 MB per position: hours.  Now they are a torn tail at once.  Bytes
+ * crafted so that every 24th position is a plausible header (type, length,
+ * count, the expected sequence) exhaust the checksum budget: the log is
+ * refused rather than searched in quadratic time.
+ */
+TEST(scan_is_linear)
+{
+	char	   *dir = harness_tmpdir("wallin");
+	wlog		w;
+	uint8_t		unit[24];
+	uint8_t		byte;
+	int			i;
+
+	wlog_open(&w, dir);
+	for (i = 0; i < 4; i++)
+		wlog_append_simple(&w, i, 3, 20);
+	/* damage the last record, then 17 MB of 0x01 */
+	CHECK_EQ(pread(w.fd, &byte, 1, (off_t) w.bounds[3] + 30), 1);
+	byte ^= 0x20;
+	CHECK_EQ(pwrite(w.rwfd, &byte, 1, (off_t) w.bounds[3] + 30), 1);
+	byte = 0x01;
+	append_pattern(&w, &byte, 1, 17 << 20);
+	in_child_with_alarm(replay_ones, &w, 300, "17 MB of 0x01 after a bad record");
+
+	/* plausible headers every 24 bytes, 4 MB of them */
+	CHECK_EQ(ftruncate(w.fd, (off_t) w.bounds[4]), 0);
+	memset(unit, 0, sizeof(unit));
+	lsm_put_u32(unit + 4, 65536);	/* length */
+	unit[8] = LSM_WAL_BATCH;
+	lsm_put_u64(unit + 9, w.next_seq);	/* the sequence expected next */
+	lsm_put_u32(unit + 17, 1);	/* count */
+	append_pattern(&w, unit, sizeof(unit), (4 << 20) / sizeof(unit));
+	in_child_with_alarm(replay_crafted, &w, 300, "plausible headers");
+	wlog_close(&w);
+}
+
 /* Runs the tests named on the command line, or all of them. */
 int
 main(int argc, char **argv)
@@ -825,5 +992,6 @@ main(int argc, char **argv)
 	RUN(sequence_discontinuity);
 	RUN(apply_error);
 	RUN(batch_malformed);
+	RUN(scan_is_linear);
 	return harness_done();
 }

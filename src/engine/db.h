@@ -35,9 +35,20 @@ typedef int (*lsm_batch_fn) (void *arg, uint64_t seq, int kind,
 							 const uint8_t *key, size_t klen,
 							 const uint8_t *val, size_t vlen);
 
-/* Calls fn for every entry of a batch payload (after the WAL header). */
+/*
+ * Calls fn for every entry of a batch payload (after the WAL header), in
+ * order; LSM_CORRUPTION at the first malformed entry (fn has then seen the
+ * ones before it), or fn's error.
+ */
 int			lsm_batch_iterate(const uint8_t *payload, size_t n, lsm_batch_fn fn,
 							  void *arg, lsm_err *e);
+
+/*
+ * Checks a whole batch payload without applying it: its header (at least
+ * one entry, sequences within 1 .. LSM_MAX_SEQUENCE) and every entry, as
+ * lsm_batch_iterate would decode them.  LSM_OK or LSM_CORRUPTION.
+ */
+int			lsm_batch_check(const uint8_t *payload, size_t n, lsm_err *e);
 
 struct lsm_db
 {
