@@ -87,6 +87,21 @@ int			lsm_errno(const lsm_db *db);
  */
 typedef int (*lsm_interrupt_fn) (void *arg);
 
+/*
+ * Log callback: told, with a complete sentence, of events that a store's
+ * administrator should hear of although no call fails.  It must not
+ * longjmp; it may be called with the store's write lock held.
+ *	LSM_LOG_WARNING		recovery discarded data: an invalid tail of a
+ *						write-ahead log (lsm_stats.wal_tails counts them);
+ *						lsm_verify also repeats the store's record of them
+ *	LSM_LOG_NOTICE		lsm_verify found something that is not damage (a
+ *						file the manifest does not name, left by an
+ *						interrupted flush or compaction)
+ */
+#define LSM_LOG_NOTICE	1
+#define LSM_LOG_WARNING 2
+typedef void (*lsm_log_fn) (void *arg, int level, const char *msg);
+
 typedef struct lsm_options
 {
 	size_t		memtable_bytes; /* flush threshold */
@@ -119,6 +134,8 @@ typedef struct lsm_options
 									 * of value filters (searching it scans) */
 	int			value_search;	/* strategy of lsm_value_search: one of
 								 * LSM_SEARCH_* (AUTO by default) */
+	lsm_log_fn	log;			/* optional; see above */
+	void	   *log_arg;
 } lsm_options;
 
 /*
@@ -490,6 +507,20 @@ typedef struct lsm_level_stats
 	uint64_t	value_filter_bytes;
 } lsm_level_stats;
 
+/*
+ * Invalid write-ahead log tails (lsm_get_stats): bytes after the last
+ * complete, valid record of a log, left by a write that a crash cut short
+ * or damaged.  Recovery replays the records before them and discards them:
+ * the first writer to find them cuts them off before it appends.
+ */
+typedef struct lsm_wal_tail_stats
+{
+	uint64_t	count;			/* tails discarded */
+	uint64_t	log_number;		/* the last one: its log file (NNNNNN.log), */
+	uint64_t	offset;			/* the offset of its first byte */
+	uint64_t	bytes;			/* and its length */
+} lsm_wal_tail_stats;
+
 typedef struct lsm_stats
 {
 	int			levels;			/* LSM_MAX_LEVELS */
@@ -517,6 +548,14 @@ typedef struct lsm_stats
 	lsm_hierarchy_stats hierarchy;
 	uint64_t	value_searches; /* value searches opened */
 	lsm_search_stats search;	/* their counters, summed (strategy 0) */
+
+	/*
+	 * Not a counter of this handle: the tails that writers in any process
+	 * cut from the store's logs since its LOCK file was created (kept in
+	 * that file); on a handle that cannot map it, those this handle cut or,
+	 * read-only, left out.
+	 */
+	lsm_wal_tail_stats wal_tails;
 } lsm_stats;
 
 /* Fills *st.  Level figures are those of the handle's current version. */

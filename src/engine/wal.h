@@ -12,9 +12,9 @@
  * one, or at one whose first sequence does not continue the previous record
  * (stale bytes past a truncation that did not reach the disk).  Everything
  * from there on is the log's invalid tail: a writer cuts it before it
- * appends (db.c, invariant 7).  A bad record followed by a good one that
- * continues the log cannot come from a torn append and is reported as
- * corruption instead of being silently dropped.
+ * appends (db.c, invariant 7) and reports what it cut.  A bad record
+ * followed by a good one that continues the log cannot come from a torn
+ * append and is reported as corruption instead of being silently dropped.
  * The search for such a record is linear in the bytes after the bad one,
  * whatever they hold (wal.c).
  */
