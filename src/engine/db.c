@@ -95,6 +95,7 @@ static int	catch_up_full(lsm_db *db, lsm_err *e);
 static int	write_lock(lsm_db *db, bool wait, lsm_err *e);
 static void settle_tail(lsm_db *db, uint64_t g);
 static int	verify_log(lsm_db *db, lsm_err *e);
+static int	check_directory(lsm_db *db, bool report, lsm_err *e);
 static void release_lock(lsm_db *db);
 
 /* ---------- options, errors ---------- */
@@ -393,20 +394,14 @@ open_log(lsm_db *db, lsm_err *e)
 {
 	char		name[32],
 				path[4096];
-	int			rc;
 
 	lsm_env_close(db->log_fd);
 	db->log_fd = -1;
 	lsm_wal_filename(db->current->log_number, name, sizeof(name));
 	path_of(db, name, path, sizeof(path));
-	rc = lsm_env_open(path, db->opt.read_only ? O_RDONLY : O_RDWR | O_APPEND,
-					  0, &db->log_fd, e);
-	if (rc == LSM_NOTFOUND && db->write_locked)
-	{
-		/* invariant (4) makes this a store damaged by hand: start it afresh */
-		rc = lsm_env_open(path, O_RDWR | O_CREAT | O_APPEND, 0644, &db->log_fd, e);
-	}
-	return rc;
+	/* missing: raced with a flush (the caller retries), or lost (damage) */
+	return lsm_env_open(path, db->opt.read_only ? O_RDONLY : O_RDWR | O_APPEND,
+						0, &db->log_fd, e);
 }
 
 /*
@@ -867,10 +862,157 @@ create_store(lsm_db *db, lsm_err *e)
 	return rc;
 }
 
+/*
+ * What a store file's name says it is: NNNNNN.sst, NNNNNN.log or
+ * NNNNNN.vfn, with the number in *number; FILE_OTHER for anything else.
+ */
+typedef enum store_file_kind
+{
+	FILE_OTHER,
+	FILE_TABLE,
+	FILE_LOG,
+	FILE_NODE
+} store_file_kind;
+
+static store_file_kind
+kind_of(const char *name, uint64_t *number)
+{
+	const char *p = name;
+	uint64_t	n = 0;
+
+	for (; *p >= '0' && *p <= '9'; p++)
+	{
+		if (n > (UINT64_MAX - 9) / 10)
+			return FILE_OTHER;
+		n = n * 10 + (uint64_t) (*p - '0');
+	}
+	if (p == name)
+		return FILE_OTHER;
+	*number = n;
+	if (strcmp(p, ".sst") == 0)
+		return FILE_TABLE;
+	if (strcmp(p, ".log") == 0)
+		return FILE_LOG;
+	if (strcmp(p, ".vfn") == 0)
+		return FILE_NODE;
+	return FILE_OTHER;
+}
+
+/*
+ * Size of the file name in the store directory, or 0 if it is gone.
+ */
+static uint64_t
+file_size_of(const lsm_db *db, const char *name)
+{
+	char		path[4096];
+	struct stat st;
+
+	path_of(db, name, path, sizeof(path));
+	return stat(path, &st) == 0 ? (uint64_t) st.st_size : 0;
+}
+
+/*
+ * REQUIRES: the store directory has no MANIFEST.  It is a new store (or one
+ * whose creation died before its first manifest) only if it holds no data:
+ * no table, no node file, no log with a byte in it.  Anything else is a
+ * store that lost its manifest: LSM_CORRUPTION.  Writing a new manifest
+ * there would make every file an orphan, which the next compaction removes.
+ */
+static int
+check_no_data(lsm_db *db, lsm_err *e)
+{
+	DIR		   *d = opendir(db->dir);
+	struct dirent *de;
+	int			rc = LSM_OK;
+
+	if (d == NULL)
+		return lsm_err_sys(e, errno, "could not open directory \"%s\"",
+						   db->dir);
+	while (rc == LSM_OK && (de = readdir(d)) != NULL)
+	{
+		uint64_t	number;
+		store_file_kind kind = kind_of(de->d_name, &number);
+
+		if (kind == FILE_TABLE || kind == FILE_NODE ||
+			(kind == FILE_LOG && file_size_of(db, de->d_name) > 0))
+			rc = LSM_CORRUPT(e, "store \"%s\" has no MANIFEST but holds %s: the manifest was lost",
+							 db->dir, de->d_name);
+	}
+	closedir(d);
+	return rc;
+}
+
+/*
+ * Checks that no log in the store directory holds records and is newer
+ * than the one the manifest names, and with report, tells the log callback
+ * of every table, log and node file that the manifest does not name (the
+ * leftovers of an interrupted flush, compaction or ingest, which the next
+ * compaction removes).  A log receives records only once a manifest names
+ * it, and each new log is numbered after the last, so a newer log with
+ * records means that the MANIFEST is older than the store's files (a copy
+ * put back): LSM_CORRUPTION, before a compaction removes what it does not
+ * name.  A log seen with records may have been named by a manifest
+ * switched in since the handle last caught up: it catches up before
+ * judging.
+ */
+static int
+check_directory(lsm_db *db, bool report, lsm_err *e)
+{
+	DIR		   *d = opendir(db->dir);
+	struct dirent *de;
+	uint64_t	newest = 0;
+	char		newest_name[256] = "";
+	const lsm_version *v = db->current;
+	int			rc;
+
+	if (d == NULL)
+		return lsm_err_sys(e, errno, "could not open directory \"%s\"",
+						   db->dir);
+	while ((de = readdir(d)) != NULL)
+	{
+		uint64_t	number;
+		store_file_kind kind = kind_of(de->d_name, &number);
+		bool		named = false;
+		int			l,
+					i;
+
+		if (kind == FILE_LOG && number > v->log_number && number > newest &&
+			file_size_of(db, de->d_name) > 0)
+		{
+			newest = number;
+			snprintf(newest_name, sizeof(newest_name), "%s", de->d_name);
+		}
+		if (!report || kind == FILE_OTHER)
+			continue;
+		if (kind == FILE_LOG)
+			named = number == v->log_number;
+		else if (kind == FILE_NODE)
+			named = lsm_hier_has_node(v->hroot, number);
+		else
+			for (l = 0; l < LSM_MAX_LEVELS && !named; l++)
+				for (i = 0; i < v->nfiles[l] && !named; i++)
+					named = v->files[l][i]->meta.number == number;
+		if (!named)
+			lsm_db_log(db, LSM_LOG_NOTICE,
+					   "%s in store \"%s\" is not named by its MANIFEST: a leftover of an interrupted flush, compaction or ingest, which the next compaction removes",
+					   de->d_name, db->dir);
+	}
+	closedir(d);
+	if (newest == 0)
+		return LSM_OK;
+	if ((rc = lsm_db_catch_up(db, e)) != LSM_OK)
+		return rc;
+	if (newest <= db->current->log_number)
+		return LSM_OK;
+	return LSM_CORRUPT(e, "write-ahead log %s of store \"%s\" holds records but is newer than the log its MANIFEST names: the MANIFEST is older than the store's files",
+					   newest_name, db->dir);
+}
+
 static int
 open_store(lsm_db *db, lsm_err *e)
 {
-	char		path[4096];
+	char		path[4096],
+				manifest[4096];
 	struct stat st;
 	bool		exists;
 	int			rc;
@@ -881,6 +1023,15 @@ open_store(lsm_db *db, lsm_err *e)
 		return lsm_err_sys(e, errno, "could not stat \"%s\"", db->dir);
 	if (!S_ISDIR(st.st_mode))
 		return lsm_err_set(e, LSM_INVALID, "\"%s\" is not a directory", db->dir);
+	path_of(db, "MANIFEST", manifest, sizeof(manifest));
+	exists = stat(manifest, &st) == 0;
+	if (!exists && errno != ENOENT)
+		return lsm_err_sys(e, errno, "could not stat \"%s\"", manifest);
+	if (exists && db->opt.error_if_exists)
+		return lsm_err_set(e, LSM_EXISTS, "store \"%s\" already exists", db->dir);
+	/* a store that lost its manifest is never taken for a new one */
+	if (!exists && (rc = check_no_data(db, e)) != LSM_OK)
+		return rc;
 	path_of(db, "LOCK", path, sizeof(path));
 	rc = lsm_env_open(path, db->opt.read_only ? O_RDONLY : O_RDWR | O_CREAT,
 					  0644, &db->lock_fd, e);
@@ -889,10 +1040,6 @@ open_store(lsm_db *db, lsm_err *e)
 	if (rc != LSM_OK)
 		return rc;
 	map_lock_page(db);
-	path_of(db, "MANIFEST", path, sizeof(path));
-	exists = stat(path, &st) == 0;
-	if (exists && db->opt.error_if_exists)
-		return lsm_err_set(e, LSM_EXISTS, "store \"%s\" already exists", db->dir);
 	if (!exists)
 	{
 		if (!db->opt.create_if_missing || db->opt.read_only)
@@ -901,7 +1048,8 @@ open_store(lsm_db *db, lsm_err *e)
 		if (rc != LSM_OK)
 			return rc;
 		db->lock_held = true;
-		if (stat(path, &st) != 0)	/* someone else may have created it */
+		/* someone else may have created it, or begun to use it */
+		if (stat(manifest, &st) != 0 && (rc = check_no_data(db, e)) == LSM_OK)
 			rc = create_store(db, e);
 		release_lock(db);
 		if (rc != LSM_OK)
@@ -915,6 +1063,8 @@ open_store(lsm_db *db, lsm_err *e)
 		db->lock_held = true;
 	}
 	rc = lsm_db_catch_up(db, e);
+	if (rc == LSM_OK)
+		rc = check_directory(db, false, e);
 	/* staging directories of processes that died (invariant 9) */
 	if (rc == LSM_OK && !db->opt.read_only)
 		lsm_stage_gc(db);
@@ -1873,6 +2023,8 @@ lsm_verify(lsm_db *db)
 		rc = lsm_hier_verify(v, &e);
 	if (rc == LSM_OK)
 		rc = verify_log(db, &e);
+	if (rc == LSM_OK)
+		rc = check_directory(db, true, &e);
 	return lsm_db_fail(db, rc, &e);
 }
 
