@@ -247,6 +247,12 @@ int			lsm_iter_valid(const lsm_iter *it);
 void		lsm_iter_next(lsm_iter *it);
 const void *lsm_iter_key(const lsm_iter *it, size_t *klen);
 const void *lsm_iter_value(const lsm_iter *it, size_t *vlen);
+
+/*
+ * LSM_OK, or the error that stopped the iterator (it is then not valid);
+ * lsm_errmsg and lsm_errno of the iterator's store then describe it (the
+ * file and offset of a checksum failure, the saved errno of an I/O error).
+ */
 int			lsm_iter_status(const lsm_iter *it);
 void		lsm_iter_close(lsm_iter *it);
 
