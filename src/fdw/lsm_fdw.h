@@ -137,6 +137,8 @@ typedef struct LsmFdwStore
 	Oid			relid;			/* hash key */
 	lsm_db	   *db;				/* NULL when closed */
 	char	   *path;			/* malloc'd; the directory db was opened on */
+	char	   *relname;		/* the table's name when db was opened, for
+								 * the engine's log messages */
 	bool		stale;			/* the relation changed: reopen when unpinned */
 	bool		doomed;			/* directory removed: close when unpinned */
 	int			pins;			/* scans, modifications and pending writes
@@ -260,6 +262,7 @@ extern lsm_db *LsmFdwOpenPrivateHandle(LsmFdwTable *t);
 extern LsmFdwStore *LsmFdwOpenStore(LsmFdwTable *t, bool refresh);
 extern void LsmFdwPinStore(LsmFdwStore *s);
 extern void LsmFdwUnpinStore(LsmFdwStore *s);
+extern void LsmFdwEngineLogToClient(bool on);
 extern void LsmFdwReportError(int rc, lsm_db *db, const char *relname,
 							  const char *action) pg_attribute_noreturn();
 extern bool LsmFdwGet(LsmFdwStore *s, const char *relname,

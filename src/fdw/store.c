@@ -32,7 +32,12 @@
  *
  * LsmFdwReportError is the one place where an engine return code becomes an
  * ereport: an errcode per code, a short primary message, the engine's detail
- * in errdetail and the table in errcontext.
+ * in errdetail and the table in errcontext.  What the engine reports without
+ * failing a call (recovery discarding an invalid tail of a store's
+ * write-ahead log) reaches engine_log, which writes it to the server log:
+ * it happens in whichever backend opens or writes the store first, and is
+ * for the administrator rather than for that session's client.  Within
+ * lsm_verify the findings go to the client instead (LsmFdwEngineLogToClient).
  *
  * src/fdw/store.c
  *
@@ -59,7 +64,11 @@
 /* Open stores of this backend, keyed by relation OID; NULL until first use */
 static HTAB *stores = NULL;
 
+/* engine_log writes to the client (within lsm_verify) rather than the log */
+static bool engine_log_to_client = false;
+
 static void init_cache(void);
+static void engine_log(void *arg, int level, const char *msg);
 static void close_store(LsmFdwStore *s);
 static void make_parent_directory(const LsmFdwTable *t);
 static void remove_dropped_databases(void);
@@ -101,6 +110,7 @@ LsmFdwOpenStore(LsmFdwTable *t, bool refresh)
 	{
 		s->db = NULL;
 		s->path = NULL;
+		s->relname = NULL;
 		s->stale = false;
 		s->doomed = false;
 		s->pins = 0;
@@ -121,22 +131,28 @@ LsmFdwOpenStore(LsmFdwTable *t, bool refresh)
 		bool		existed;
 		lsm_db	   *db;
 		char	   *path;
+		char	   *relname;
 
 		if (t->default_location)
 			remove_dropped_databases();
 		make_parent_directory(t);
 		existed = (stat(t->path, &st) == 0);
 		path = MemoryContextStrdup(TopMemoryContext, t->path);
+		relname = MemoryContextStrdup(TopMemoryContext, t->relname);
 		opts.interrupt = interrupt_pending;
 		opts.interrupt_arg = NULL;
+		opts.log = engine_log;
+		opts.log_arg = relname;
 		rc = lsm_open(t->path, &opts, &db);
 		if (rc != LSM_OK)
 		{
 			pfree(path);
+			pfree(relname);
 			LsmFdwReportError(rc, NULL, t->relname, "open");
 		}
 		s->db = db;
 		s->path = path;
+		s->relname = relname;
 		s->stale = false;
 		s->doomed = false;
 
@@ -178,7 +194,8 @@ LsmFdwHoldsSnapshot(const LsmFdwStore *s)
 /*
  * Opens a second handle on t's store, for an operation that must not move
  * the shared handle's snapshot (an lsm_flush under REPEATABLE READ);
- * close it with lsm_close.  Raises an error if the store cannot be opened.
+ * close it with lsm_close before t goes away.  Raises an error if the
+ * store cannot be opened.
  */
 lsm_db *
 LsmFdwOpenPrivateHandle(LsmFdwTable *t)
@@ -189,6 +206,8 @@ LsmFdwOpenPrivateHandle(LsmFdwTable *t)
 
 	opts.interrupt = interrupt_pending;
 	opts.interrupt_arg = NULL;
+	opts.log = engine_log;
+	opts.log_arg = t->relname;
 	if ((rc = lsm_open(t->path, &opts, &db)) != LSM_OK)
 		LsmFdwReportError(rc, NULL, t->relname, "open");
 	return db;
@@ -323,11 +342,14 @@ LsmFdwReportError(int rc, lsm_db *db, const char *relname, const char *action)
 	{
 		case LSM_IOERR:
 			errno = lsm_errno(db);
-			ereport(ERROR,
-					(errcode_for_file_access(),
-					 errmsg("could not %s lsm_fdw store: %m", action),
-					 detail[0] ? errdetail("%s", detail) : 0,
-					 errcontext("foreign table \"%s\"", relname)));
+			if (errno != 0)
+				ereport(ERROR,
+						(errcode_for_file_access(),
+						 errmsg("could not %s lsm_fdw store: %m", action),
+						 detail[0] ? errdetail("%s", detail) : 0,
+						 errcontext("foreign table \"%s\"", relname)));
+			/* no system call behind it: no errno to show */
+			code = ERRCODE_IO_ERROR;
 			break;
 		case LSM_INTERRUPTED:
 			/* the engine gave up because an interrupt is pending */
@@ -360,6 +382,51 @@ LsmFdwReportError(int rc, lsm_db *db, const char *relname, const char *action)
 			 detail[0] ? errdetail("%s", detail) : 0,
 			 errcontext("foreign table \"%s\"", relname)));
 	pg_unreachable();
+}
+
+/*
+ * Makes the engine's log messages (engine_log) go to the client, as
+ * WARNING and NOTICE, with on; to the server log, as LOG, without (the
+ * default, which the caller restores, in a PG_FINALLY if need be).
+ */
+void
+LsmFdwEngineLogToClient(bool on)
+{
+	engine_log_to_client = on;
+}
+
+/*
+ * The engine's log callback (arg: the table's name): an event that fails
+ * no call, such as recovery discarding an invalid tail of the store's
+ * write-ahead log (the engine's message names the file, the offset and the
+ * bytes), goes to the server log; within lsm_verify, LsmFdwEngineLogToClient
+ * sends the findings to the client.  The engine may hold the store's
+ * write lock, and it must not longjmp: an error while reporting is
+ * swallowed.
+ */
+static void
+engine_log(void *arg, int level, const char *msg)
+{
+	const char *relname = arg;
+	MemoryContext cxt = CurrentMemoryContext;
+	int			elevel;
+
+	if (!engine_log_to_client)
+		elevel = LOG;
+	else
+		elevel = level == LSM_LOG_WARNING ? WARNING : NOTICE;
+	PG_TRY();
+	{
+		ereport(elevel,
+				(errmsg("lsm_fdw store of foreign table \"%s\": %s",
+						relname, msg)));
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		FlushErrorState();
+	}
+	PG_END_TRY();
 }
 
 /* Creates the cache. */
@@ -395,6 +462,8 @@ close_store(LsmFdwStore *s)
 	s->db = NULL;
 	pfree(s->path);
 	s->path = NULL;
+	pfree(s->relname);
+	s->relname = NULL;
 	s->stale = false;
 	s->doomed = false;
 }
