@@ -947,7 +947,7 @@ check_no_data(lsm_db *db, lsm_err *e)
  * than the one the manifest names, and with report, tells the log callback
  * of every table, log and node file that the manifest does not name (the
  * leftovers of an interrupted flush, compaction or ingest, which the next
- * compaction removes).  A log receives records only once a manifest names
+ * compaction removes, or the files of one under way in another process).  A log receives records only once a manifest names
  * it, and each new log is numbered after the last, so a newer log with
  * records means that the MANIFEST is older than the store's files (a copy
  * put back): LSM_CORRUPTION, before a compaction removes what it does not
@@ -994,7 +994,7 @@ check_directory(lsm_db *db, bool report, lsm_err *e)
 					named = v->files[l][i]->meta.number == number;
 		if (!named)
 			lsm_db_log(db, LSM_LOG_NOTICE,
-					   "%s in store \"%s\" is not named by its MANIFEST: a leftover of an interrupted flush, compaction or ingest, which the next compaction removes",
+					   "%s in store \"%s\" is not named by its MANIFEST: left by a flush, compaction or ingest that was interrupted (or is under way); the next compaction removes it",
 					   de->d_name, db->dir);
 	}
 	closedir(d);

@@ -155,8 +155,14 @@ void		lsm_options_init(lsm_options *o);
 /*
  * Opens (creating if missing and allowed) the store in directory dir.  On
  * success *out is a new handle; on failure *out is NULL and lsm_errmsg(NULL)
- * describes why.  Recovery replays the write-ahead log; a torn tail is
- * ignored (and truncated by the next writer).
+ * describes why.  Recovery replays the write-ahead log up to its last
+ * complete, valid record; an invalid tail after it (a write cut short by a
+ * crash, or a damaged last record) is cut off by this open if the handle
+ * may write and the write lock is free, else by the next writer, and the
+ * cut is reported (the log callback, lsm_stats.wal_tails).  A directory
+ * that holds tables or logs but no MANIFEST, a missing log, or a log with
+ * records newer than the MANIFEST is LSM_CORRUPTION in every mode, and
+ * nothing is written.
  */
 int			lsm_open(const char *dir, const lsm_options *o, lsm_db **out);
 
@@ -168,7 +174,9 @@ int			lsm_close(lsm_db *db);
 
 /*
  * Picks up writes, flushes and compactions committed by other processes (or
- * other handles) since this handle last looked.  Takes no lock.
+ * other handles) since this handle last looked.  Takes no lock, except that
+ * a handle that may write and finds an invalid tail after the last record
+ * of the log takes the write lock if it is free, to cut it (see lsm_open).
  */
 int			lsm_refresh(lsm_db *db);
 
@@ -492,7 +500,13 @@ typedef struct lsm_hierarchy_stats
 int			lsm_flush(lsm_db *db);	/* memtable -> SSTable now */
 int			lsm_compact(lsm_db *db);	/* compact until no level is over
 										 * target */
-int			lsm_verify(lsm_db *db); /* check every checksum and invariant */
+/*
+ * Checks every checksum and invariant: LSM_OK or LSM_CORRUPTION (with the
+ * damage in lsm_errmsg).  What is not damage goes to the log callback: an
+ * invalid tail still in the log, the store's record of tails cut
+ * (LSM_LOG_WARNING), files the manifest does not name (LSM_LOG_NOTICE).
+ */
+int			lsm_verify(lsm_db *db);
 
 /*
  * Flushes the memtable and compacts the whole store into its deepest
