@@ -947,13 +947,13 @@ check_no_data(lsm_db *db, lsm_err *e)
  * than the one the manifest names, and with report, tells the log callback
  * of every table, log and node file that the manifest does not name (the
  * leftovers of an interrupted flush, compaction or ingest, which the next
- * compaction removes, or the files of one under way in another process).  A log receives records only once a manifest names
- * it, and each new log is numbered after the last, so a newer log with
- * records means that the MANIFEST is older than the store's files (a copy
- * put back): LSM_CORRUPTION, before a compaction removes what it does not
- * name.  A log seen with records may have been named by a manifest
- * switched in since the handle last caught up: it catches up before
- * judging.
+ * compaction removes, or the files of one under way in another process).
+ * A log receives records only once a manifest names it, and each new log
+ * is numbered after the last, so a newer log with records means that the
+ * MANIFEST is older than the store's files (a copy put back):
+ * LSM_CORRUPTION, before a compaction removes what it does not name.  A
+ * log seen with records may have been named by a manifest switched in
+ * since the handle last caught up: it catches up before judging.
  */
 static int
 check_directory(lsm_db *db, bool report, lsm_err *e)
