@@ -92,6 +92,10 @@ SELECT id FROM fn WHERE id = 7919;
 SELECT gets > 0 AS counted FROM lsm_counters('fn');
 ALTER FOREIGN TABLE fn OPTIONS (ADD bits_per_key '10');
 SELECT gets FROM lsm_counters('fn');
+-- the store's record of write-ahead log tails recovery discarded: none
+SELECT wal_tails_discarded, last_wal_tail_file, last_wal_tail_offset,
+       last_wal_tail_bytes
+  FROM lsm_counters('fn');
 
 -- the full compaction done: one level, each key once, a filter hierarchy
 SELECT lsm_compact('fn', full => true);

@@ -79,13 +79,15 @@ CREATE FUNCTION lsm_counters(tbl regclass,
   OUT search_sstables_scanned bigint, OUT search_sstables_false bigint,
   OUT search_blocks_scanned bigint, OUT search_blocks_skipped bigint,
   OUT search_memtable_scans bigint, OUT search_rows_validated bigint,
-  OUT search_rows_rejected bigint, OUT search_rows_returned bigint)
+  OUT search_rows_rejected bigint, OUT search_rows_returned bigint,
+  OUT wal_tails_discarded bigint, OUT last_wal_tail_file text,
+  OUT last_wal_tail_offset bigint, OUT last_wal_tail_bytes bigint)
 RETURNS record
 AS 'MODULE_PATHNAME', 'lsm_fdw_counters'
 LANGUAGE C STRICT;
 
 COMMENT ON FUNCTION lsm_counters(regclass) IS
-'the engine counters of this backend''s handle on the table''s store, since it was opened or reset; needs SELECT on the table';
+'the engine counters of this backend''s handle on the table''s store, since it was opened or reset, and the store''s record of invalid write-ahead log tails that recovery discarded; needs SELECT on the table';
 
 CREATE FUNCTION lsm_reset_counters(tbl regclass)
 RETURNS void

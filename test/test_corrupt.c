@@ -31,11 +31,18 @@
  *	- WAL: a flip in the last record may make it read as torn, which loses
  *	  that record and nothing else; a flip in an earlier record (followed by
  *	  good ones) must make lsm_open or lsm_verify return LSM_CORRUPTION.  A
- *	  truncation is a torn tail: exactly the complete records survive.
- *	  Stale bytes after the last record (zeros, garbage, an old copy of a
- *	  record) are ignored.
+ *	  truncation is a torn tail: exactly the complete records survive, and
+ *	  the open cuts the file back to them.  Stale bytes after the last
+ *	  record (zeros, garbage, an old copy of a record) are ignored and cut.
  *	- MANIFEST: every flip and every truncation makes lsm_open fail with
  *	  LSM_CORRUPTION.
+ * Lost and stale files: a removed MANIFEST (the directory still holds
+ * tables and logs), a removed log, and a MANIFEST put back from an older
+ * copy make every open mode fail with LSM_CORRUPTION and change no file;
+ * files the manifest does not name are reported by lsm_verify.
+ * Errors keep their detail: a table that cannot be read (EACCES, injected)
+ * fails every path that opens one with LSM_IOERR and its errno; a checksum
+ * failure met by a scan names the table and the offset in lsm_errmsg.
  *
  * LSM_TEST_SEED repeats the sampled positions and masks.
  */
@@ -44,6 +51,8 @@
 #include <stdbool.h>
 
 #include "harness.h"
+
+#include "env.h"
 
 #define NK			520			/* keys c00000 .. written before the WAL */
 #define NWAL		5			/* batches left in the WAL */
@@ -272,6 +281,18 @@ poke(const char *path, size_t off, uint8_t byte)
 	CHECK_MSG(fd >= 0, "open %s: %s", path, strerror(errno));
 	CHECK(pwrite(fd, &byte, 1, (off_t) off) == 1);
 	close(fd);
+}
+
+/* The file at path must hold exactly len bytes (what: for messages). */
+static void
+check_size(const char *path, size_t len, const char *what)
+{
+	struct stat st;
+
+	CHECK_MSG(stat(path, &st) == 0, "stat %s: %s", path, strerror(errno));
+	CHECK_MSG((size_t) st.st_size == len,
+			  "%s: after a probe the WAL holds %lld bytes, not %zu",
+			  what, (long long) st.st_size, len);
 }
 
 /* The store's files: its tables (by number), its WAL and its MANIFEST. */
@@ -1052,7 +1073,8 @@ TEST(wal_flips)
 		}
 		poke(sf.wal, p, orig[p] ^ mask);
 		count(rec == NWAL - 1 ? &last_t : &earlier_t, probe(dir, &r, what));
-		poke(sf.wal, p, orig[p]);
+		/* the open may have cut the damaged record off: restore all */
+		write_file(sf.wal, orig, size);
 	}
 	probe_intact(dir, "store after restoring the WAL");
 	report("WAL flips in the last record", &last_t);
@@ -1100,6 +1122,8 @@ TEST(wal_torn_tails)
 		r.verify_ok = true;
 		write_file(sf.wal, orig, len);
 		count(&t, probe(dir, &r, what));
+		/* the open cut the torn record off (invariant 7) */
+		check_size(sf.wal, starts[complete], what);
 	}
 	write_file(sf.wal, orig, size);
 
@@ -1144,6 +1168,7 @@ TEST(wal_torn_tails)
 		r.verify_ok = true;
 		write_file(sf.wal, longer, size + extra);
 		count(&t, probe(dir, &r, what));
+		check_size(sf.wal, size, what);
 	}
 	write_file(sf.wal, orig, size);
 	probe_intact(dir, "store after restoring the WAL");
@@ -1206,6 +1231,365 @@ TEST(manifest_damage)
 	free_files(&sf);
 }
 
+/* ---------------------------------------------------------------------- */
+/* Lost and stale files: the store refuses to open, and changes nothing. */
+
+/* What the log callback has been told: notices, and their text. */
+static struct
+{
+	int			notices;
+	char		text[8192];
+}			told;
+
+/* lsm_log_fn: keeps the notices. */
+static void
+tell(void *arg, int level, const char *msg)
+{
+	size_t		n = strlen(told.text);
+
+	(void) arg;
+	if (level != LSM_LOG_NOTICE)
+		return;
+	told.notices++;
+	snprintf(told.text + n, sizeof(told.text) - n, "%s\n", msg);
+}
+
+/*
+ * A fingerprint of the files of dir: their names, sizes and contents, in
+ * name order.
+ */
+static uint64_t
+dir_fingerprint(const char *dir)
+{
+	struct dirent **names;
+	uint64_t	h = 0;
+	int			n,
+				i;
+
+	n = scandir(dir, &names, NULL, alphasort);
+	CHECK(n >= 0);
+	for (i = 0; i < n; i++)
+	{
+		const char *c;
+
+		if (names[i]->d_name[0] != '.')
+		{
+			char	   *path = harness_path(dir, names[i]->d_name);
+			uint8_t    *buf;
+			size_t		len,
+						j;
+
+			for (c = names[i]->d_name; *c; c++)
+				h = mix(h ^ (uint8_t) *c);
+			buf = read_file(path, &len);
+			h = mix(h ^ len);
+			for (j = 0; j < len; j++)
+				h = mix(h ^ buf[j]);
+			free(buf);
+			free(path);
+		}
+		free(names[i]);
+	}
+	free(names);
+	return h;
+}
+
+/*
+ * Opens the store in dir in every mode (shared, exclusive, read-only,
+ * without create_if_missing): each must fail with LSM_CORRUPTION, with a
+ * message holding expect, and leave every file as it was.
+ */
+static void
+open_fails_everywhere(const char *dir, const char *expect, const char *what)
+{
+	uint64_t	before = dir_fingerprint(dir);
+	int			mode;
+
+	for (mode = 0; mode < 4; mode++)
+	{
+		lsm_options o;
+		lsm_db	   *db = NULL;
+		int			rc;
+
+		store_options(&o);
+		o.exclusive = mode == 1;
+		o.read_only = mode == 2;
+		o.create_if_missing = mode != 3;
+		rc = lsm_open(dir, &o, &db);
+		CHECK_MSG(rc == LSM_CORRUPTION, "%s, mode %d: lsm_open returned %s: %s",
+				  what, mode, lsm_strerror(rc), lsm_errmsg(NULL));
+		CHECK_MSG(strstr(lsm_errmsg(NULL), expect) != NULL,
+				  "%s, mode %d: \"%s\" does not say \"%s\"", what, mode,
+				  lsm_errmsg(NULL), expect);
+		CHECK_MSG(dir_fingerprint(dir) == before,
+				  "%s, mode %d: the open changed the store's files", what, mode);
+	}
+}
+
+/*
+ * A deleted MANIFEST: the directory still holds tables and a log, so it is
+ * a store that lost its manifest, not a new one.  Every mode fails with
+ * LSM_CORRUPTION and writes nothing (before: a new, empty store was
+ * created over it, lsm_verify passed, and the tables became orphans for
+ * the next compaction to remove).  Without LOCK, none is created.  A
+ * directory with nothing but an empty log (a creation that died before
+ * its first manifest) is still initialised.
+ */
+TEST(lost_manifest)
+{
+	char	   *dir = harness_tmpdir("corrupt-nomanifest");
+	char	   *manifest = harness_path(dir, "MANIFEST");
+	char	   *lock = harness_path(dir, "LOCK");
+	char	   *fresh = harness_tmpdir("corrupt-fresh");
+	char	   *log = harness_path(fresh, "000001.log");
+	lsm_options o;
+	lsm_db	   *db;
+	void	   *v;
+	size_t		vlen;
+
+	build_store(dir);
+	CHECK_EQ(unlink(manifest), 0);
+	open_fails_everywhere(dir, "has no MANIFEST", "MANIFEST removed");
+	CHECK_EQ(unlink(lock), 0);
+	open_fails_everywhere(dir, "has no MANIFEST", "MANIFEST and LOCK removed");
+	CHECK(access(lock, F_OK) != 0);
+
+	write_file(log, (const uint8_t *) "", 0);
+	store_options(&o);
+	CHECK_OK(lsm_open(fresh, &o, &db));
+	CHECK_DB_OK(db, lsm_put(db, "k", 1, "v", 1));
+	CHECK_OK(lsm_close(db));
+	CHECK_OK(lsm_open(fresh, &o, &db));
+	CHECK_DB_OK(db, lsm_get(db, "k", 1, &v, &vlen));
+	lsm_free(v);
+	CHECK_OK(lsm_close(db));
+	free(manifest);
+	free(lock);
+	free(log);
+}
+
+/*
+ * The log the manifest names is gone: every open fails, and so does a
+ * writer that catches up to a manifest naming a log that is gone (before,
+ * it created an empty one in its place and went on, losing the records
+ * the log held).
+ */
+TEST(lost_log)
+{
+	char	   *dir = harness_tmpdir("corrupt-nolog");
+	store_files sf;
+	lsm_options o;
+	lsm_db	   *a,
+			   *b;
+
+	build_store(dir);
+	store_options(&o);
+	CHECK_OK(lsm_open(dir, &o, &a));
+	CHECK_OK(lsm_open(dir, &o, &b));
+	CHECK_DB_OK(b, lsm_flush(b));
+	CHECK_DB_OK(b, lsm_put(b, "c99999", 6, "lost?", 5));
+	CHECK_OK(lsm_close(b));
+	list_files(dir, &sf);
+	CHECK_EQ(unlink(sf.wal), 0);
+	CHECK_RC(LSM_CORRUPTION, lsm_put(a, "c99998", 6, "v", 1));
+	CHECK_MSG(strstr(lsm_errmsg(a), "write-ahead log named by the manifest is missing") != NULL,
+			  "%s", lsm_errmsg(a));
+	CHECK_OK(lsm_close(a));
+	open_fails_everywhere(dir, "write-ahead log named by the manifest is missing",
+						  "log removed");
+	free_files(&sf);
+}
+
+/*
+ * A MANIFEST put back from an older copy (with the log it names) while
+ * the store went on: a newer log holds records it does not know of.  The
+ * open fails instead of replaying the old state, and nothing is removed
+ * (a compaction's sweep would have removed every newer table).
+ */
+TEST(stale_manifest)
+{
+	char	   *dir = harness_tmpdir("corrupt-stale");
+	store_files sf;
+	uint8_t    *old_manifest,
+			   *old_log;
+	size_t		manifest_len,
+				log_len;
+	char	   *old_wal,
+			   *manifest;
+	lsm_options o;
+	lsm_db	   *db;
+
+	build_store(dir);
+	list_files(dir, &sf);
+	old_manifest = read_file(sf.manifest, &manifest_len);
+	old_log = read_file(sf.wal, &log_len);
+	old_wal = strdup(sf.wal);
+	manifest = strdup(sf.manifest);
+	free_files(&sf);
+	store_options(&o);
+	CHECK_OK(lsm_open(dir, &o, &db));
+	CHECK_DB_OK(db, lsm_flush(db));
+	CHECK_DB_OK(db, lsm_put(db, "c99999", 6, "new", 3));
+	CHECK_OK(lsm_close(db));
+	write_file(manifest, old_manifest, manifest_len);
+	write_file(old_wal, old_log, log_len);
+	open_fails_everywhere(dir, "is newer than the log its MANIFEST names",
+						  "old MANIFEST");
+	free(old_manifest);
+	free(old_log);
+	free(old_wal);
+	free(manifest);
+}
+
+/*
+ * Files the manifest does not name (left by an interrupted flush,
+ * compaction or ingest) do not stop the store, and lsm_verify names each
+ * through the log callback; an empty newer log is one of them.
+ */
+TEST(orphans_reported)
+{
+	char	   *dir = harness_tmpdir("corrupt-orphans");
+	store_files sf;
+	char	   *orphan_sst = harness_path(dir, "000900.sst");
+	char	   *orphan_log = harness_path(dir, "000901.log");
+	uint8_t    *buf;
+	size_t		len;
+	lsm_options o;
+	lsm_db	   *db;
+
+	build_store(dir);
+	list_files(dir, &sf);
+	buf = read_file(sf.sst[0], &len);
+	write_file(orphan_sst, buf, len);
+	write_file(orphan_log, buf, 0);
+	free(buf);
+	store_options(&o);
+	o.log = tell;
+	memset(&told, 0, sizeof(told));
+	CHECK_OK(lsm_open(dir, &o, &db));
+	CHECK_EQ(told.notices, 0);
+	CHECK_DB_OK(db, lsm_verify(db));
+	CHECK_EQ(told.notices, 2);
+	CHECK_MSG(strstr(told.text, "000900.sst") != NULL &&
+			  strstr(told.text, "000901.log") != NULL &&
+			  strstr(told.text, "not named by its MANIFEST") != NULL,
+			  "%s", told.text);
+	CHECK_OK(lsm_close(db));
+	free_files(&sf);
+	free(orphan_sst);
+	free(orphan_log);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Errors keep their detail: the errno of an I/O error, where a checksum
+ * failed. */
+
+/*
+ * Opens the store in dir while every open of a table fails with EACCES
+ * (injected: the tests may run as root, who reads any file): LSM_IOERR
+ * with the errno and the file's name, whatever the path that opens it.
+ */
+TEST(unreadable_table)
+{
+	char	   *dir = harness_tmpdir("corrupt-eacces");
+	lsm_options o;
+	lsm_db	   *a,
+			   *b;
+	lsm_fault	f;
+	lsm_stage  *st;
+	void	   *v;
+	size_t		vlen;
+	int			i;
+
+	build_store(dir);
+	store_options(&o);
+	memset(&f, 0, sizeof(f));
+	f.fail_open_suffix = ".sst";
+	f.fail_errno = EACCES;
+
+	/* open */
+	lsm_fault_install(&f);
+	CHECK_RC(LSM_IOERR, lsm_open(dir, &o, &a));
+	lsm_fault_install(NULL);
+	CHECK_EQ(lsm_errno(NULL), EACCES);
+	CHECK_MSG(strstr(lsm_errmsg(NULL), ".sst") != NULL &&
+			  strstr(lsm_errmsg(NULL), strerror(EACCES)) != NULL,
+			  "%s", lsm_errmsg(NULL));
+
+	/* refresh: a table another handle flushed; not sticky once readable */
+	CHECK_OK(lsm_open(dir, &o, &a));
+	CHECK_OK(lsm_open(dir, &o, &b));
+	CHECK_DB_OK(b, lsm_put(b, "c99999", 6, "new", 3));
+	CHECK_DB_OK(b, lsm_flush(b));
+	lsm_fault_install(&f);
+	CHECK_RC(LSM_IOERR, lsm_refresh(a));
+	lsm_fault_install(NULL);
+	CHECK_EQ(lsm_errno(a), EACCES);
+	CHECK(strstr(lsm_errmsg(a), ".sst") != NULL);
+	CHECK_DB_OK(a, lsm_refresh(a));
+	CHECK_DB_OK(a, lsm_get(a, "c99999", 6, &v, &vlen));
+	lsm_free(v);
+
+	/* compaction (opens its outputs) and a stage (opens its runs) */
+	lsm_fault_install(&f);
+	CHECK_RC(LSM_IOERR, lsm_compact_all(a));
+	CHECK_EQ(lsm_errno(a), EACCES);
+	CHECK_DB_OK(b, lsm_stage_open(b, 4096, &st));
+	for (i = 0; i < 400 && lsm_stage_runs(st) == 0; i++)
+	{
+		char		key[16];
+
+		if (lsm_stage_put(st, key, (size_t) sprintf(key, "s%05d", i),
+						  "0123456789012345678901234567890123456789", 40) != LSM_OK)
+			break;
+	}
+	lsm_fault_install(NULL);
+	CHECK_MSG(lsm_errno(b) == EACCES, "stage: errno %d: %s", lsm_errno(b),
+			  lsm_errmsg(b));
+	lsm_stage_abort(st);
+	CHECK_OK(lsm_close(a));
+	CHECK_OK(lsm_close(b));
+}
+
+/*
+ * A checksum failure met by a scan describes itself in the handle's
+ * lsm_errmsg (the table and the offset), as one met by a get or by
+ * lsm_verify does: before, the iterator kept it to itself until closed.
+ */
+TEST(scan_error_detail)
+{
+	char	   *dir = harness_tmpdir("corrupt-scan");
+	store_files sf;
+	lsm_options o;
+	lsm_db	   *db;
+	lsm_iter   *it;
+	uint8_t    *orig;
+	size_t		len;
+	int			rc,
+				n = 0;
+
+	build_store(dir);
+	list_files(dir, &sf);
+	orig = read_file(sf.sst[0], &len);
+	poke(sf.sst[0], 20, orig[20] ^ 0x40);	/* in its first data block */
+	store_options(&o);
+	CHECK_OK(lsm_open(dir, &o, &db));
+	CHECK_DB_OK(db, lsm_iter_open(db, &it));
+	for (lsm_iter_seek(it, NULL, 0); lsm_iter_valid(it); lsm_iter_next(it))
+		n++;
+	rc = lsm_iter_status(it);
+	CHECK_MSG(rc == LSM_CORRUPTION, "scan of %d entries ended with %s", n,
+			  lsm_strerror(rc));
+	CHECK_MSG(strstr(lsm_errmsg(db), "checksum mismatch") != NULL &&
+			  strstr(lsm_errmsg(db), "offset") != NULL &&
+			  strstr(lsm_errmsg(db), strrchr(sf.sst[0], '/') + 1) != NULL,
+			  "lsm_errmsg after the scan: \"%s\"", lsm_errmsg(db));
+	lsm_iter_close(it);
+	CHECK_OK(lsm_close(db));
+	free(orig);
+	free_files(&sf);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1215,5 +1599,11 @@ main(int argc, char **argv)
 	RUN(wal_flips);
 	RUN(wal_torn_tails);
 	RUN(manifest_damage);
+	RUN(lost_manifest);
+	RUN(lost_log);
+	RUN(stale_manifest);
+	RUN(orphans_reported);
+	RUN(unreadable_table);
+	RUN(scan_error_detail);
 	return harness_done();
 }

@@ -104,6 +104,91 @@ lsm_batch_delete(lsm_batch *b, const void *key, size_t klen)
 	return batch_add(b, LSM_KIND_DEL, key, klen, NULL, 0);
 }
 
+/*
+ * Decodes the entry at *pp (before end) into its kind, key and value, and
+ * moves *pp past it.  false if it is malformed: an unknown kind, a length
+ * that runs past the end, an empty key or one longer than LSM_MAX_KEY_LEN,
+ * a value longer than LSM_MAX_VALUE_LEN.  Every entry takes at least three
+ * bytes, so a payload of n bytes holds at most n / 3 of them.
+ */
+static bool
+next_entry(const uint8_t **pp, const uint8_t *end, int *kind,
+		   const uint8_t **key, uint64_t *klen, const uint8_t **val,
+		   uint64_t *vlen)
+{
+	const uint8_t *p = *pp;
+
+	*val = NULL;
+	*vlen = 0;
+	if (p >= end)
+		return false;
+	*kind = *p++;
+	if ((*kind != LSM_KIND_PUT && *kind != LSM_KIND_DEL) ||
+		(p = lsm_get_varint(p, end, klen)) == NULL ||
+		*klen == 0 || *klen > LSM_MAX_KEY_LEN || *klen > (uint64_t) (end - p))
+		return false;
+	*key = p;
+	p += *klen;
+	if (*kind == LSM_KIND_PUT)
+	{
+		if ((p = lsm_get_varint(p, end, vlen)) == NULL ||
+			*vlen > LSM_MAX_VALUE_LEN || *vlen > (uint64_t) (end - p))
+			return false;
+		*val = p;
+		p += *vlen;
+	}
+	*pp = p;
+	return true;
+}
+
+/*
+ * Checks a batch header: at least one entry, sequences first .. first +
+ * count - 1 all within 1 .. LSM_MAX_SEQUENCE, and no more entries than n
+ * bytes can hold.
+ */
+static bool
+header_ok(const uint8_t *payload, size_t n)
+{
+	uint64_t	seq = lsm_get_u64(payload);
+	uint32_t	count = lsm_get_u32(payload + 8);
+
+	return count > 0 && count <= (n - LSM_BATCH_HEADER) / 3 &&
+		seq > 0 && seq <= LSM_MAX_SEQUENCE &&
+		count - 1 <= LSM_MAX_SEQUENCE - seq;
+}
+
+int
+lsm_batch_check(const uint8_t *payload, size_t n, lsm_err *e)
+{
+	const uint8_t *p = payload + LSM_BATCH_HEADER;
+	const uint8_t *end = payload + n;
+	uint32_t	count,
+				i;
+
+	if (n < LSM_BATCH_HEADER)
+		return LSM_CORRUPT(e, "batch of %zu bytes is too short", n);
+	if (!header_ok(payload, n))
+		goto bad;
+	count = lsm_get_u32(payload + 8);
+	for (i = 0; i < count; i++)
+	{
+		const uint8_t *key,
+				   *val;
+		uint64_t	klen,
+					vlen;
+		int			kind;
+
+		if (!next_entry(&p, end, &kind, &key, &klen, &val, &vlen))
+			goto bad;
+	}
+	if (p != end)
+		goto bad;
+	return LSM_OK;
+bad:
+	return LSM_CORRUPT(e, "malformed batch with first sequence %llu",
+					   (unsigned long long) lsm_get_u64(payload));
+}
+
 int
 lsm_batch_iterate(const uint8_t *payload, size_t n, lsm_batch_fn fn, void *arg,
 				  lsm_err *e)
@@ -117,33 +202,20 @@ lsm_batch_iterate(const uint8_t *payload, size_t n, lsm_batch_fn fn, void *arg,
 
 	if (n < LSM_BATCH_HEADER)
 		return LSM_CORRUPT(e, "batch of %zu bytes is too short", n);
+	if (!header_ok(payload, n))
+		goto bad;
 	seq = lsm_get_u64(payload);
 	count = lsm_get_u32(payload + 8);
 	for (i = 0; i < count; i++)
 	{
-		uint64_t	klen,
-					vlen = 0;
 		const uint8_t *key,
-				   *val = NULL;
+				   *val;
+		uint64_t	klen,
+					vlen;
 		int			kind;
 
-		if (p >= end)
+		if (!next_entry(&p, end, &kind, &key, &klen, &val, &vlen))
 			goto bad;
-		kind = *p++;
-		if ((kind != LSM_KIND_PUT && kind != LSM_KIND_DEL) ||
-			(p = lsm_get_varint(p, end, &klen)) == NULL ||
-			klen > (uint64_t) (end - p))
-			goto bad;
-		key = p;
-		p += klen;
-		if (kind == LSM_KIND_PUT)
-		{
-			if ((p = lsm_get_varint(p, end, &vlen)) == NULL ||
-				vlen > (uint64_t) (end - p))
-				goto bad;
-			val = p;
-			p += vlen;
-		}
 		rc = fn(arg, seq + i, kind, key, klen, val, vlen);
 		if (rc != LSM_OK)
 			return rc == LSM_NOMEM ? LSM_NOMEM_ERR(e) : rc;

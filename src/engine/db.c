@@ -24,7 +24,16 @@
  * call at all).  A holder that died leaves the count odd, which forces the
  * full check on everyone until the next holder evens it.  The count is only
  * ever a hint that something may have changed, never a substitute for
- * reading the manifest and the WAL.
+ * reading the manifest and the WAL.  The rest of LOCK's page records the
+ * invalid WAL tails writers have cut (lsm_stats.wal_tails).
+ *
+ * Invalid WAL tails: a crash in the middle of an append (or damage to the
+ * last record) leaves bytes after the last complete, valid record.  Every
+ * handle replays up to them and ignores them; the first handle that finds
+ * them while holding the write lock cuts them off, and reports the cut,
+ * before anything is appended (invariants 7 and 10).  A handle that may
+ * write and finds them outside the lock takes the lock at once if it is
+ * free, so a store is repaired by the open that finds it damaged.
  *
  * Crash-safety invariants (numbered as in docs/architecture.md):
  *	(1) An SSTable is fsynced before any manifest names it; its directory
@@ -39,9 +48,11 @@
  *		and compaction inputs only after a durable manifest dropped them.
  *	(6) A batch is one WAL record with a checksum; recovery applies whole
  *		records only, in sequence order, and stops at the first bad one.
- *	(7) A failed append is cut off before the lock is released, so later
- *		records never follow a partial one (the next writer also cuts any
- *		torn tail it finds before appending).
+ *	(7) A record is appended only right after the last complete, valid
+ *		record of the log.  A failed append is cut off before the lock is
+ *		released; an invalid tail (a torn or damaged last record and what
+ *		follows it) is cut, and the cut fsynced, by the first handle that
+ *		finds it while holding the write lock, before it appends.
  *	(8) An ingest's tables are fsynced in their staging directory, renamed
  *		into the store directory (never over an existing name) only under
  *		the write lock, and that directory is fsynced before the one
@@ -51,6 +62,13 @@
  *		process can take the flock of its LOCK file (which its owner took
  *		before the file got its name and holds until commit or abort), or,
  *		if it has no LOCK yet, when the process named in it is dead.
+ *	(10) A handle skips a catch-up (change generation) only if its last full
+ *		catch-up left nothing after its position in the log, and it has
+ *		appended only whole records since (log_whole): a handle that has
+ *		seen bytes after its position, or whose failed append could not be
+ *		cut off, never records the generation as seen.  So whoever holds
+ *		the write lock next does the full catch-up, which finds the tail
+ *		and cuts it (7).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE				/* flock, fdatasync, strdup, timespec */
@@ -58,6 +76,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -73,6 +92,10 @@
 static __thread lsm_err open_err;
 
 static int	catch_up_full(lsm_db *db, lsm_err *e);
+static int	write_lock(lsm_db *db, bool wait, lsm_err *e);
+static void settle_tail(lsm_db *db, uint64_t g);
+static int	verify_log(lsm_db *db, lsm_err *e);
+static int	check_directory(lsm_db *db, bool report, lsm_err *e);
 static void release_lock(lsm_db *db);
 
 /* ---------- options, errors ---------- */
@@ -121,6 +144,20 @@ lsm_db_fail(lsm_db *db, int rc, const lsm_err *e)
 			lsm_err_set(&db->err, rc, "%s", lsm_strerror(rc));
 	}
 	return rc;
+}
+
+void
+lsm_db_log(lsm_db *db, int level, const char *fmt,...)
+{
+	char		msg[LSM_ERRMSG_SIZE + 4096];
+	va_list		ap;
+
+	if (db->opt.log == NULL)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	db->opt.log(db->opt.log_arg, level, msg);
 }
 
 bool
@@ -197,13 +234,24 @@ lsm_db_lock(lsm_db *db, int fd, const char *name, lsm_err *e)
 int
 lsm_db_write_lock(lsm_db *db, lsm_err *e)
 {
+	return write_lock(db, true, e);
+}
+
+/*
+ * lsm_db_write_lock, waiting for the lock (bounded) or, without wait,
+ * LSM_BUSY at once if another handle holds it.
+ */
+static int
+write_lock(lsm_db *db, bool wait, lsm_err *e)
+{
 	int			rc;
 
 	if (db->opt.read_only)
 		return lsm_err_set(e, LSM_INVALID, "store was opened read-only");
 	if (!db->lock_held)
 	{
-		rc = lsm_db_lock(db, db->lock_fd, "LOCK", e);
+		rc = wait ? lsm_db_lock(db, db->lock_fd, "LOCK", e) :
+			lsm_env_trylock(db->lock_fd, "LOCK", e);
 		if (rc != LSM_OK)
 			return rc;
 		db->lock_held = true;
@@ -215,12 +263,12 @@ lsm_db_write_lock(lsm_db *db, lsm_err *e)
 		lsm_db_write_unlock(db);
 		return rc;
 	}
-	if (db->gen)
+	if (db->page)
 	{
 		/* odd while we hold the lock (a dead holder may have left it odd) */
-		uint64_t	g = __atomic_load_n(db->gen, __ATOMIC_SEQ_CST);
+		uint64_t	g = __atomic_load_n(&db->page->gen, __ATOMIC_SEQ_CST);
 
-		__atomic_store_n(db->gen, (g | 1) + 2, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&db->page->gen, (g | 1) + 2, __ATOMIC_SEQ_CST);
 	}
 	return LSM_OK;
 }
@@ -230,15 +278,19 @@ lsm_db_write_unlock(lsm_db *db)
 {
 	if (!db->write_locked)
 		return;
-	if (db->gen)
+	if (db->page)
 	{
-		uint64_t	g = __atomic_load_n(db->gen, __ATOMIC_SEQ_CST);
+		uint64_t	g = __atomic_load_n(&db->page->gen, __ATOMIC_SEQ_CST);
 
 		if (g & 1)
 		{
-			/* everything we changed is in the files we caught up with */
-			__atomic_store_n(db->gen, g + 1, __ATOMIC_SEQ_CST);
-			db->seen_gen = g + 1;
+			/*
+			 * Everything we changed is in the files we caught up with; if a
+			 * failed append left bytes after our position, the next
+			 * catch-up must not skip them (invariant 10).
+			 */
+			__atomic_store_n(&db->page->gen, g + 1, __ATOMIC_SEQ_CST);
+			db->seen_gen = db->log_whole ? g + 1 : 1;
 		}
 	}
 	db->write_locked = false;
@@ -256,12 +308,12 @@ release_lock(lsm_db *db)
 }
 
 /*
- * Maps the change generation page of LOCK (growing the file to one page if
- * needed).  Without it (a read-only handle on a store never written by this
- * version) every catch-up does the full check.
+ * Maps the first page of LOCK (growing the file to one page if needed).
+ * Without it (a read-only handle on a store never written by this version)
+ * every catch-up does the full check.
  */
 static void
-map_generation(lsm_db *db)
+map_lock_page(lsm_db *db)
 {
 	struct stat st;
 	void	   *p;
@@ -276,7 +328,7 @@ map_generation(lsm_db *db)
 	p = mmap(NULL, 4096, db->opt.read_only ? PROT_READ : PROT_READ | PROT_WRITE,
 			 MAP_SHARED, db->lock_fd, 0);
 	if (p != MAP_FAILED)
-		db->gen = p;
+		db->page = p;
 }
 
 /* ---------- file numbers ---------- */
@@ -322,9 +374,17 @@ apply_entry(void *arg, uint64_t seq, int kind, const uint8_t *key, size_t klen,
 	return lsm_memtable_add((lsm_memtable *) arg, seq, kind, key, klen, val, vlen);
 }
 
+/*
+ * lsm_wal_apply_fn: adds a replayed batch to the memtable arg, after checking
+ * all of it, so that a malformed batch adds nothing.
+ */
 static int
 apply_payload(void *arg, const uint8_t *payload, size_t n, lsm_err *e)
 {
+	int			rc = lsm_batch_check(payload, n, e);
+
+	if (rc != LSM_OK)
+		return rc;
 	return lsm_batch_iterate(payload, n, apply_entry, arg, e);
 }
 
@@ -334,20 +394,14 @@ open_log(lsm_db *db, lsm_err *e)
 {
 	char		name[32],
 				path[4096];
-	int			rc;
 
 	lsm_env_close(db->log_fd);
 	db->log_fd = -1;
 	lsm_wal_filename(db->current->log_number, name, sizeof(name));
 	path_of(db, name, path, sizeof(path));
-	rc = lsm_env_open(path, db->opt.read_only ? O_RDONLY : O_RDWR | O_APPEND,
-					  0, &db->log_fd, e);
-	if (rc == LSM_NOTFOUND && db->write_locked)
-	{
-		/* invariant (4) makes this a store damaged by hand: start it afresh */
-		rc = lsm_env_open(path, O_RDWR | O_CREAT | O_APPEND, 0644, &db->log_fd, e);
-	}
-	return rc;
+	/* missing: raced with a flush (the caller retries), or lost (damage) */
+	return lsm_env_open(path, db->opt.read_only ? O_RDONLY : O_RDWR | O_APPEND,
+						0, &db->log_fd, e);
 }
 
 /*
@@ -371,7 +425,82 @@ new_memtable(lsm_db *db)
 	return mt;
 }
 
-/* Replays new WAL records into the memtable; cuts a torn tail if writing. */
+/*
+ * Records an invalid tail of bytes bytes at offset off of the handle's log,
+ * which this handle has just cut (invariant 7) or, read-only, leaves out,
+ * and tells the log callback: once per tail and handle.  A cut also goes
+ * into the store's record in LOCK, which every handle shows (lsm_stats).
+ * REQUIRES for a cut: the write lock.
+ */
+static void
+note_tail(lsm_db *db, uint64_t off, uint64_t bytes, bool cut)
+{
+	lsm_wal_tail_stats *own = &db->tails;
+	char		name[32];
+
+	if (own->count > 0 && own->log_number == db->log_number &&
+		own->offset == off)
+		return;
+	own->count++;
+	own->log_number = db->log_number;
+	own->offset = off;
+	own->bytes = bytes;
+	if (cut && db->page)
+	{
+		lsm_lock_page *pg = db->page;
+		uint64_t	g = __atomic_load_n(&pg->gen, __ATOMIC_SEQ_CST);
+
+		/* odd while the record changes, so readers can tell (read_tails) */
+		if (!(g & 1))
+			__atomic_store_n(&pg->gen, g + 1, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&pg->tails.log_number, db->log_number, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&pg->tails.offset, off, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&pg->tails.bytes, bytes, __ATOMIC_SEQ_CST);
+		__atomic_add_fetch(&pg->tails.count, 1, __ATOMIC_SEQ_CST);
+	}
+	lsm_wal_filename(db->log_number, name, sizeof(name));
+	lsm_db_log(db, LSM_LOG_WARNING,
+			   "%s %llu bytes at offset %llu of write-ahead log %s of store \"%s\": they are not a complete, valid record (a write cut short by a crash, or damaged)%s",
+			   cut ? "discarded" : "ignoring", (unsigned long long) bytes,
+			   (unsigned long long) off, name, db->dir,
+			   cut ? "" : "; the next writer discards them");
+}
+
+/*
+ * The store's record of the tails writers have cut, read from LOCK between
+ * two even, equal generations (a holder changes it while the generation is
+ * odd; after a few tries, a dead holder's odd one is ignored), or this
+ * handle's own when LOCK is not mapped.
+ */
+static void
+read_tails(const lsm_db *db, lsm_wal_tail_stats *out)
+{
+	lsm_lock_page *pg = db->page;
+	int			i;
+
+	if (pg == NULL)
+	{
+		*out = db->tails;
+		return;
+	}
+	for (i = 0; i < 100; i++)
+	{
+		uint64_t	g = __atomic_load_n(&pg->gen, __ATOMIC_SEQ_CST);
+
+		out->count = __atomic_load_n(&pg->tails.count, __ATOMIC_SEQ_CST);
+		out->log_number = __atomic_load_n(&pg->tails.log_number, __ATOMIC_SEQ_CST);
+		out->offset = __atomic_load_n(&pg->tails.offset, __ATOMIC_SEQ_CST);
+		out->bytes = __atomic_load_n(&pg->tails.bytes, __ATOMIC_SEQ_CST);
+		if (!(g & 1) && g == __atomic_load_n(&pg->gen, __ATOMIC_SEQ_CST))
+			break;
+	}
+}
+
+/*
+ * Replays new WAL records into the memtable.  Under the write lock, cuts
+ * the log's invalid tail if it has one (invariant 7) and reports it.
+ * Sets log_whole: whether nothing follows the records replayed.
+ */
 static int
 replay_log(lsm_db *db, lsm_err *e)
 {
@@ -380,6 +509,7 @@ replay_log(lsm_db *db, lsm_err *e)
 	int			rc;
 
 	lsm_wal_filename(db->log_number, name, sizeof(name));
+	db->log_whole = false;
 	rc = lsm_wal_replay(db->log_fd, name, db->log_off, db->last_seq + 1,
 						apply_payload, db->mem, &res, e);
 	if (rc == LSM_NOMEM)
@@ -397,16 +527,22 @@ replay_log(lsm_db *db, lsm_err *e)
 		return rc;
 	}
 	db->log_off = res.end_off;
+	db->log_size = res.file_size;
 	db->last_seq = res.last_seq;
 	if (rc != LSM_OK)
 		return rc;
-	if (db->write_locked && res.end_off < res.file_size)
+	if (res.end_off < res.file_size && db->write_locked)
 	{
 		rc = lsm_env_ftruncate(db->log_fd, (off_t) res.end_off, name, e);
 		if (rc == LSM_OK)
 			rc = lsm_env_fsync(db->log_fd, name, e);
+		if (rc != LSM_OK)
+			return rc;
+		note_tail(db, res.end_off, res.file_size - res.end_off, true);
+		db->log_size = res.end_off;
 	}
-	return rc;
+	db->log_whole = db->log_off == db->log_size;
+	return LSM_OK;
 }
 
 /* ---------- versions ---------- */
@@ -566,16 +702,54 @@ lsm_db_catch_up(lsm_db *db, lsm_err *e)
 	uint64_t	g = 1;
 	int			rc;
 
-	if (db->gen)
+	if (db->page)
 	{
-		g = __atomic_load_n(db->gen, __ATOMIC_SEQ_CST);
-		if (g == db->seen_gen && !(g & 1) && db->log_fd >= 0)
+		g = __atomic_load_n(&db->page->gen, __ATOMIC_SEQ_CST);
+		if (g == db->seen_gen && !(g & 1) && db->log_fd >= 0 && db->log_whole)
 			return LSM_OK;
 	}
 	rc = catch_up_full(db, e);
-	/* an odd generation means a holder is (or died) mid-change: look again */
-	db->seen_gen = (rc == LSM_OK && !(g & 1)) ? g : 1;
+
+	/*
+	 * An odd generation means a holder is (or died) mid-change: look again.
+	 * So does a log with bytes after our position (see settle_tail).
+	 */
+	db->seen_gen = (rc == LSM_OK && !(g & 1) && db->log_whole) ? g : 1;
+	if (rc == LSM_OK && !db->log_whole)
+		settle_tail(db, g);
 	return rc;
+}
+
+/*
+ * The full catch-up outside the write lock found bytes after the last
+ * complete record of the log, at a generation g read before it.  A writer
+ * may be appending them right now; otherwise they are an invalid tail,
+ * which must be cut before anything is appended after it (invariant 7).
+ * A handle that may write takes the write lock if it is free, which
+ * catches up again and cuts the tail; if another handle holds the lock,
+ * that one cuts it, since no handle takes the fast path of a catch-up
+ * while a tail may follow its position (log_whole).  A read-only handle
+ * leaves the tail, and reports it if no writer can be at work (g was even
+ * and has not moved).  Never fails: the handle's view is complete either
+ * way, and a failed cut is retried by the next catch-up.
+ */
+static void
+settle_tail(lsm_db *db, uint64_t g)
+{
+	lsm_err		e;
+
+	if (db->write_locked)
+		return;
+	if (db->opt.read_only)
+	{
+		if (db->page && !(g & 1) &&
+			__atomic_load_n(&db->page->gen, __ATOMIC_SEQ_CST) == g)
+			note_tail(db, db->log_off, db->log_size - db->log_off, false);
+		return;
+	}
+	lsm_err_clear(&e);
+	if (write_lock(db, false, &e) == LSM_OK)
+		lsm_db_write_unlock(db);
 }
 
 /* The full catch-up: manifest by inode, then the WAL past our offset. */
@@ -688,10 +862,157 @@ create_store(lsm_db *db, lsm_err *e)
 	return rc;
 }
 
+/*
+ * What a store file's name says it is: NNNNNN.sst, NNNNNN.log or
+ * NNNNNN.vfn, with the number in *number; FILE_OTHER for anything else.
+ */
+typedef enum store_file_kind
+{
+	FILE_OTHER,
+	FILE_TABLE,
+	FILE_LOG,
+	FILE_NODE
+} store_file_kind;
+
+static store_file_kind
+kind_of(const char *name, uint64_t *number)
+{
+	const char *p = name;
+	uint64_t	n = 0;
+
+	for (; *p >= '0' && *p <= '9'; p++)
+	{
+		if (n > (UINT64_MAX - 9) / 10)
+			return FILE_OTHER;
+		n = n * 10 + (uint64_t) (*p - '0');
+	}
+	if (p == name)
+		return FILE_OTHER;
+	*number = n;
+	if (strcmp(p, ".sst") == 0)
+		return FILE_TABLE;
+	if (strcmp(p, ".log") == 0)
+		return FILE_LOG;
+	if (strcmp(p, ".vfn") == 0)
+		return FILE_NODE;
+	return FILE_OTHER;
+}
+
+/*
+ * Size of the file name in the store directory, or 0 if it is gone.
+ */
+static uint64_t
+file_size_of(const lsm_db *db, const char *name)
+{
+	char		path[4096];
+	struct stat st;
+
+	path_of(db, name, path, sizeof(path));
+	return stat(path, &st) == 0 ? (uint64_t) st.st_size : 0;
+}
+
+/*
+ * REQUIRES: the store directory has no MANIFEST.  It is a new store (or one
+ * whose creation died before its first manifest) only if it holds no data:
+ * no table, no node file, no log with a byte in it.  Anything else is a
+ * store that lost its manifest: LSM_CORRUPTION.  Writing a new manifest
+ * there would make every file an orphan, which the next compaction removes.
+ */
+static int
+check_no_data(lsm_db *db, lsm_err *e)
+{
+	DIR		   *d = opendir(db->dir);
+	struct dirent *de;
+	int			rc = LSM_OK;
+
+	if (d == NULL)
+		return lsm_err_sys(e, errno, "could not open directory \"%s\"",
+						   db->dir);
+	while (rc == LSM_OK && (de = readdir(d)) != NULL)
+	{
+		uint64_t	number;
+		store_file_kind kind = kind_of(de->d_name, &number);
+
+		if (kind == FILE_TABLE || kind == FILE_NODE ||
+			(kind == FILE_LOG && file_size_of(db, de->d_name) > 0))
+			rc = LSM_CORRUPT(e, "store \"%s\" has no MANIFEST but holds %s: the manifest was lost",
+							 db->dir, de->d_name);
+	}
+	closedir(d);
+	return rc;
+}
+
+/*
+ * Checks that no log in the store directory holds records and is newer
+ * than the one the manifest names, and with report, tells the log callback
+ * of every table, log and node file that the manifest does not name (the
+ * leftovers of an interrupted flush, compaction or ingest, which the next
+ * compaction removes, or the files of one under way in another process).
+ * A log receives records only once a manifest names it, and each new log
+ * is numbered after the last, so a newer log with records means that the
+ * MANIFEST is older than the store's files (a copy put back):
+ * LSM_CORRUPTION, before a compaction removes what it does not name.  A
+ * log seen with records may have been named by a manifest switched in
+ * since the handle last caught up: it catches up before judging.
+ */
+static int
+check_directory(lsm_db *db, bool report, lsm_err *e)
+{
+	DIR		   *d = opendir(db->dir);
+	struct dirent *de;
+	uint64_t	newest = 0;
+	char		newest_name[256] = "";
+	const lsm_version *v = db->current;
+	int			rc;
+
+	if (d == NULL)
+		return lsm_err_sys(e, errno, "could not open directory \"%s\"",
+						   db->dir);
+	while ((de = readdir(d)) != NULL)
+	{
+		uint64_t	number;
+		store_file_kind kind = kind_of(de->d_name, &number);
+		bool		named = false;
+		int			l,
+					i;
+
+		if (kind == FILE_LOG && number > v->log_number && number > newest &&
+			file_size_of(db, de->d_name) > 0)
+		{
+			newest = number;
+			snprintf(newest_name, sizeof(newest_name), "%s", de->d_name);
+		}
+		if (!report || kind == FILE_OTHER)
+			continue;
+		if (kind == FILE_LOG)
+			named = number == v->log_number;
+		else if (kind == FILE_NODE)
+			named = lsm_hier_has_node(v->hroot, number);
+		else
+			for (l = 0; l < LSM_MAX_LEVELS && !named; l++)
+				for (i = 0; i < v->nfiles[l] && !named; i++)
+					named = v->files[l][i]->meta.number == number;
+		if (!named)
+			lsm_db_log(db, LSM_LOG_NOTICE,
+					   "%s in store \"%s\" is not named by its MANIFEST: left by a flush, compaction or ingest that was interrupted (or is under way); the next compaction removes it",
+					   de->d_name, db->dir);
+	}
+	closedir(d);
+	if (newest == 0)
+		return LSM_OK;
+	if ((rc = lsm_db_catch_up(db, e)) != LSM_OK)
+		return rc;
+	if (newest <= db->current->log_number)
+		return LSM_OK;
+	return LSM_CORRUPT(e, "write-ahead log %s of store \"%s\" holds records but is newer than the log its MANIFEST names: the MANIFEST is older than the store's files",
+					   newest_name, db->dir);
+}
+
 static int
 open_store(lsm_db *db, lsm_err *e)
 {
-	char		path[4096];
+	char		path[4096],
+				manifest[4096];
 	struct stat st;
 	bool		exists;
 	int			rc;
@@ -702,6 +1023,15 @@ open_store(lsm_db *db, lsm_err *e)
 		return lsm_err_sys(e, errno, "could not stat \"%s\"", db->dir);
 	if (!S_ISDIR(st.st_mode))
 		return lsm_err_set(e, LSM_INVALID, "\"%s\" is not a directory", db->dir);
+	path_of(db, "MANIFEST", manifest, sizeof(manifest));
+	exists = stat(manifest, &st) == 0;
+	if (!exists && errno != ENOENT)
+		return lsm_err_sys(e, errno, "could not stat \"%s\"", manifest);
+	if (exists && db->opt.error_if_exists)
+		return lsm_err_set(e, LSM_EXISTS, "store \"%s\" already exists", db->dir);
+	/* a store that lost its manifest is never taken for a new one */
+	if (!exists && (rc = check_no_data(db, e)) != LSM_OK)
+		return rc;
 	path_of(db, "LOCK", path, sizeof(path));
 	rc = lsm_env_open(path, db->opt.read_only ? O_RDONLY : O_RDWR | O_CREAT,
 					  0644, &db->lock_fd, e);
@@ -709,11 +1039,7 @@ open_store(lsm_db *db, lsm_err *e)
 		return lsm_err_set(e, LSM_NOTFOUND, "store \"%s\" does not exist", db->dir);
 	if (rc != LSM_OK)
 		return rc;
-	map_generation(db);
-	path_of(db, "MANIFEST", path, sizeof(path));
-	exists = stat(path, &st) == 0;
-	if (exists && db->opt.error_if_exists)
-		return lsm_err_set(e, LSM_EXISTS, "store \"%s\" already exists", db->dir);
+	map_lock_page(db);
 	if (!exists)
 	{
 		if (!db->opt.create_if_missing || db->opt.read_only)
@@ -722,7 +1048,8 @@ open_store(lsm_db *db, lsm_err *e)
 		if (rc != LSM_OK)
 			return rc;
 		db->lock_held = true;
-		if (stat(path, &st) != 0)	/* someone else may have created it */
+		/* someone else may have created it, or begun to use it */
+		if (stat(manifest, &st) != 0 && (rc = check_no_data(db, e)) == LSM_OK)
 			rc = create_store(db, e);
 		release_lock(db);
 		if (rc != LSM_OK)
@@ -736,6 +1063,8 @@ open_store(lsm_db *db, lsm_err *e)
 		db->lock_held = true;
 	}
 	rc = lsm_db_catch_up(db, e);
+	if (rc == LSM_OK)
+		rc = check_directory(db, false, e);
 	/* staging directories of processes that died (invariant 9) */
 	if (rc == LSM_OK && !db->opt.read_only)
 		lsm_stage_gc(db);
@@ -800,8 +1129,8 @@ lsm_close(lsm_db *db)
 						   "%d stages still open", db->open_stages);
 	lsm_db_write_unlock(db);
 	release_lock(db);
-	if (db->gen)
-		munmap(db->gen, 4096);
+	if (db->page)
+		munmap(db->page, 4096);
 	lsm_env_close(db->lock_fd);
 	lsm_env_close(db->compact_fd);
 	lsm_env_close(db->manifest_fd);
@@ -1103,6 +1432,8 @@ flush_install(lsm_db *db, lsm_file **ingest, int ningest, uint64_t nseq,
 	db->log_fd = logfd;
 	db->log_number = lognum;
 	db->log_off = 0;
+	db->log_size = 0;
+	db->log_whole = true;
 	db->last_seq += nseq;
 	if (f != NULL || (ningest == 0 && !replace))
 		db->ctr.flushes++;
@@ -1194,6 +1525,8 @@ lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, lsm_err *e)
 	if (rc != LSM_OK)
 		return rc;
 
+	/* invariant (7): the catch-up under the lock left no tail to append to */
+	LSM_ASSERT(db->log_whole);
 	first = db->last_seq + 1;
 	lsm_put_u64(b->rep.data + LSM_WAL_HEADER, first);
 	lsm_put_u32(b->rep.data + LSM_WAL_HEADER + 8, b->count);
@@ -1203,8 +1536,14 @@ lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, lsm_err *e)
 		rc = lsm_env_fsync(db->log_fd, name, e);
 	if (rc != LSM_OK)
 	{
-		/* invariant (7): no partial or unacknowledged record stays behind */
-		(void) lsm_env_ftruncate(db->log_fd, (off_t) db->log_off, name, NULL);
+		/*
+		 * Invariant (7): no partial or unacknowledged record stays behind.
+		 * If it cannot be cut now, our position is not the end of the log:
+		 * the next catch-up (ours or another handle's) finds it and cuts it.
+		 */
+		if (lsm_env_ftruncate(db->log_fd, (off_t) db->log_off, name,
+							  NULL) != LSM_OK)
+			db->log_whole = false;
 		lsm_db_write_unlock(db);
 		return rc;
 	}
@@ -1224,10 +1563,12 @@ lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, lsm_err *e)
 			db->log_off = 0;
 			db->last_seq = db->current->last_seq;
 		}
+		db->log_whole = false;	/* no fast path past what we have not read */
 		lsm_db_write_unlock(db);
 		return rc;
 	}
 	db->log_off += b->rep.len;
+	db->log_size = db->log_off;
 	db->last_seq = first + b->count - 1;
 	if (lsm_memtable_bytes(db->mem) >= db->opt.memtable_bytes)
 	{
@@ -1681,20 +2022,53 @@ lsm_verify(lsm_db *db)
 	if (rc == LSM_OK)
 		rc = lsm_hier_verify(v, &e);
 	if (rc == LSM_OK)
-	{
-		/* the whole log must read back: a bad record before good ones fails */
-		lsm_memtable *scratch = lsm_memtable_new();
-		lsm_wal_replay_result res;
-		char		name[32];
-
-		if (scratch == NULL)
-			return lsm_db_fail(db, LSM_NOMEM_ERR(&e), &e);
-		lsm_wal_filename(db->log_number, name, sizeof(name));
-		rc = lsm_wal_replay(db->log_fd, name, 0, v->last_seq + 1,
-							apply_payload, scratch, &res, &e);
-		lsm_memtable_unref(scratch);
-	}
+		rc = verify_log(db, &e);
+	if (rc == LSM_OK)
+		rc = check_directory(db, true, &e);
 	return lsm_db_fail(db, rc, &e);
+}
+
+/*
+ * lsm_verify's checks of the write-ahead log: the whole log must read back
+ * (a bad record before good ones fails), an invalid tail is reported (the
+ * next writer discards it), and so is the store's record of the tails
+ * writers have discarded.
+ */
+static int
+verify_log(lsm_db *db, lsm_err *e)
+{
+	lsm_memtable *scratch = lsm_memtable_new();
+	lsm_wal_replay_result res;
+	lsm_wal_tail_stats tails;
+	char		name[32];
+	int			rc;
+
+	if (scratch == NULL)
+		return LSM_NOMEM_ERR(e);
+	lsm_wal_filename(db->log_number, name, sizeof(name));
+	rc = lsm_wal_replay(db->log_fd, name, 0, db->current->last_seq + 1,
+						apply_payload, scratch, &res, e);
+	lsm_memtable_unref(scratch);
+	if (rc != LSM_OK)
+		return rc;
+	if (res.end_off < res.file_size)
+		lsm_db_log(db, LSM_LOG_WARNING,
+				   "write-ahead log %s of store \"%s\" ends with %llu bytes at offset %llu that are not a complete, valid record: the next writer discards them",
+				   name, db->dir,
+				   (unsigned long long) (res.file_size - res.end_off),
+				   (unsigned long long) res.end_off);
+	read_tails(db, &tails);
+	if (tails.count > 0)
+	{
+		lsm_wal_filename(tails.log_number, name, sizeof(name));
+		lsm_db_log(db, LSM_LOG_WARNING,
+				   "recovery has discarded %llu invalid write-ahead log tail%s from store \"%s\", the last %llu bytes at offset %llu of %s",
+				   (unsigned long long) tails.count,
+				   tails.count == 1 ? "" : "s", db->dir,
+				   (unsigned long long) tails.bytes,
+				   (unsigned long long) tails.offset, name);
+	}
+	return LSM_OK;
 }
 
 /* ---------- statistics ---------- */
@@ -1729,6 +2103,7 @@ lsm_get_stats(lsm_db *db, lsm_stats *st)
 	}
 	st->memtable_bytes = lsm_memtable_bytes(db->mem);
 	st->memtable_entries = lsm_memtable_entries(db->mem);
+	read_tails(db, &st->wal_tails);
 	st->last_sequence = db->last_seq;
 	{
 		lsm_hier_shape hs;

@@ -35,9 +35,31 @@ typedef int (*lsm_batch_fn) (void *arg, uint64_t seq, int kind,
 							 const uint8_t *key, size_t klen,
 							 const uint8_t *val, size_t vlen);
 
-/* Calls fn for every entry of a batch payload (after the WAL header). */
+/*
+ * Calls fn for every entry of a batch payload (after the WAL header), in
+ * order; LSM_CORRUPTION at the first malformed entry (fn has then seen the
+ * ones before it), or fn's error.
+ */
 int			lsm_batch_iterate(const uint8_t *payload, size_t n, lsm_batch_fn fn,
 							  void *arg, lsm_err *e);
+
+/*
+ * Checks a whole batch payload without applying it: its header (at least
+ * one entry, sequences within 1 .. LSM_MAX_SEQUENCE) and every entry, as
+ * lsm_batch_iterate would decode them.  LSM_OK or LSM_CORRUPTION.
+ */
+int			lsm_batch_check(const uint8_t *payload, size_t n, lsm_err *e);
+
+/*
+ * The first page of LOCK, mapped shared by every handle (read-only handles
+ * map it read-only); a new LOCK is extended to a page of zeros.  Written
+ * only by the holder of the write lock.
+ */
+typedef struct lsm_lock_page
+{
+	uint64_t	gen;			/* change generation (db.c) */
+	lsm_wal_tail_stats tails;	/* invalid WAL tails writers have cut */
+} lsm_lock_page;
 
 struct lsm_db
 {
@@ -49,8 +71,9 @@ struct lsm_db
 	int			compact_fd;		/* LOCK.compact, opened on first use */
 	bool		write_locked;
 	bool		lock_held;		/* the flock itself (exclusive: always) */
-	uint64_t   *gen;			/* change generation in LOCK's page, or NULL */
-	uint64_t	seen_gen;		/* generation of our last full catch-up */
+	lsm_lock_page *page;		/* LOCK's first page, or NULL */
+	uint64_t	seen_gen;		/* generation of our last full catch-up,
+								 * if it left the log whole; else 1 */
 
 	int			manifest_fd;	/* pins the inode of the loaded manifest */
 	ino_t		manifest_ino;
@@ -60,7 +83,12 @@ struct lsm_db
 	uint64_t	log_number;		/* the WAL mem was replayed from */
 	int			log_fd;
 	uint64_t	log_off;		/* replayed up to here */
+	uint64_t	log_size;		/* size of the log at the last replay */
+	bool		log_whole;		/* the log ends at log_off: the last replay
+								 * found nothing after it (or cut it), and
+								 * we appended only whole records since */
 	uint64_t	last_seq;		/* newest sequence this handle has seen */
+	lsm_wal_tail_stats tails;	/* the tails this handle cut or left out */
 
 	lsm_batch  *one;			/* reused by lsm_put and lsm_delete */
 	int			open_iters;
@@ -176,6 +204,10 @@ bool		lsm_stage_gc_entry(lsm_db *db, const char *name);
 int			lsm_iter_build(lsm_db *db, bool deletes,
 						   lsm_iiter *(*build) (void *arg, lsm_err *err),
 						   void *arg, lsm_iter **out);
+
+/* Tells the log callback (if any) of an event; see lsm_log_fn. */
+void		lsm_db_log(lsm_db *db, int level, const char *fmt,...)
+			__attribute__((format(printf, 3, 4)));
 
 /* Is the interrupt callback asking to stop? */
 bool		lsm_db_interrupted(lsm_db *db);

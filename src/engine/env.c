@@ -136,6 +136,18 @@ lsm_env_open(const char *path, int flags, int mode, int *fd, lsm_err *e)
 {
 	int			f;
 
+	if (fault && fault->fail_open_suffix)
+	{
+		size_t		n = strlen(path),
+					k = strlen(fault->fail_open_suffix);
+
+		if (n >= k && strcmp(path + n - k, fault->fail_open_suffix) == 0)
+		{
+			fault->injected++;
+			return lsm_err_sys(e, fault->fail_errno ? fault->fail_errno : EIO,
+							   "could not open \"%s\"", path);
+		}
+	}
 	do
 		f = open(path, flags | O_CLOEXEC, mode);
 	while (f < 0 && errno == EINTR);

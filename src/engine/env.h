@@ -6,6 +6,8 @@
  * Fault injection (tests only; the hooks cost one branch when unused):
  *	- fail the Nth write or the Nth fsync from now, with an errno (EIO,
  *	  ENOSPC), optionally after writing part of the buffer (a short write);
+ *	- fail every open of the files whose names end in a given suffix, with
+ *	  an errno (EACCES: a file the server cannot read);
  *	- track which bytes of each file were fsynced and, on request, drop the
  *	  unsynced ones (files truncated to their synced length, files never
  *	  fsynced removed), simulating a power failure.
@@ -73,6 +75,7 @@ typedef struct lsm_fault
 	int			short_write;	/* the failing write first writes half */
 	int			sticky;			/* keep failing every later write/sync */
 	int			track_sync;		/* record synced lengths for drop_unsynced */
+	const char *fail_open_suffix;	/* fail opens of paths ending in it */
 
 	/* counters, maintained whenever hooks are installed */
 	long		writes;

@@ -301,7 +301,7 @@ nodefile_open(const char *dir, uint64_t number, uint32_t m, int k,
 	else if (rc != LSM_OK)
 	{
 		free(nf);
-		return lsm_err_set(e, rc, "%s", local.msg);
+		return lsm_err_copy(e, &local);
 	}
 	*out = nf;
 	return LSM_OK;

@@ -724,11 +724,15 @@ lsm_iter_value(const lsm_iter *it, size_t *vlen)
 int
 lsm_iter_status(const lsm_iter *it)
 {
+	int			rc;
+
 	if (it == NULL)
 		return LSM_INVALID;
-	if (it->rc != LSM_OK || it->m == NULL)
-		return it->rc;
-	return it->m->rc;
+	rc = (it->rc != LSM_OK || it->m == NULL) ? it->rc : it->m->rc;
+	/* the detail (file, offset, errno) goes to the handle's lsm_errmsg */
+	if (rc != LSM_OK && it->db != NULL)
+		lsm_db_fail(it->db, rc, &it->err);
+	return rc;
 }
 
 /* Adds a finished search's counters to the handle's totals. */

@@ -87,6 +87,21 @@ int			lsm_errno(const lsm_db *db);
  */
 typedef int (*lsm_interrupt_fn) (void *arg);
 
+/*
+ * Log callback: told, with a complete sentence, of events that a store's
+ * administrator should hear of although no call fails.  It must not
+ * longjmp; it may be called with the store's write lock held.
+ *	LSM_LOG_WARNING		recovery discarded data: an invalid tail of a
+ *						write-ahead log (lsm_stats.wal_tails counts them);
+ *						lsm_verify also repeats the store's record of them
+ *	LSM_LOG_NOTICE		lsm_verify found something that is not damage (a
+ *						file the manifest does not name, left by an
+ *						interrupted flush or compaction)
+ */
+#define LSM_LOG_NOTICE	1
+#define LSM_LOG_WARNING 2
+typedef void (*lsm_log_fn) (void *arg, int level, const char *msg);
+
 typedef struct lsm_options
 {
 	size_t		memtable_bytes; /* flush threshold */
@@ -119,6 +134,8 @@ typedef struct lsm_options
 									 * of value filters (searching it scans) */
 	int			value_search;	/* strategy of lsm_value_search: one of
 								 * LSM_SEARCH_* (AUTO by default) */
+	lsm_log_fn	log;			/* optional; see above */
+	void	   *log_arg;
 } lsm_options;
 
 /*
@@ -138,8 +155,14 @@ void		lsm_options_init(lsm_options *o);
 /*
  * Opens (creating if missing and allowed) the store in directory dir.  On
  * success *out is a new handle; on failure *out is NULL and lsm_errmsg(NULL)
- * describes why.  Recovery replays the write-ahead log; a torn tail is
- * ignored (and truncated by the next writer).
+ * describes why.  Recovery replays the write-ahead log up to its last
+ * complete, valid record; an invalid tail after it (a write cut short by a
+ * crash, or a damaged last record) is cut off by this open if the handle
+ * may write and the write lock is free, else by the next writer, and the
+ * cut is reported (the log callback, lsm_stats.wal_tails).  A directory
+ * that holds tables or logs but no MANIFEST, a missing log, or a log with
+ * records newer than the MANIFEST is LSM_CORRUPTION in every mode, and
+ * nothing is written.
  */
 int			lsm_open(const char *dir, const lsm_options *o, lsm_db **out);
 
@@ -151,7 +174,9 @@ int			lsm_close(lsm_db *db);
 
 /*
  * Picks up writes, flushes and compactions committed by other processes (or
- * other handles) since this handle last looked.  Takes no lock.
+ * other handles) since this handle last looked.  Takes no lock, except that
+ * a handle that may write and finds an invalid tail after the last record
+ * of the log takes the write lock if it is free, to cut it (see lsm_open).
  */
 int			lsm_refresh(lsm_db *db);
 
@@ -230,6 +255,12 @@ int			lsm_iter_valid(const lsm_iter *it);
 void		lsm_iter_next(lsm_iter *it);
 const void *lsm_iter_key(const lsm_iter *it, size_t *klen);
 const void *lsm_iter_value(const lsm_iter *it, size_t *vlen);
+
+/*
+ * LSM_OK, or the error that stopped the iterator (it is then not valid);
+ * lsm_errmsg and lsm_errno of the iterator's store then describe it (the
+ * file and offset of a checksum failure, the saved errno of an I/O error).
+ */
 int			lsm_iter_status(const lsm_iter *it);
 void		lsm_iter_close(lsm_iter *it);
 
@@ -469,7 +500,13 @@ typedef struct lsm_hierarchy_stats
 int			lsm_flush(lsm_db *db);	/* memtable -> SSTable now */
 int			lsm_compact(lsm_db *db);	/* compact until no level is over
 										 * target */
-int			lsm_verify(lsm_db *db); /* check every checksum and invariant */
+/*
+ * Checks every checksum and invariant: LSM_OK or LSM_CORRUPTION (with the
+ * damage in lsm_errmsg).  What is not damage goes to the log callback: an
+ * invalid tail still in the log, the store's record of tails cut
+ * (LSM_LOG_WARNING), files the manifest does not name (LSM_LOG_NOTICE).
+ */
+int			lsm_verify(lsm_db *db);
 
 /*
  * Flushes the memtable and compacts the whole store into its deepest
@@ -489,6 +526,20 @@ typedef struct lsm_level_stats
 	uint64_t	filter_bytes;	/* key filter bytes */
 	uint64_t	value_filter_bytes;
 } lsm_level_stats;
+
+/*
+ * Invalid write-ahead log tails (lsm_get_stats): bytes after the last
+ * complete, valid record of a log, left by a write that a crash cut short
+ * or damaged.  Recovery replays the records before them and discards them:
+ * the first writer to find them cuts them off before it appends.
+ */
+typedef struct lsm_wal_tail_stats
+{
+	uint64_t	count;			/* tails discarded */
+	uint64_t	log_number;		/* the last one: its log file (NNNNNN.log), */
+	uint64_t	offset;			/* the offset of its first byte */
+	uint64_t	bytes;			/* and its length */
+} lsm_wal_tail_stats;
 
 typedef struct lsm_stats
 {
@@ -517,6 +568,14 @@ typedef struct lsm_stats
 	lsm_hierarchy_stats hierarchy;
 	uint64_t	value_searches; /* value searches opened */
 	lsm_search_stats search;	/* their counters, summed (strategy 0) */
+
+	/*
+	 * Not a counter of this handle: the tails that writers in any process
+	 * cut from the store's logs since its LOCK file was created (kept in
+	 * that file); on a handle that cannot map it, those this handle cut or,
+	 * read-only, left out.
+	 */
+	lsm_wal_tail_stats wal_tails;
 } lsm_stats;
 
 /* Fills *st.  Level figures are those of the handle's current version. */

@@ -275,10 +275,11 @@ lsm_table_open(const char *dir, uint64_t number, uint64_t global_seq,
 	}
 	if (rc == LSM_OK)
 		rc = load(t, &local);
-	if (rc == LSM_NOMEM)
+	if (rc != LSM_OK && rc != LSM_CORRUPTION)
 	{
+		/* not damage (EACCES, EMFILE, ENOMEM): fail, keeping the errno */
 		lsm_table_unref(t);
-		return lsm_err_set(e, rc, "%s", local.msg);
+		return lsm_err_copy(e, &local);
 	}
 	if (rc != LSM_OK)
 	{

@@ -100,6 +100,14 @@ lsm_err_sys(lsm_err *e, int errnum, const char *fmt,...)
 }
 
 int
+lsm_err_copy(lsm_err *e, const lsm_err *src)
+{
+	if (e != NULL && e != src)
+		*e = *src;
+	return src->rc;
+}
+
+int
 lsm_err_corrupt_at(lsm_err *e, const char *file, int line, const char *fmt,...)
 {
 	va_list		ap;

@@ -73,6 +73,12 @@ int			lsm_err_set(lsm_err *e, int rc, const char *fmt,...)
 int			lsm_err_sys(lsm_err *e, int errnum, const char *fmt,...)
 			__attribute__((format(printf, 3, 4)));
 
+/*
+ * Copies the error record src (code, message and saved errno) into e (if e
+ * is not NULL); returns its code.
+ */
+int			lsm_err_copy(lsm_err *e, const lsm_err *src);
+
 /* Corruption, recording where in the engine it was detected. */
 int			lsm_err_corrupt_at(lsm_err *e, const char *file, int line,
 							   const char *fmt,...)

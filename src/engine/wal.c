@@ -1,6 +1,16 @@
 /*
  * wal.c
  *		Write-ahead log records.  See wal.h for the format.
+ *
+ * Replay reads the log past an offset into one buffer and walks it record
+ * by record: each must be framed (type, a length that fits), checksummed
+ * and continue the sequence.  At the first that is not, it decides between
+ * a torn tail (only garbage follows: not an error, the caller cuts it) and
+ * damage in the middle (a good record continuing the log follows:
+ * LSM_CORRUPTION).  That search behind the bad spot tests every position
+ * in constant time and checksums only those whose header is plausible,
+ * within a budget proportional to the bytes searched, so any content of
+ * the file is scanned in linear time.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE				/* flock, fdatasync, strdup, timespec */
@@ -11,6 +21,7 @@
 #include <sys/stat.h>
 
 #include "env.h"
+#include "memtable.h"
 #include "wal.h"
 
 void
@@ -24,6 +35,11 @@ lsm_wal_append(int fd, const char *name, uint8_t *rec, size_t len, lsm_err *e)
 {
 	size_t		plen = len - LSM_WAL_HEADER;
 
+	/* the length field is 32 bits: a larger batch cannot be one record */
+	if (plen > UINT32_MAX)
+		return lsm_err_set(e, LSM_INVALID,
+						   "batch of %zu bytes is larger than a log record can hold",
+						   plen);
 	lsm_put_u32(rec + 4, (uint32_t) plen);
 	rec[8] = LSM_WAL_BATCH;
 	lsm_put_u32(rec, lsm_checksum(rec + 4, plen + 5));
@@ -31,26 +47,94 @@ lsm_wal_append(int fd, const char *name, uint8_t *rec, size_t len, lsm_err *e)
 }
 
 /*
- * Is there a complete record at p (of at most avail bytes) that starts a
- * batch with sequence >= min_seq?
+ * The length (header included) of the record at p, of at most avail bytes,
+ * if its header frames one that fits and its checksum is good; else 0.
  */
-static bool
-good_record_at(const uint8_t *p, size_t avail, uint64_t min_seq, size_t *len)
+static size_t
+record_len_at(const uint8_t *p, size_t avail)
 {
 	uint32_t	plen;
 
 	if (avail < LSM_WAL_HEADER + LSM_BATCH_HEADER)
-		return false;
+		return 0;
 	plen = lsm_get_u32(p + 4);
 	if (p[8] != LSM_WAL_BATCH || plen < LSM_BATCH_HEADER ||
 		plen > avail - LSM_WAL_HEADER)
+		return 0;
+	if (lsm_checksum(p + 4, (size_t) plen + 5) != lsm_get_u32(p))
+		return 0;
+	return LSM_WAL_HEADER + (size_t) plen;
+}
+
+/*
+ * Could a record written after the bad one at bad_off start at offset off?
+ * Checks in constant time what its header must hold: the batch type, a
+ * length that fits in the avail bytes left, at least one entry and no more
+ * than the length can hold (three bytes each), and a first sequence at or
+ * after expect_seq (0: unknown) but no further past it than the entries the
+ * bytes from bad_off to off could have held.  Only such positions are worth
+ * a checksum.
+ */
+static bool
+plausible_at(const uint8_t *p, size_t avail, uint64_t expect_seq,
+			 uint64_t bad_off, uint64_t off)
+{
+	uint32_t	plen;
+	uint32_t	count;
+	uint64_t	first;
+
+	if (avail < LSM_WAL_HEADER + LSM_BATCH_HEADER || p[8] != LSM_WAL_BATCH)
 		return false;
-	if (lsm_get_u64(p + LSM_WAL_HEADER) < min_seq)
+	plen = lsm_get_u32(p + 4);
+	if (plen < LSM_BATCH_HEADER || plen > avail - LSM_WAL_HEADER)
 		return false;
-	if (lsm_checksum(p + 4, plen + 5) != lsm_get_u32(p))
+	first = lsm_get_u64(p + LSM_WAL_HEADER);
+	count = lsm_get_u32(p + LSM_WAL_HEADER + 8);
+	if (count == 0 || count > (plen - LSM_BATCH_HEADER) / 3 ||
+		first == 0 || first > LSM_MAX_SEQUENCE ||
+		count - 1 > LSM_MAX_SEQUENCE - first)
 		return false;
-	*len = LSM_WAL_HEADER + plen;
+	if (expect_seq != 0 &&
+		(first < expect_seq || first - expect_seq > (off - bad_off) / 3))
+		return false;
 	return true;
+}
+
+/*
+ * Looks behind the bad record at buf[pos] (of n bytes, file offset base)
+ * for a good record that continues the log: a torn append leaves only
+ * garbage behind it, so one means the damage is in the middle.  Every
+ * position is tested in constant time (plausible_at) and only plausible
+ * ones are checksummed, with a budget of bytes checksummed proportional to
+ * what follows the bad record, so that no content makes the scan slower
+ * than linear.  LSM_OK if nothing continues the log; LSM_CORRUPTION if a
+ * good record does, or if the budget runs out (only crafted bytes can do
+ * that: refusing the log then loses nothing).
+ */
+static int
+scan_after_bad(const uint8_t *buf, size_t n, size_t pos, uint64_t base,
+			   uint64_t expect_seq, const char *name, lsm_err *e)
+{
+	uint64_t	budget = 8 * (uint64_t) (n - pos) + (UINT64_C(1) << 20);
+	size_t		p;
+
+	for (p = pos + 1; p + LSM_WAL_HEADER + LSM_BATCH_HEADER <= n; p++)
+	{
+		size_t		len;
+
+		if (!plausible_at(buf + p, n - p, expect_seq, pos, p))
+			continue;
+		len = LSM_WAL_HEADER + (size_t) lsm_get_u32(buf + p + 4);
+		if (len > budget)
+			return LSM_CORRUPT(e, "bad record at offset %llu of %s: too many record-like bytes follow it to tell whether it is a torn tail",
+							   (unsigned long long) (base + pos), name);
+		budget -= len;
+		if (record_len_at(buf + p, n - p) != 0)
+			return LSM_CORRUPT(e, "corrupt record at offset %llu of %s is followed by a valid record at offset %llu",
+							   (unsigned long long) (base + pos), name,
+							   (unsigned long long) (base + p));
+	}
+	return LSM_OK;
 }
 
 int
@@ -72,10 +156,13 @@ lsm_wal_replay(int fd, const char *name, uint64_t off, uint64_t expect_seq,
 	res->file_size = (uint64_t) st.st_size;
 	if ((uint64_t) st.st_size <= off)
 		return LSM_OK;
+	if ((uint64_t) st.st_size - off > SIZE_MAX)
+		return lsm_err_set(e, LSM_NOMEM, "%s is too large to read", name);
 	n = (size_t) ((uint64_t) st.st_size - off);
 	buf = malloc(n);
 	if (buf == NULL)
-		return LSM_NOMEM_ERR(e);
+		return lsm_err_set(e, LSM_NOMEM,
+						   "out of memory reading %zu bytes of %s", n, name);
 	rc = lsm_env_pread(fd, buf, n, (off_t) off, name, e);
 	if (rc == LSM_CORRUPTION)
 	{
@@ -85,14 +172,15 @@ lsm_wal_replay(int fd, const char *name, uint64_t off, uint64_t expect_seq,
 	}
 	while (rc == LSM_OK && pos < n)
 	{
-		size_t		len;
+		size_t		len = record_len_at(buf + pos, n - pos);
 		uint64_t	first;
 		uint32_t	count;
 
-		if (!good_record_at(buf + pos, n - pos, 0, &len))
+		if (len == 0)
 			break;
 		first = lsm_get_u64(buf + pos + LSM_WAL_HEADER);
 		count = lsm_get_u32(buf + pos + LSM_WAL_HEADER + 8);
+		/* a stale record, past a truncation that did not reach the disk */
 		if (expect_seq != 0 && first != expect_seq)
 			break;
 		rc = apply(arg, buf + pos + LSM_WAL_HEADER, len - LSM_WAL_HEADER, e);
@@ -105,22 +193,7 @@ lsm_wal_replay(int fd, const char *name, uint64_t off, uint64_t expect_seq,
 		res->records++;
 	}
 	if (rc == LSM_OK && pos < n)
-	{
-		size_t		p,
-					len;
-
-		/*
-		 * A torn append leaves only garbage behind it.  A good record with a
-		 * later sequence after the bad spot means the damage is in the middle.
-		 */
-		for (p = pos + 1; p + LSM_WAL_HEADER + LSM_BATCH_HEADER <= n; p++)
-			if (good_record_at(buf + p, n - p, expect_seq ? expect_seq : 1, &len))
-			{
-				rc = LSM_CORRUPT(e, "corrupt record at offset %llu of %s is followed by valid records",
-								 (unsigned long long) (off + pos), name);
-				break;
-			}
-	}
+		rc = scan_after_bad(buf, n, pos, off, expect_seq, name, e);
 	free(buf);
 	return rc;
 }

@@ -10,10 +10,13 @@
  *
  * Recovery replays complete records and stops at the first torn or corrupt
  * one, or at one whose first sequence does not continue the previous record
- * (stale bytes past a truncation that did not reach the disk).  The next
- * writer truncates the log at that point before it appends.  A bad record
- * followed by a good one cannot come from a torn append and is reported as
- * corruption instead of being silently dropped.
+ * (stale bytes past a truncation that did not reach the disk).  Everything
+ * from there on is the log's invalid tail: a writer cuts it before it
+ * appends (db.c, invariant 7) and reports what it cut.  A bad record
+ * followed by a good one that continues the log cannot come from a torn
+ * append and is reported as corruption instead of being silently dropped.
+ * The search for such a record is linear in the bytes after the bad one,
+ * whatever they hold (wal.c).
  */
 #ifndef LSM_WAL_H
 #define LSM_WAL_H
@@ -30,6 +33,9 @@ void		lsm_wal_filename(uint64_t number, char *buf, size_t n);
 /*
  * Fills in the record header of rec (LSM_WAL_HEADER bytes reserved at its
  * start, followed by the payload) and appends it with a single write.
+ * LSM_INVALID if the payload is too large for the 32-bit length (nothing is
+ * written); else the write's result (part of the record may then be in the
+ * file: the caller cuts it off).
  */
 int			lsm_wal_append(int fd, const char *name, uint8_t *rec, size_t len,
 						   lsm_err *e);
@@ -50,7 +56,10 @@ typedef struct lsm_wal_replay_result
  * Replays records from off onwards; expect_seq is the sequence the next
  * record must start with (0 = accept any).  A torn tail leaves end_off <
  * file_size and is not an error.  LSM_CORRUPTION if a bad record is followed
- * by a good one; errors from apply are returned as they are.
+ * by a good one that continues the log; errors from apply are returned as
+ * they are (apply sees only whole, checksummed records, but must check
+ * their payload).  The file is read into one allocation of its size past
+ * off.
  */
 int			lsm_wal_replay(int fd, const char *name, uint64_t off,
 						   uint64_t expect_seq, lsm_wal_apply_fn apply,

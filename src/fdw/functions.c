@@ -12,12 +12,15 @@
  *							for the memtable
  *	lsm_hierarchy(t)		the shape of the value filter hierarchy
  *	lsm_counters(t)			the handle's counters (this backend's work since
- *							it opened the store or reset them)
+ *							it opened the store or reset them), and the
+ *							store's record of invalid WAL tails discarded
  *	lsm_reset_counters(t)	sets them to zero
  *	lsm_flush(t)			memtable -> level-0 SSTable now
  *	lsm_compact(t, full)	compaction until no level is over its target, or
  *							with full, of everything into one level
- *	lsm_verify(t)			every checksum and invariant; true or an error
+ *	lsm_verify(t)			every checksum and invariant; true or an error,
+ *							with warnings and notices for what is not
+ *							damage (a discarded WAL tail, leftover files)
  *	lsm_store_path(t)		the store's directory
  *	lsm_store_size(t)		bytes of the files in that directory
  *
@@ -81,7 +84,7 @@ typedef enum LsmFdwFuncOp
 /* Columns of the results. */
 #define LSMFDW_STATS_COLS		6
 #define LSMFDW_HIERARCHY_COLS	9
-#define LSMFDW_COUNTERS_COLS	27
+#define LSMFDW_COUNTERS_COLS	31
 
 /* lsm_stats reports the memtable as this level */
 #define LSMFDW_MEMTABLE_LEVEL	(-1)
@@ -189,7 +192,10 @@ lsm_fdw_hierarchy(PG_FUNCTION_ARGS)
  * key lookups and their filters, writes, flushes and compactions, manifest
  * reloads and retries, value searches and the sum of their search counters.
  * They count from when this backend opened the store (or reopened it after
- * the table changed) or last reset them.
+ * the table changed) or last reset them.  The last four columns are the
+ * store's, kept in its LOCK file for every backend: the invalid tails of
+ * its write-ahead logs that recovery discarded, and the last one's file,
+ * offset and bytes (NULL if none).
  */
 Datum
 lsm_fdw_counters(PG_FUNCTION_ARGS)
@@ -238,6 +244,20 @@ lsm_fdw_counters(PG_FUNCTION_ARGS)
 	values[i++] = Int64GetDatum((int64) vs->rows_validated);
 	values[i++] = Int64GetDatum((int64) vs->rows_rejected);
 	values[i++] = Int64GetDatum((int64) vs->rows_returned);
+	values[i++] = Int64GetDatum((int64) st.wal_tails.count);
+	if (st.wal_tails.count > 0)
+	{
+		values[i++] = CStringGetTextDatum(psprintf("%06llu.log",
+												   (unsigned long long) st.wal_tails.log_number));
+		values[i++] = Int64GetDatum((int64) st.wal_tails.offset);
+		values[i++] = Int64GetDatum((int64) st.wal_tails.bytes);
+	}
+	else
+	{
+		nulls[i++] = true;
+		nulls[i++] = true;
+		nulls[i++] = true;
+	}
 	Assert(i == LSMFDW_COUNTERS_COLS);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values,
@@ -287,9 +307,12 @@ lsm_fdw_compact(PG_FUNCTION_ARGS)
 
 /*
  * lsm_verify(regclass): checks every block of every SSTable, key order and
- * ranges, the key filters, the filter hierarchy and the write-ahead log.
- * Returns true, or raises the engine's error (data_corrupted for damage,
- * with the engine's description in the detail).
+ * ranges, the key filters, the filter hierarchy, the write-ahead log and
+ * the store's files.  Returns true, or raises the engine's error
+ * (data_corrupted for damage, with the engine's description in the
+ * detail).  What is not damage is reported as it is found: a WARNING for
+ * data recovery discarded (an invalid tail of the write-ahead log, still
+ * there or already cut), a NOTICE for a file the manifest does not name.
  */
 Datum
 lsm_fdw_verify(PG_FUNCTION_ARGS)
@@ -458,7 +481,10 @@ run_engine(LsmFdwTable *t, LsmFdwFuncOp op, lsm_stats *st)
 				action = "compact";
 				break;
 			case LSMFDW_OP_VERIFY:
+				/* its findings go to the client (reset by PG_FINALLY) */
+				LsmFdwEngineLogToClient(true);
 				rc = lsm_verify(db);
+				LsmFdwEngineLogToClient(false);
 				action = "verify";
 				break;
 		}
@@ -467,6 +493,7 @@ run_engine(LsmFdwTable *t, LsmFdwFuncOp op, lsm_stats *st)
 	}
 	PG_FINALLY();
 	{
+		LsmFdwEngineLogToClient(false);
 		if (private_handle && db != s->db && db != NULL)
 			(void) lsm_close(db);
 		LsmFdwUnpinStore(s);

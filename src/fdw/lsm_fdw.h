@@ -208,6 +208,8 @@ typedef struct LsmFdwStore
 	Oid			relid;			/* hash key */
 	lsm_db	   *db;				/* NULL when closed */
 	char	   *path;			/* malloc'd; the directory db was opened on */
+	char	   *relname;		/* the table's name when db was opened, for
+								 * the engine's log messages */
 	bool		stale;			/* the relation changed: reopen when unpinned */
 	bool		doomed;			/* directory removed: close when unpinned */
 	int			pins;			/* scans, modifications and pending writes
@@ -387,6 +389,7 @@ extern void LsmFdwScanBegin(LsmFdwStore *s, CommandId curcid);
 extern void LsmFdwScanEnd(LsmFdwStore *s, CommandId curcid);
 extern bool LsmFdwScansWithin(const LsmFdwStore *s, CommandId lo,
 							  CommandId hi);
+extern void LsmFdwEngineLogToClient(bool on);
 extern void LsmFdwReportError(int rc, lsm_db *db, const char *relname,
 							  const char *action) pg_attribute_noreturn();
 extern bool LsmFdwGet(LsmFdwStore *s, const char *relname,

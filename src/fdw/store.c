@@ -48,7 +48,12 @@
  *
  * LsmFdwReportError is the one place where an engine return code becomes an
  * ereport: an errcode per code, a short primary message, the engine's detail
- * in errdetail and the table in errcontext.
+ * in errdetail and the table in errcontext.  What the engine reports without
+ * failing a call (recovery discarding an invalid tail of a store's
+ * write-ahead log) reaches engine_log, which writes it to the server log:
+ * it happens in whichever backend opens or writes the store first, and is
+ * for the administrator rather than for that session's client.  Within
+ * lsm_verify the findings go to the client instead (LsmFdwEngineLogToClient).
  *
  * src/fdw/store.c
  *
@@ -76,6 +81,9 @@
 /* Open stores of this backend, keyed by relation OID; NULL until first use */
 static HTAB *stores = NULL;
 
+/* engine_log writes to the client (within lsm_verify) rather than the log */
+static bool engine_log_to_client = false;
+
 static void init_cache(void);
 static void check_identity(LsmFdwTable *t, LsmFdwMeta *meta);
 static void check_layout(LsmFdwStore *s, LsmFdwTable *t,
@@ -84,6 +92,7 @@ static lsm_db *open_handle(LsmFdwTable *t, bool create);
 static lsm_db *open_own_store(LsmFdwTable *t);
 static bool first_row_exists(lsm_db *db, const char *relname);
 static void remove_directory(const char *path, int elevel);
+static void engine_log(void *arg, int level, const char *msg);
 static void close_store(LsmFdwStore *s);
 static void make_parent_directory(const LsmFdwTable *t);
 static void remove_dropped_databases(void);
@@ -128,6 +137,7 @@ LsmFdwOpenStore(LsmFdwTable *t, bool refresh)
 	{
 		s->db = NULL;
 		s->path = NULL;
+		s->relname = NULL;
 		s->stale = false;
 		s->doomed = false;
 		s->pins = 0;
@@ -149,21 +159,27 @@ LsmFdwOpenStore(LsmFdwTable *t, bool refresh)
 		LsmFdwMeta meta;
 		lsm_db	   *db;
 		char	   *path;
+		char	   *relname;
 
 		if (t->default_location)
 			remove_dropped_databases();
 		check_identity(t, &meta);
 		path = MemoryContextStrdup(TopMemoryContext, t->path);
+		relname = MemoryContextStrdup(TopMemoryContext, t->relname);
 		opts.interrupt = interrupt_pending;
 		opts.interrupt_arg = NULL;
+		opts.log = engine_log;
+		opts.log_arg = relname;
 		rc = lsm_open(t->path, &opts, &db);
 		if (rc != LSM_OK)
 		{
 			pfree(path);
+			pfree(relname);
 			LsmFdwReportError(rc, NULL, t->relname, "open");
 		}
 		s->db = db;
 		s->path = path;
+		s->relname = relname;
 		s->stale = false;
 		s->doomed = false;
 		s->snapshot_lxid = MyProc->lxid;
@@ -329,8 +345,9 @@ LsmFdwHoldsSnapshot(const LsmFdwStore *s)
 /*
  * Opens a second handle on t's store, for an operation that must not move
  * the shared handle's snapshot (an lsm_flush under REPEATABLE READ);
- * close it with lsm_close.  Raises an error if the store cannot be opened.
- * REQUIRES: the shared handle is open (it checked the store).
+ * close it with lsm_close before t goes away.  Raises an error if the
+ * store cannot be opened.  REQUIRES: the shared handle is open (it checked
+ * the store).
  */
 lsm_db *
 LsmFdwOpenPrivateHandle(LsmFdwTable *t)
@@ -527,11 +544,14 @@ LsmFdwReportError(int rc, lsm_db *db, const char *relname, const char *action)
 	{
 		case LSM_IOERR:
 			errno = lsm_errno(db);
-			ereport(ERROR,
-					(errcode_for_file_access(),
-					 errmsg("could not %s lsm_fdw store: %m", action),
-					 detail[0] ? errdetail("%s", detail) : 0,
-					 errcontext("foreign table \"%s\"", relname)));
+			if (errno != 0)
+				ereport(ERROR,
+						(errcode_for_file_access(),
+						 errmsg("could not %s lsm_fdw store: %m", action),
+						 detail[0] ? errdetail("%s", detail) : 0,
+						 errcontext("foreign table \"%s\"", relname)));
+			/* no system call behind it: no errno to show */
+			code = ERRCODE_IO_ERROR;
 			break;
 		case LSM_INTERRUPTED:
 			/* the engine gave up because an interrupt is pending */
@@ -670,6 +690,8 @@ open_handle(LsmFdwTable *t, bool create)
 
 	opts.interrupt = interrupt_pending;
 	opts.interrupt_arg = NULL;
+	opts.log = engine_log;
+	opts.log_arg = t->relname;
 	opts.create_if_missing = create ? 1 : 0;
 	rc = lsm_open(t->path, &opts, &db);
 	if (rc == LSM_NOTFOUND && !create)
@@ -732,6 +754,51 @@ remove_directory(const char *path, int elevel)
 				 errmsg("could not remove directory \"%s\"", path)));
 }
 
+/*
+ * Makes the engine's log messages (engine_log) go to the client, as
+ * WARNING and NOTICE, with on; to the server log, as LOG, without (the
+ * default, which the caller restores, in a PG_FINALLY if need be).
+ */
+void
+LsmFdwEngineLogToClient(bool on)
+{
+	engine_log_to_client = on;
+}
+
+/*
+ * The engine's log callback (arg: the table's name): an event that fails
+ * no call, such as recovery discarding an invalid tail of the store's
+ * write-ahead log (the engine's message names the file, the offset and the
+ * bytes), goes to the server log; within lsm_verify, LsmFdwEngineLogToClient
+ * sends the findings to the client.  The engine may hold the store's
+ * write lock, and it must not longjmp: an error while reporting is
+ * swallowed.
+ */
+static void
+engine_log(void *arg, int level, const char *msg)
+{
+	const char *relname = arg;
+	MemoryContext cxt = CurrentMemoryContext;
+	int			elevel;
+
+	if (!engine_log_to_client)
+		elevel = LOG;
+	else
+		elevel = level == LSM_LOG_WARNING ? WARNING : NOTICE;
+	PG_TRY();
+	{
+		ereport(elevel,
+				(errmsg("lsm_fdw store of foreign table \"%s\": %s",
+						relname, msg)));
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		FlushErrorState();
+	}
+	PG_END_TRY();
+}
+
 /* Creates the cache. */
 static void
 init_cache(void)
@@ -765,6 +832,8 @@ close_store(LsmFdwStore *s)
 	s->db = NULL;
 	pfree(s->path);
 	s->path = NULL;
+	pfree(s->relname);
+	s->relname = NULL;
 	s->stale = false;
 	s->doomed = false;
 }
