@@ -1432,6 +1432,37 @@ commit_into(lsm_db *db, lsm_stage *st, smodel *s, model *m)
 	memset(s->state, 0, sizeof(s->state));
 }
 
+/* lsm_log_fn of no_orphans: counts the files lsm_verify reports unnamed */
+static void
+count_orphan(void *arg, int level, const char *msg)
+{
+	(void) level;
+	if (strstr(msg, "not named by its MANIFEST") != NULL)
+		(*(int *) arg)++;
+}
+
+/*
+ * Checks that the store in dir holds no file its manifest does not name:
+ * an ingest that changed the levels >= 1 removed what it replaced (the
+ * value filter hierarchy's old nodes).
+ */
+static void
+no_orphans(const char *dir, const char *what)
+{
+	lsm_options o;
+	lsm_db	   *db = NULL;
+	int			orphans = 0;
+
+	store_options(&o);
+	o.log = count_orphan;
+	o.log_arg = &orphans;
+	CHECK_OK(lsm_open(dir, &o, &db));
+	CHECK_DB_OK(db, lsm_verify(db));
+	CHECK_MSG(orphans == 0, "%s: %d files the manifest does not name", what,
+			  orphans);
+	CHECK_OK(lsm_close(db));
+}
+
 /*
  * Where an ingest puts its tables: the deepest level free of overlap at and
  * above it.  An ascending load into an empty store lands in the last level
@@ -1482,6 +1513,7 @@ TEST(stage_ingest_levels)
 	CHECK_EQ(g[0], f[0]);
 	CHECK_GT(g[LSM_MAX_LEVELS - 1], f[LSM_MAX_LEVELS - 1]);
 	check_store(db, m, "disjoint load");
+	no_orphans(dir, "disjoint load");
 
 	/* the same keys twice in one stage: two runs, the newer above */
 	CHECK_DB_OK(db, lsm_stage_open(db, 4096, &st));
@@ -1491,6 +1523,7 @@ TEST(stage_ingest_levels)
 	level_files(db, f);
 	CHECK_GT(f[LSM_MAX_LEVELS - 2], 0);
 	check_store(db, m, "two runs of the same keys");
+	no_orphans(dir, "two runs of the same keys");
 
 	/* deletes and puts over deep keys: above them */
 	CHECK_DB_OK(db, lsm_stage_open(db, 4096, &st));
@@ -1500,6 +1533,7 @@ TEST(stage_ingest_levels)
 		stage_put(db, st, s, i, 6);
 	commit_into(db, st, s, m);
 	check_store(db, m, "deletes over deep keys");
+	no_orphans(dir, "deletes over deep keys");
 
 	/* keys of the range in the memtable: the ingest stays in level 0 */
 	store_put(db, m, 1300, 7);

@@ -1694,8 +1694,14 @@ lsm_db_ingest(lsm_db *db, const char *stage_dir, const lsm_table_meta *tables,
 	}
 	if (rc == LSM_OK)
 		rc = flush_install(db, files, n, nseq, deep, replace, installed, e);
-	/* invariant (5): only once the manifest without them is durable */
-	if (replace && rc == LSM_OK)
+	/*
+	 * Invariant (5): only once the manifest without them is durable.  A
+	 * replace drops every table; an ingest into levels >= 1 replaces the
+	 * value filter hierarchy's nodes on the paths to its tables.  Both hold
+	 * both locks, so no flush, compaction or ingest is writing a file that
+	 * no manifest names yet.
+	 */
+	if (deep && rc == LSM_OK)
 		(void) lsm_db_remove_obsolete(db, db->current);
 	if (rc != LSM_OK && !*installed)
 	{
