@@ -158,8 +158,9 @@ eligible_leaves(const lsm_version *v, int *n)
 	return a;
 }
 
-static lsm_file *
-find_leaf(lsm_file **a, int n, uint64_t number)
+/* The index of file number in a[0..n) (sorted by number), or -1. */
+static int
+leaf_index(lsm_file **a, int n, uint64_t number)
 {
 	lsm_file	key;
 	lsm_file   *kp = &key;
@@ -167,12 +168,34 @@ find_leaf(lsm_file **a, int n, uint64_t number)
 
 	key.meta.number = number;
 	hit = n ? bsearch(&kp, a, n, sizeof(lsm_file *), cmp_file_ptr) : NULL;
-	return hit ? *hit : NULL;
+	return hit ? (int) (hit - a) : -1;
 }
 
+static lsm_file *
+find_leaf(lsm_file **a, int n, uint64_t number)
+{
+	int			i = leaf_index(a, n, number);
+
+	return i < 0 ? NULL : a[i];
+}
+
+/* What decode needs besides the bytes: the leaves it may name. */
+typedef struct decoder
+{
+	lsm_file  **leaves;			/* the eligible files, sorted by number */
+	uint8_t    *taken;			/* per leaf: named by the tree already */
+	int			nleaves;
+	uint64_t	next_file;		/* node files are numbered below it */
+	lsm_err    *e;
+} decoder;
+
+/*
+ * Decodes the node at *p (depth below the root) into *out.  LSM_CORRUPTION
+ * (message in d->e, without position: the caller adds it) or LSM_NOMEM.
+ */
 static int
-decode(const uint8_t **p, const uint8_t *end, lsm_file **leaves, int nleaves,
-	   int depth, lsm_hnode **out)
+decode(decoder *d, const uint8_t **p, const uint8_t *end, int depth,
+	   lsm_hnode **out)
 {
 	uint64_t	nchild,
 				number;
@@ -181,20 +204,33 @@ decode(const uint8_t **p, const uint8_t *end, lsm_file **leaves, int nleaves,
 				rc;
 
 	*out = NULL;
-	if (depth > 64 ||
-		(*p = lsm_get_varint(*p, end, &nchild)) == NULL ||
-		(*p = lsm_get_varint(*p, end, &number)) == NULL ||
-		nchild > MAX_FANOUT || nchild == 1)
-		return LSM_CORRUPTION;
+	if ((*p = lsm_get_varint(*p, end, &nchild)) == NULL ||
+		(*p = lsm_get_varint(*p, end, &number)) == NULL)
+		return lsm_err_set(d->e, LSM_CORRUPTION, "node truncated");
+	/* leaves are named once, so a deeper tree would need 2^64 of them */
+	if (depth > 64)
+		return lsm_err_set(d->e, LSM_CORRUPTION, "deeper than 64 levels");
+	if (nchild > MAX_FANOUT || nchild == 1)
+		return lsm_err_set(d->e, LSM_CORRUPTION, "a node with %llu children",
+						   (unsigned long long) nchild);
 	if (nchild == 0)
 	{
-		lsm_file   *f = find_leaf(leaves, nleaves, number);
-
-		if (f == NULL)
-			return LSM_CORRUPTION;
-		*out = leaf_new(f);
+		i = leaf_index(d->leaves, d->nleaves, number);
+		if (i < 0)
+			return lsm_err_set(d->e, LSM_CORRUPTION,
+							   "leaf %llu is not a table of level 1 or deeper with a value filter",
+							   (unsigned long long) number);
+		if (d->taken[i]++)
+			return lsm_err_set(d->e, LSM_CORRUPTION, "table %llu is a leaf twice",
+							   (unsigned long long) number);
+		*out = leaf_new(d->leaves[i]);
 		return *out ? LSM_OK : LSM_NOMEM;
 	}
+	if (number >= d->next_file)
+		return lsm_err_set(d->e, LSM_CORRUPTION,
+						   "node file %llu is not below next_file %llu",
+						   (unsigned long long) number,
+						   (unsigned long long) d->next_file);
 	n = calloc(1, sizeof(*n));
 	if (n == NULL || (n->child = calloc(nchild, sizeof(lsm_hnode *))) == NULL)
 	{
@@ -205,7 +241,7 @@ decode(const uint8_t **p, const uint8_t *end, lsm_file **leaves, int nleaves,
 	n->number = number;
 	for (i = 0; i < (int) nchild; i++)
 	{
-		rc = decode(p, end, leaves, nleaves, depth + 1, &n->child[i]);
+		rc = decode(d, p, end, depth + 1, &n->child[i]);
 		if (rc != LSM_OK)
 		{
 			lsm_hnode_unref(n);
@@ -216,7 +252,7 @@ decode(const uint8_t **p, const uint8_t *end, lsm_file **leaves, int nleaves,
 		if (i > 0 && n->child[i]->height != n->child[0]->height)
 		{
 			lsm_hnode_unref(n);
-			return LSM_CORRUPTION;
+			return lsm_err_set(d->e, LSM_CORRUPTION, "leaves at different depths");
 		}
 	}
 	n->height = n->child[0]->height + 1;
@@ -228,26 +264,36 @@ int
 lsm_hier_decode(const uint8_t **p, const uint8_t *end, lsm_version *v,
 				lsm_hnode **root, lsm_err *e)
 {
+	decoder		d;
 	uint64_t	present;
-	lsm_file  **leaves;
-	int			nleaves,
-				rc;
+	int			rc;
 
 	*root = NULL;
 	if ((*p = lsm_get_varint(*p, end, &present)) == NULL || present > 1)
-		return LSM_CORRUPT(e, "malformed hierarchy in manifest");
-	if (!present)
-		return LSM_OK;
-	leaves = eligible_leaves(v, &nleaves);
-	if (leaves == NULL)
-		return LSM_NOMEM_ERR(e);
-	rc = decode(p, end, leaves, nleaves, 0, root);
-	free(leaves);
-	if (rc == LSM_NOMEM)
-		return LSM_NOMEM_ERR(e);
+		return lsm_err_set(e, LSM_CORRUPTION, "malformed presence flag");
+	d.leaves = eligible_leaves(v, &d.nleaves);
+	d.taken = calloc(d.nleaves + 1, 1);
+	d.next_file = v->next_file;
+	d.e = e;
+	if (d.leaves == NULL || d.taken == NULL)
+		rc = LSM_NOMEM;
+	else if (present)
+		rc = decode(&d, p, end, 0, root);
+	else
+		rc = LSM_OK;
+	/* the tree is what a value search probes: it must miss no table */
+	if (rc == LSM_OK && (*root ? (int) (*root)->nleaves : 0) != d.nleaves)
+		rc = lsm_err_set(e, LSM_CORRUPTION,
+						 "%d of the %d tables with value filters in levels >= 1 are leaves",
+						 *root ? (int) (*root)->nleaves : 0, d.nleaves);
+	free(d.leaves);
+	free(d.taken);
 	if (rc != LSM_OK)
-		return LSM_CORRUPT(e, "malformed hierarchy in manifest");
-	return LSM_OK;
+	{
+		lsm_hnode_unref(*root);
+		*root = NULL;
+	}
+	return rc == LSM_NOMEM ? LSM_NOMEM_ERR(e) : rc;
 }
 
 /* ---------- node files ---------- */

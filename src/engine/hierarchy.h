@@ -37,6 +37,13 @@
 
 #define LSM_HIER_SATURATED 0.90
 
+/*
+ * Bounds of the order d (lsm_options.hierarchy_order: 0 and 1 mean 2), as
+ * stored in the manifest.
+ */
+#define LSM_HIER_MIN_ORDER 2
+#define LSM_HIER_MAX_ORDER 1024
+
 typedef struct lsm_nodefile lsm_nodefile;
 
 typedef struct lsm_hnode lsm_hnode;

@@ -89,8 +89,9 @@ lsm_locator_parse(const uint8_t *p, size_t n, lsm_locator *l,
 	num_lines = lsm_get_u32(t + 4);
 	nblocks = lsm_get_u32(t + 8);
 	words = (nblocks + UINT64_C(63)) / 64;
-	if (t[0] != 'L' || t[1] != 1 || t[2] < 1 || t[2] > 30 || t[3] != 0 ||
-		num_lines == 0 || nblocks == 0 || lsm_get_u32(t + 12) != 0 ||
+	if (t[0] != 'L' || t[1] != 1 || t[2] < 1 || t[2] > LSM_BLOOM_MAX_K ||
+		t[3] != 0 || num_lines == 0 || nblocks == 0 ||
+		lsm_get_u32(t + 12) != 0 ||
 		(uint64_t) num_lines * 512 * words * 8 != n - LSM_LOCATOR_TRAILER)
 		return LSM_CORRUPT(e, "malformed block locator trailer in \"%s\"", name);
 	l->rows = (const uint64_t *) p;
