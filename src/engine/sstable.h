@@ -72,7 +72,11 @@ int			lsm_table_builder_open(const char *path, uint64_t number,
 								   int block_bytes, int bits_per_key,
 								   lsm_table_builder **out, lsm_err *e);
 
-/* REQUIRES: key greater than every key added before. */
+/*
+ * Adds an entry.  Keys must come in increasing order: a key not greater
+ * than the one before (the input of a compaction read from a damaged
+ * table) is refused with LSM_CORRUPTION, and nothing is added.
+ */
 int			lsm_table_builder_add(lsm_table_builder *b, const void *key,
 								  size_t klen, uint64_t seq, int del,
 								  const void *val, size_t vlen, lsm_err *e);

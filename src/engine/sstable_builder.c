@@ -206,8 +206,11 @@ lsm_table_builder_add(lsm_table_builder *b, const void *key, size_t klen,
 	uint64_t	h = lsm_key_hash(key, klen);
 	int			rc;
 
-	LSM_ASSERT(b->entries == 0 ||
-			   lsm_key_cmp(b->last_key.data, b->last_key.len, key, klen) < 0);
+	/* sorted input is every writer's duty; a damaged table breaks it */
+	if (b->entries > 0 &&
+		lsm_key_cmp(b->last_key.data, b->last_key.len, key, klen) >= 0)
+		return LSM_CORRUPT(e, "keys out of order in the input of %s (a damaged table?)",
+						   b->name);
 	b->tmp.len = 0;
 	if (lsm_buf_append_varint(&b->tmp, seq << 1 | (del ? 1 : 0)) != LSM_OK ||
 		lsm_buf_append(&b->tmp, val, vlen) != LSM_OK ||
