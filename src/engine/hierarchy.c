@@ -87,19 +87,79 @@ leaf_new(lsm_file *f)
 	return n;
 }
 
+int
+lsm_file_value_filter(const lsm_version *v, const lsm_file *f, int field,
+					  lsm_bloom *out, lsm_err *e)
+{
+	int			rc = lsm_table_status(f->table, e);
+	uint64_t	have;
+
+	memset(out, 0, sizeof(*out));
+	if (rc != LSM_OK)
+		return rc;
+	have = lsm_table_value_filter_bytes(f->table);
+	if (have != f->meta.value_filter_bytes)
+		return LSM_CORRUPT(e, "%06llu.sst has %llu bytes of value filter and block locator, the manifest says %llu",
+						   (unsigned long long) f->meta.number,
+						   (unsigned long long) have,
+						   (unsigned long long) f->meta.value_filter_bytes);
+	return lsm_table_value_filter(f->table, field, v->value_filter_bits,
+								  v->value_filter_hashes, out, e);
+}
+
 /*
- * The bits of a node: a leaf's value filter, a stored node's file.  False
- * for a saturated (or damaged) node, which matches everything.
+ * The value filter of leaf table f of v, which has exactly m bits and k
+ * hashes (lsm_file_value_filter), so no caller ever ORs, compares or
+ * transposes fewer than m bits.
  */
 static int
-node_filter(const lsm_hnode *n, lsm_bloom *f, lsm_err *e)
+leaf_filter(const lsm_version *v, const lsm_file *f, lsm_bloom *lf,
+			lsm_err *e)
+{
+	int			rc = lsm_file_value_filter(v, f, -1, lf, e);
+
+	/* the manifest says it has a filter: then it has one with values */
+	if (rc == LSM_NOTFOUND || (rc == LSM_OK && lf->num_lines == 0))
+		return LSM_CORRUPT(e, "table %06llu.sst is a hierarchy leaf but has no value filter",
+						   (unsigned long long) f->meta.number);
+	return rc;
+}
+
+/*
+ * The bits of a node: a leaf's value filter, a stored node's file.  No
+ * lines (num_lines = 0) for a saturated (or damaged) node, which matches
+ * everything.
+ */
+static int
+node_filter(const lsm_version *v, const lsm_hnode *n, lsm_bloom *f,
+			lsm_err *e)
 {
 	if (n->nchild > 0)
 	{
 		*f = n->filter;
 		return LSM_OK;
 	}
-	return lsm_table_value_filter(n->file->table, -1, f, e);
+	return leaf_filter(v, n->file, f, e);
+}
+
+/*
+ * Checks the value filter of every leaf-eligible file of v, before anything
+ * is sized by m: a manifest whose m the tables do not have stops here.
+ */
+static int
+check_leaves(const lsm_version *v, lsm_file **leaves, int nleaves, lsm_err *e)
+{
+	lsm_bloom	lf;
+	int			i,
+				rc;
+
+	for (i = 0; i < nleaves; i++)
+	{
+		rc = leaf_filter(v, leaves[i], &lf, e);
+		if (rc != LSM_OK)
+			return rc;
+	}
+	return LSM_OK;
 }
 
 /* ---------- manifest encoding ---------- */
@@ -513,6 +573,7 @@ typedef struct work
 
 typedef struct update
 {
+	const lsm_version *v;		/* the version whose tree is made */
 	const char *dir;
 	uint64_t   *next_file;
 	uint32_t	m;
@@ -793,7 +854,7 @@ insert(update *u, work **root, work *leaf)
 		*root = r;
 		return LSM_OK;
 	}
-	rc = lsm_table_value_filter(leaf->file->table, -1, &lf, u->e);
+	rc = leaf_filter(u->v, leaf->file, &lf, u->e);
 	if (rc != LSM_OK)
 		return rc;
 	for (x = *root; x->height > 1; depth++)
@@ -938,7 +999,7 @@ materialize(update *u, work *w, lsm_hnode **out)
 	{
 		lsm_bloom	cf;
 
-		rc = node_filter(n->child[i], &cf, u->e);
+		rc = node_filter(u->v, n->child[i], &cf, u->e);
 		if (rc != LSM_OK)
 		{
 			lsm_hnode_unref(n);
@@ -977,6 +1038,7 @@ lsm_hier_update(lsm_version *v, const lsm_hnode *base, const char *dir,
 				rc = LSM_OK;
 
 	memset(&u, 0, sizeof(u));
+	u.v = v;
 	u.dir = dir;
 	u.next_file = next_file;
 	u.m = v->value_filter_bits;
@@ -993,6 +1055,13 @@ lsm_hier_update(lsm_version *v, const lsm_hnode *base, const char *dir,
 	u.leaves = eligible_leaves(v, &u.nleaves);
 	if (u.leaves == NULL)
 		return LSM_NOMEM_ERR(e);
+	/* the scratch below is sized by m: only once the leaves have m bits */
+	rc = check_leaves(v, u.leaves, u.nleaves, e);
+	if (rc != LSM_OK)
+	{
+		free(u.leaves);
+		return rc;
+	}
 
 	/* removals */
 	if (base)
@@ -1116,13 +1185,9 @@ verify_node(verify_state *s, const lsm_hnode *n, bool is_root, uint8_t *out)
 		if (s->seen[hit - s->leaves]++)
 			return LSM_CORRUPT(s->e, "table %llu is a hierarchy leaf twice",
 							   (unsigned long long) n->number);
-		rc = lsm_table_value_filter(n->file->table, -1, &f, s->e);
+		rc = leaf_filter(s->v, n->file, &f, s->e);
 		if (rc != LSM_OK)
 			return rc;
-		if (f.num_lines != 0 && f.num_lines != lsm_vfilter_lines(s->m))
-			return LSM_CORRUPT(s->e, "value filter of table %llu has %u lines, not %u",
-							   (unsigned long long) n->number, f.num_lines,
-							   lsm_vfilter_lines(s->m));
 		memcpy(out, f.lines, s->bytes);
 		return LSM_OK;
 	}
@@ -1168,16 +1233,20 @@ lsm_hier_verify(const lsm_version *v, lsm_err *e)
 	s.d = v->hierarchy_order < 2 ? 2 : v->hierarchy_order;
 	s.leaves = eligible_leaves(v, &s.nleaves);
 	s.seen = calloc(s.nleaves + 1, 1);
-	if (v->hroot)
+	if (s.leaves == NULL || s.seen == NULL)
+		rc = LSM_NOMEM_ERR(e);
+	/* the scratch below is sized by m: only once the leaves have m bits */
+	if (rc == LSM_OK)
+		rc = check_leaves(v, s.leaves, s.nleaves, e);
+	if (rc == LSM_OK && v->hroot)
 	{
 		s.scratch = malloc(s.bytes * (v->hroot->height + 1));
 		top = malloc(s.bytes + 8);
+		if (s.scratch == NULL || top == NULL)
+			rc = LSM_NOMEM_ERR(e);
+		else
+			rc = verify_node(&s, v->hroot, true, top);
 	}
-	if (s.leaves == NULL || s.seen == NULL ||
-		(v->hroot && (s.scratch == NULL || top == NULL)))
-		rc = LSM_NOMEM_ERR(e);
-	else if (v->hroot)
-		rc = verify_node(&s, v->hroot, true, top);
 	for (i = 0; rc == LSM_OK && i < s.nleaves; i++)
 		if (!s.seen[i])
 			rc = LSM_CORRUPT(e, "table %llu is missing from the hierarchy",
@@ -1330,6 +1399,13 @@ lsm_flat_sync(lsm_flat **fp, const lsm_version *v, lsm_err *e)
 				i,
 				rc = LSM_OK;
 
+	/* a store's m and k never change, but a forged manifest may */
+	if (f != NULL && (f->m != v->value_filter_bits ||
+					  f->k != v->value_filter_hashes))
+	{
+		lsm_flat_free(f);
+		*fp = f = NULL;
+	}
 	if (f == NULL)
 	{
 		f = calloc(1, sizeof(*f));
@@ -1372,8 +1448,8 @@ lsm_flat_sync(lsm_flat **fp, const lsm_version *v, lsm_err *e)
 			present[hit - leaves] = 1;
 			continue;
 		}
-		rc = lsm_table_value_filter(c->table, -1, &lf, e);
-		if (rc == LSM_OK && lf.num_lines)
+		rc = leaf_filter(v, c, &lf, e);
+		if (rc == LSM_OK)
 			flat_column(f, i / 64, i % 64, lf.lines, false);
 		f->used[i / 64] &= ~((uint64_t) 1 << (i % 64));
 		lsm_file_unref(c);
@@ -1388,7 +1464,7 @@ lsm_flat_sync(lsm_flat **fp, const lsm_version *v, lsm_err *e)
 
 		if (present[i])
 			continue;
-		rc = lsm_table_value_filter(leaves[i]->table, -1, &lf, e);
+		rc = leaf_filter(v, leaves[i], &lf, e);
 		if (rc != LSM_OK)
 			break;
 		for (g = 0; g < f->ngroups && f->used[g] == ~UINT64_C(0); g++)
@@ -1399,8 +1475,7 @@ lsm_flat_sync(lsm_flat **fp, const lsm_version *v, lsm_err *e)
 			break;
 		}
 		c = __builtin_ctzll(~f->used[g]);
-		if (lf.num_lines)
-			flat_column(f, g, c, lf.lines, true);
+		flat_column(f, g, c, lf.lines, true);
 		f->used[g] |= (uint64_t) 1 << c;
 		f->cols[g * 64 + c] = leaves[i];
 		lsm_file_ref(leaves[i]);
@@ -1422,7 +1497,7 @@ int
 lsm_flat_search(const lsm_flat *f, uint64_t h, lsm_leaf_fn fn, void *arg,
 				uint64_t *words)
 {
-	const uint64_t *row[32];
+	const uint64_t *row[LSM_VFILTER_MAX_HASHES];
 	uint64_t	line = ((uint64_t) (uint32_t) h * f->num_lines) >> 32;
 	uint32_t	h2 = (uint32_t) (h >> 32);
 	uint64_t	n = 0;
@@ -1430,6 +1505,10 @@ lsm_flat_search(const lsm_flat *f, uint64_t h, lsm_leaf_fn fn, void *arg,
 				i,
 				rc;
 
+	/* no leaves yet: no rows either (f->rows is NULL) */
+	if (f->ngroups == 0)
+		return LSM_OK;
+	LSM_ASSERT(f->k >= 1 && f->k <= LSM_VFILTER_MAX_HASHES);
 	for (i = 0; i < f->k; i++)
 	{
 		row[i] = f->rows + (line * 512 + (h2 >> 23)) * f->gcap;

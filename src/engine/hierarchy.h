@@ -68,6 +68,16 @@ void		lsm_hnode_unref(lsm_hnode *n);
 bool		lsm_hier_is_leaf(const lsm_file *f, int level);
 
 /*
+ * The value filter of file f of v for field: lsm_table_value_filter with
+ * the store's m and k, once the table is found to have the value filter
+ * bytes the manifest records for it (a leaf is a table the manifest says
+ * has a filter, so a leaf's table without one is LSM_CORRUPTION, never a
+ * table silently taken to hold no value).
+ */
+int			lsm_file_value_filter(const lsm_version *v, const lsm_file *f,
+								  int field, lsm_bloom *out, lsm_err *e);
+
+/*
  * Encodes the tree into a manifest payload: [0] for none, else the root in
  * preorder, a node being [nchild] then [table number] for a leaf or [node
  * number] and the children for an internal node (varints).

@@ -329,7 +329,8 @@ load_values(lsm_table *t, lsm_err *e)
 }
 
 int
-lsm_table_value_filter(lsm_table *t, int field, lsm_bloom *f, lsm_err *e)
+lsm_table_value_filter(lsm_table *t, int field, uint32_t m, int k,
+					   lsm_bloom *f, lsm_err *e)
 {
 	int			rc;
 
@@ -341,10 +342,25 @@ lsm_table_value_filter(lsm_table *t, int field, lsm_bloom *f, lsm_err *e)
 		return LSM_NOTFOUND;
 	if (t->nvalues == 0)
 		return LSM_OK;
+	/* the size first: a filter of another m is never checksummed or used */
+	if ((uint64_t) t->vsize != (uint64_t) m / 8 + LSM_BLOOM_TRAILER)
+		return LSM_CORRUPT(e, "value filter of %s has %u bytes, the store's filters have %llu",
+						   t->name, t->vsize,
+						   (unsigned long long) (m / 8 + LSM_BLOOM_TRAILER));
 	rc = load_values(t, e);
-	if (rc == LSM_OK)
-		*f = t->vfilter;
-	return rc;
+	if (rc != LSM_OK)
+		return rc;
+	if (t->vfilter.k != k)
+		return LSM_CORRUPT(e, "value filter of %s has %d hashes, the store's filters have %d",
+						   t->name, t->vfilter.k, k);
+	*f = t->vfilter;
+	return LSM_OK;
+}
+
+uint64_t
+lsm_table_value_filter_bytes(const lsm_table *t)
+{
+	return (uint64_t) t->vsize + t->lsize;
 }
 
 int

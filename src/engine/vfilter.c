@@ -13,13 +13,23 @@
 #endif
 #include "vfilter.h"
 
+/*
+ * Lines of the locator of nvalues values in nblocks blocks: at most 2^20,
+ * and few enough that the locator's size fits the u32 of its handle.
+ */
 static uint32_t
 locator_lines(uint64_t nvalues, uint32_t nblocks)
 {
 	uint64_t	per_block = (nvalues + nblocks - 1) / nblocks;
 	uint64_t	lines = (per_block * LSM_LOCATOR_BITS_PER_VALUE + 511) / 512;
+	uint64_t	line_bytes = (uint64_t) 512 * ((nblocks + 63) / 64) * 8;
+	uint64_t	max_lines = (UINT32_MAX - LSM_LOCATOR_TRAILER) / line_bytes;
 
-	return lines == 0 ? 1 : lines > (1u << 20) ? (1u << 20) : (uint32_t) lines;
+	if (max_lines > (1u << 20))
+		max_lines = 1u << 20;
+	if (lines > max_lines)
+		lines = max_lines;
+	return lines == 0 ? 1 : (uint32_t) lines;
 }
 
 size_t
