@@ -116,18 +116,21 @@ int
 lsm_value_hashes(const uint8_t *row, size_t rowlen, uint64_t unindexed,
 				 lsm_buf *out)
 {
-	int			nf = lsm_row_nfields(row, rowlen);
-	int			f;
+	lsm_row_cursor c;
+	lsm_field	fv;
+	uint64_t	nf,
+				f;
 
-	for (f = 0; f < nf; f++)
+	/* one pass over the fields (a malformed row has none) */
+	if (lsm_row_cursor_init(&c, row, rowlen, &nf) != LSM_OK || nf > INT32_MAX)
+		return LSM_OK;
+	for (f = 0; lsm_row_cursor_next(&c, &fv); f++)
 	{
-		lsm_field	fv;
 		uint64_t	h;
 
-		if ((f < 64 && (unindexed >> f) & 1) ||
-			lsm_row_field(row, rowlen, f, &fv) != LSM_OK || fv.is_null)
+		if ((f < 64 && (unindexed >> f) & 1) || fv.is_null)
 			continue;
-		h = lsm_value_hash(f, fv.data, fv.len);
+		h = lsm_value_hash((int) f, fv.data, fv.len);
 		if (lsm_buf_append(out, &h, sizeof(h)) != LSM_OK)
 			return LSM_NOMEM;
 	}
