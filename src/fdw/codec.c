@@ -461,6 +461,7 @@ LsmFdwDecodeRow(LsmFdwTable *t, const char *key, size_t klen,
 {
 	DecodeErrorContext where;
 	ErrorContextCallback callback;
+	lsm_field  *fields = NULL;
 	int			i;
 
 	/* errors of receive and input functions name the column and table */
@@ -487,15 +488,21 @@ LsmFdwDecodeRow(LsmFdwTable *t, const char *key, size_t klen,
 			nulls[i] = false;
 			continue;
 		}
-		rc = lsm_row_field(row, rowlen, col->field, &f);
-		if (rc != LSM_OK)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("malformed row in the store of foreign table \"%s\"",
-							t->relname),
-					 errdetail("Field %d of the row with key %s cannot be decoded: %s.",
-							   col->field, LsmFdwKeyToString(t, key, klen),
-							   lsm_strerror(rc))));
+		/* every field in one pass: one lsm_row_field each is quadratic */
+		if (fields == NULL)
+		{
+			fields = palloc(sizeof(lsm_field) * t->nfields);
+			rc = lsm_row_fields(row, rowlen, fields, t->nfields);
+			if (rc != LSM_OK)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_CORRUPTED),
+						 errmsg("malformed row in the store of foreign table \"%s\"",
+								t->relname),
+						 errdetail("The row with key %s cannot be decoded: %s.",
+								   LsmFdwKeyToString(t, key, klen),
+								   lsm_strerror(rc))));
+		}
+		f = fields[col->field];
 		if (f.is_null)
 			continue;
 		where.column = col;
@@ -504,6 +511,8 @@ LsmFdwDecodeRow(LsmFdwTable *t, const char *key, size_t klen,
 		nulls[i] = false;
 	}
 
+	if (fields != NULL)
+		pfree(fields);
 	error_context_stack = callback.previous;
 }
 
