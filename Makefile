@@ -7,6 +7,7 @@
 #   make engine-tests   build test/test_*.c against the engine, with
 #                       sanitizers and without any PostgreSQL include path
 #   make check-engine   build and run them (test/run --engine-only)
+#   make fuzz-targets   build test/fuzz/fuzz_*.c, libFuzzer targets (clang)
 #   make bench          build test/bench/db_bench (against RocksDB, LevelDB)
 #   make value-bench    build test/bench/value/value_bench (value search)
 #
@@ -78,6 +79,35 @@ $(TEST_BUILD)/test_%: test/test_%.c $(TEST_HDRS) $(ENGINE_HDRS) $(TEST_BUILD)/li
 
 check-engine:
 	test/run --engine-only
+
+#
+# Fuzz targets: each test/fuzz/fuzz_<kind>.c defines LLVMFuzzerTestOneInput
+# and becomes test/build/fuzz/fuzz_<kind>, built with clang's libFuzzer
+# (Debian 12: libclang-rt-14-dev) against the engine compiled with the same
+# sanitizers and coverage.  test/run replays each target's corpus
+# (test/fuzz/corpus/<kind>/) once; README.md (Contributing) says how to fuzz
+# for longer.
+#
+FUZZ_CC ?= clang
+FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer \
+	-fsanitize=address,undefined -fno-sanitize-recover=all \
+	-Wall -Wextra -Werror -Isrc/engine -Itest -Itest/fuzz -DLSM_DEBUG
+FUZZ_BUILD = test/build/fuzz
+FUZZ_ENGINE_OBJS = $(patsubst src/engine/%.c,$(FUZZ_BUILD)/engine/%.o,$(ENGINE_SRCS))
+FUZZ_TARGETS = $(patsubst test/fuzz/%.c,$(FUZZ_BUILD)/%,$(sort $(wildcard test/fuzz/fuzz_*.c)))
+
+.PHONY: fuzz-targets
+
+fuzz-targets: $(FUZZ_TARGETS)
+
+$(FUZZ_BUILD)/engine:
+	mkdir -p $@
+
+$(FUZZ_BUILD)/engine/%.o: src/engine/%.c $(ENGINE_HDRS) | $(FUZZ_BUILD)/engine
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+
+$(FUZZ_BUILD)/fuzz_%: test/fuzz/fuzz_%.c $(wildcard test/fuzz/*.h) $(TEST_HDRS) $(ENGINE_HDRS) $(FUZZ_ENGINE_OBJS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_ENGINE_OBJS) $(TEST_LIBS)
 
 #
 # Benchmarks: db_bench compares the engine with RocksDB and LevelDB through

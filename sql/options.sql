@@ -22,8 +22,8 @@ ALTER FOREIGN TABLE lsm_t2 OPTIONS (SET memtable_size '4kB',
   SET file_size '1GB', SET bits_per_key '0', SET value_filter_bits '64',
   SET value_filter_hashes '16', SET hierarchy_order '256');
 ALTER FOREIGN TABLE lsm_t2 OPTIONS (SET bits_per_key '64',
-  SET value_filter_bits '1073741824', SET value_filter_hashes '1',
-  SET hierarchy_order '2');
+  SET memtable_size '1GB', SET value_filter_bits '1073741824',
+  SET value_filter_hashes '1', SET hierarchy_order '2');
 ALTER FOREIGN TABLE lsm_t2 ALTER COLUMN v OPTIONS (ADD value_index 'off');
 ALTER FOREIGN TABLE lsm_t2 ALTER COLUMN w OPTIONS (ADD value_index 'yes');
 ALTER FOREIGN TABLE lsm_t2 ALTER COLUMN id OPTIONS (ADD key 'on');
@@ -104,6 +104,23 @@ ALTER SERVER lsm_user_srv OPTIONS (DROP directory);
 DROP SERVER lsm_user_srv;
 REVOKE USAGE ON FOREIGN DATA WRAPPER lsm_fdw FROM regress_lsm_fdw_user;
 DROP ROLE regress_lsm_fdw_user;
+
+-- a value filter may be no larger than the tables that carry it: at most
+-- 8 * min(memtable_size, file_size) bits, rounded up to 512 (superusers
+-- too); without value_filter_bits the filter of small tables shrinks to fit
+CREATE FOREIGN TABLE lsm_bad (id int OPTIONS (key 'true')) SERVER lsm_srv
+  OPTIONS (file_size '4kB', value_filter_bits '1073741824');        -- ERROR
+CREATE FOREIGN TABLE lsm_bad (id int OPTIONS (key 'true')) SERVER lsm_srv
+  OPTIONS (value_filter_bits '1073741824');                         -- ERROR
+CREATE FOREIGN TABLE lsm_bad (id int OPTIONS (key 'true')) SERVER lsm_srv
+  OPTIONS (memtable_size '4kB', value_filter_bits '32769');         -- ERROR
+ALTER FOREIGN TABLE lsm_t2 OPTIONS (SET file_size '64MB');          -- ERROR
+CREATE FOREIGN TABLE lsm_small (id int OPTIONS (key 'true'), v text)
+  SERVER lsm_srv OPTIONS (memtable_size '4kB', value_filter_bits '32768');
+ALTER FOREIGN TABLE lsm_small OPTIONS (DROP value_filter_bits);
+INSERT INTO lsm_small VALUES (1, 'a');
+SELECT filter_bits FROM lsm_hierarchy('lsm_small');
+DROP FOREIGN TABLE lsm_small;
 
 -- the key column: a column option, or the table option naming a column;
 -- checked when the table is used

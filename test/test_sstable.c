@@ -15,6 +15,8 @@
  * values larger than a block; one-key tables; with a key filter (which
  * holds every key and rejects most absent ones) and without (bits_per_key
  * = 0); lsm_table_verify; the builder's O_EXCL create and abandon.
+ * Damage that passes the checksums (forge.h: block handles that wrap or
+ * point past the file) ends in LSM_CORRUPTION, never a wild read.
  *
  * Backwards: a block's last/prev with and without the cache of decoded
  * entries (block_reverse); a table's seek_back/prev over keys with long
@@ -31,6 +33,7 @@
 #include "block.h"
 #include "db.h"
 #include "env.h"
+#include "forge.h"
 #include "sstable.h"
 
 /* ---------------------------------------------------------------------- */
@@ -931,6 +934,124 @@ TEST(table_layout)
 	free(path);
 }
 
+/*
+ * Reads every way a table whose damage passed the checksums: lsm_table_open
+ * succeeds (a damaged table never stops a store from opening), and every
+ * read that needs the damaged part ends in LSM_CORRUPTION (never a crash
+ * or a wild read: ASan watches).
+ */
+static void
+check_damaged_table(const char *dir, uint64_t number, const entry *es,
+					size_t n, const lsm_table_meta *meta)
+{
+	lsm_table  *t;
+	lsm_iiter  *it;
+	lsm_table_hit hit;
+	lsm_err		e;
+	uint64_t	got;
+	size_t		i;
+	int			rc,
+				bad = 0;
+
+	lsm_err_clear(&e);
+	CHECK_OK(lsm_table_open(dir, number, 0, &t, &e));
+	for (i = 0; i < n; i++)
+	{
+		rc = lsm_table_get(t, es[i].key, es[i].klen, &hit, &e);
+		CHECK_MSG(rc == LSM_OK || rc == LSM_CORRUPTION,
+				  "get of entry %zu returned %s", i, lsm_strerror(rc));
+		bad += rc == LSM_CORRUPTION;
+	}
+	CHECK_GT(bad, 0);
+	it = lsm_table_iter(t, &e);
+	CHECK(it != NULL);
+	for (lsm_iiter_seek(it, NULL, 0); it->valid; lsm_iiter_next(it))
+		;
+	CHECK_RC(LSM_CORRUPTION, it->rc);
+	for (lsm_iiter_seek_back(it, NULL, 0); it->valid; lsm_iiter_prev(it))
+		;
+	lsm_iiter_destroy(it);
+	CHECK_RC(LSM_CORRUPTION,
+			 lsm_table_verify(t, meta->smallest, meta->smallest_len,
+							  meta->largest, meta->largest_len, &got, &e));
+	CHECK_MSG(strstr(e.msg, "out of range") != NULL, "%s", e.msg);
+	lsm_table_unref(t);
+}
+
+/*
+ * Damage that passes every checksum (issue 11): a data block handle whose
+ * size is near 2^64 (size + 4 wrapped, and the block was read from
+ * wherever that led), and a footer whose key filter offset, with no key
+ * filter, became the end of the data blocks unchecked (so a data block
+ * handle far past the file was followed).
+ */
+TEST(table_damaged_handles)
+{
+	uint64_t	rnd = harness_seed() ^ 0x4242;
+	char	   *dir = harness_tmpdir("sstd");
+	char	   *path;
+	entries		es;
+	lsm_table_meta meta;
+
+	make_entries(&es, 2000, false, 0, &rnd);
+
+	write_table(dir, 1, es.e, es.n, 512, 10, &meta);
+	path = table_path(dir, 1);
+	CHECK_EQ(forge_table_handle(path, 1, 0, UINT64_MAX - 3), 0);
+	check_damaged_table(dir, 1, es.e, es.n, &meta);
+	lsm_table_meta_free(&meta);
+	free(path);
+
+	write_table(dir, 2, es.e, es.n, 512, 10, &meta);
+	path = table_path(dir, 2);
+	CHECK_EQ(forge_table_handle(path, 1, UINT64_C(1) << 32, 64), 0);
+	CHECK_EQ(forge_table_footer(path, 20, 0, false), 0);
+	CHECK_EQ(forge_table_footer(path, 12, UINT64_C(1) << 40, true), 0);
+	check_damaged_table(dir, 2, es.e, es.n, &meta);
+	lsm_table_meta_free(&meta);
+	free(path);
+
+	entries_free(&es);
+}
+
+/*
+ * Keys out of order (what a compaction reads from a damaged table) are
+ * refused with LSM_CORRUPTION, adding nothing: it was an assertion, which
+ * aborted a debug build and let a production build write an unsorted
+ * table.
+ */
+TEST(builder_refuses_unsorted_keys)
+{
+	char	   *dir = harness_tmpdir("ssto");
+	char	   *path = table_path(dir, 9);
+	lsm_table_builder *b;
+	lsm_table_meta meta;
+	lsm_table  *t;
+	lsm_table_hit hit;
+	lsm_err		e;
+	uint64_t	n;
+
+	lsm_err_clear(&e);
+	CHECK_OK(lsm_table_builder_open(path, 9, 4096, 10, &b, &e));
+	CHECK_OK(lsm_table_builder_add(b, "b", 1, 1, 0, "1", 1, &e));
+	CHECK_RC(LSM_CORRUPTION, lsm_table_builder_add(b, "a", 1, 2, 0, "2", 1, &e));
+	CHECK(strstr(e.msg, "out of order") != NULL);
+	CHECK_RC(LSM_CORRUPTION, lsm_table_builder_add(b, "b", 1, 3, 0, "3", 1, &e));
+	CHECK_EQ_U(lsm_table_builder_entries(b), 1);
+	CHECK_OK(lsm_table_builder_add(b, "c", 1, 4, 0, "4", 1, &e));
+	CHECK_OK(lsm_table_builder_finish(b, &meta, &e));
+	CHECK_OK(lsm_table_open(dir, 9, 0, &t, &e));
+	CHECK_OK(lsm_table_verify(t, (const uint8_t *) "b", 1,
+							  (const uint8_t *) "c", 1, &n, &e));
+	CHECK_EQ_U(n, 2);
+	CHECK_OK(lsm_table_get(t, "b", 1, &hit, &e));
+	CHECK_MEMEQ(hit.val, hit.vlen, "1", 1);
+	CHECK_RC(LSM_NOTFOUND, lsm_table_get(t, "a", 1, &hit, &e));
+	lsm_table_unref(t);
+	lsm_table_meta_free(&meta);
+	free(path);
+}
+
 /* The builder creates its file with O_EXCL, and abandon removes it. */
 TEST(builder_exclusive_and_abandon)
 {
@@ -1707,6 +1828,8 @@ main(int argc, char **argv)
 	RUN(table_roundtrip);
 	RUN(table_one_key);
 	RUN(table_layout);
+	RUN(table_damaged_handles);
+	RUN(builder_refuses_unsorted_keys);
 	RUN(builder_exclusive_and_abandon);
 	RUN(table_empty);
 	RUN(table_refcount);

@@ -43,6 +43,8 @@
 
 #include "harness.h"
 
+#include "forge.h"
+
 /* ---------------------------------------------------------------------- */
 /* Keys, rows and the reference model. */
 
@@ -2630,6 +2632,211 @@ TEST(search_arguments)
 	CHECK_RC(LSM_INVALID, lsm_open(dir, &o, &db));
 }
 
+/* ---------------------------------------------------------------------- */
+/* Damage that passes the checksums (issue 11). */
+
+/*
+ * Builds the store of the damage tests in dir (options o) and fills *m:
+ * 3000 rows compacted into levels >= 1 (leaves under a tree with stored
+ * nodes), 200 of them overwritten in a level-0 table and 20 more in the
+ * WAL only.
+ */
+static void
+build_damage_store(const char *dir, const lsm_options *o, model *m)
+{
+	lsm_stats	st;
+	lsm_db	   *db;
+	int			i;
+
+	model_init(m, 3000);
+	CHECK_OK(lsm_open(dir, o, &db));
+	for (i = 0; i < 3000; i++)
+	{
+		char		g[16];
+
+		snprintf(g, sizeof(g), "g%d", i % 90);
+		put_text(db, m, i, 3, d0[i % 3], g, "padding that makes the tables many");
+	}
+	CHECK_DB_OK(db, lsm_compact_all(db));
+	for (i = 0; i < 200; i++)
+		put_text(db, m, i * 7, 2, "amber", "g7", NULL);
+	CHECK_DB_OK(db, lsm_flush(db));
+	for (i = 0; i < 20; i++)
+		put_text(db, m, i * 11 + 1, 2, "teal", "g8", NULL);
+	get_stats(db, &st);
+	CHECK_GE(st.level[0].files, 1);
+	CHECK_GT(st.hierarchy.leaves, 4);
+	CHECK_GT(st.hierarchy.internal, st.hierarchy.saturated);
+	CHECK_GT(st.memtable_entries, 0);
+	CHECK_DB_OK(db, lsm_verify(db));
+	CHECK_DB_OK(db, lsm_close(db));
+}
+
+/* Every key of m read back through db, as the model has it. */
+static void
+check_gets(lsm_db *db, const model *m)
+{
+	int			i;
+
+	for (i = 0; i < m->nkeys; i++)
+	{
+		char		key[16];
+		void	   *v;
+		size_t		vlen;
+		int			rc = lsm_get(db, key, key_of(i, key), &v, &vlen);
+
+		if (m->val[i] == NULL)
+		{
+			CHECK_RC(LSM_NOTFOUND, rc);
+			continue;
+		}
+		CHECK_DB_OK(db, rc);
+		CHECK_MEMEQ(v, vlen, m->val[i], m->vlen[i]);
+		lsm_free(v);
+	}
+}
+
+/*
+ * A value search with strategy s that must fail with LSM_CORRUPTION, when
+ * it is opened or while it runs.
+ */
+static void
+check_search_fails(lsm_db *db, int s, int field, const char *val)
+{
+	lsm_search_stats st;
+	lsm_iter   *it;
+	int			rc;
+
+	CHECK_RC(LSM_CORRUPTION,
+			 lsm_value_search_estimate(db, field, val, strlen(val), s, &st));
+	rc = lsm_value_search_with(db, field, val, strlen(val), s, &it);
+	if (rc == LSM_OK)
+	{
+		while (lsm_iter_valid(it))
+			lsm_iter_next(it);
+		rc = lsm_iter_status(it);
+		lsm_iter_close(it);
+	}
+	CHECK_MSG(rc == LSM_CORRUPTION, "strategy %d: %s", s, lsm_strerror(rc));
+}
+
+/*
+ * Value filter parameters no lsm_open could have chosen, forged into the
+ * manifest of a store with leaves, node files and rows in its WAL: m not a
+ * multiple of 64 (the flat layout's columns overran), below 512 or not a
+ * multiple of 512 (WAL replay overran the memtable's filter), near 2^32
+ * (tens of GB allocated), k above 32 (the flat search's row[32] overran)
+ * or 10^9 (the open hung), d near 2^31 (2 * d overflowed in lsm_verify),
+ * and the pairs that do not go together.  Each makes lsm_open fail with
+ * LSM_CORRUPTION naming the parameter, and touches nothing: with the
+ * manifest restored the store is whole.  An m inside the bounds that is
+ * not the one of the tables' filters opens (lookups and scans need no
+ * filter) but makes every value search through filters fail with
+ * LSM_CORRUPTION (before, they read past the filters), and lsm_verify.
+ */
+TEST(damaged_value_params)
+{
+	static const struct
+	{
+		forge_value_params p;
+		const char *what;
+	}			bad[] = {
+		{{2048 + 32, 3, 2}, "value_filter_bits 2080 "},
+		{{256, 3, 2}, "value_filter_bits 256 "},
+		{{2048 + 64, 3, 2}, "value_filter_bits 2112 "},
+		{{UINT32_C(0xfffffe00), 3, 2}, "value_filter_bits 4294966784 "},
+		{{2048, 40, 2}, "value_filter_hashes 40 "},
+		{{2048, 1000000000, 2}, "value_filter_hashes 1000000000 "},
+		{{2048, 0, 2}, "value_filter_hashes 0 "},
+		{{0, 3, 2}, "value_filter_hashes 3 "},
+		{{2048, 3, 1}, "hierarchy_order 1 "},
+		{{2048, 3, 0x7fffffff}, "hierarchy_order 2147483647 "},
+	};
+	static const int filtered[] = {LSM_SEARCH_AUTO, LSM_SEARCH_TREE,
+	LSM_SEARCH_FLAT, LSM_SEARCH_LEAVES};
+	char	   *dir = harness_tmpdir("vparams");
+	char	   *path = harness_path(dir, "MANIFEST");
+	lsm_options o = small_options(2048, 3, 2, 4);
+	forge_value_params wrong_m = {4096, 3, 2};
+	lsm_db	   *db;
+	model		m;
+	sctx		c;
+	uint8_t    *good;
+	size_t		len;
+	int			i;
+
+	build_damage_store(dir, &o, &m);
+	good = forge_read(path, &len);
+	CHECK(good != NULL);
+	for (i = 0; i < (int) (sizeof(bad) / sizeof(bad[0])); i++)
+	{
+		CHECK_EQ(forge_manifest(dir, forge_params, (void *) &bad[i].p), 0);
+		CHECK_RC(LSM_CORRUPTION, lsm_open(dir, &o, &db));
+		CHECK_MSG(strstr(lsm_errmsg(NULL), bad[i].what) != NULL &&
+				  strstr(lsm_errmsg(NULL), "\"MANIFEST\" at offset") != NULL,
+				  "%s: %s", bad[i].what, lsm_errmsg(NULL));
+		CHECK_EQ(forge_write(path, good, len), 0);
+	}
+
+	CHECK_EQ(forge_manifest(dir, forge_params, &wrong_m), 0);
+	CHECK_OK(lsm_open(dir, &o, &db));
+	check_gets(db, &m);
+	for (i = 0; i < (int) (sizeof(filtered) / sizeof(filtered[0])); i++)
+	{
+		check_search_fails(db, filtered[i], 0, "red");
+		check_search_fails(db, filtered[i], 1, "g7");
+	}
+	c = ctx_of(db, &m, &o, "m not the tables'");
+	CHECK_EQ_U(search_one(&c, 0, "red", 3, LSM_SEARCH_SCAN, NULL),
+			   model_count(&m, 0, "red", 3));
+	CHECK_RC(LSM_CORRUPTION, lsm_verify(db));
+	CHECK(strstr(lsm_errmsg(db), "value filter of ") != NULL);
+	CHECK_DB_OK(db, lsm_close(db));
+
+	CHECK_EQ(forge_write(path, good, len), 0);
+	CHECK_OK(lsm_open(dir, &o, &db));
+	check_gets(db, &m);
+	c = ctx_of(db, &m, &o, "restored");
+	search_str(&c, 0, "red", model_count(&m, 0, "red", 3));
+	search_str(&c, 1, "g7", model_count(&m, 1, "g7", 2));
+	CHECK_DB_OK(db, lsm_verify(db));
+	CHECK_DB_OK(db, lsm_close(db));
+	free(good);
+	free(path);
+	model_free(&m);
+}
+
+/*
+ * A leaf of the hierarchy whose table holds no value filter (the table
+ * rewritten without one, the manifest unchanged): lsm_verify reports it
+ * (it copied the missing filter's bits from NULL), value searches that
+ * need its filter fail with LSM_CORRUPTION (they took it for a table
+ * without values and missed its rows), and lookups still work.
+ */
+TEST(leaf_without_value_filter)
+{
+	char	   *dir = harness_tmpdir("vleaf");
+	lsm_options o = small_options(2048, 3, 2, 4);
+	lsm_db	   *db;
+	model		m;
+	uint64_t	leaf;
+
+	build_damage_store(dir, &o, &m);
+	leaf = forge_first_leaf(dir);
+	CHECK_NE(leaf, 0);
+	CHECK_EQ(forge_table_without_values(dir, leaf), 0);
+	CHECK_OK(lsm_open(dir, &o, &db));
+	check_gets(db, &m);
+	CHECK_RC(LSM_CORRUPTION, lsm_verify(db));
+	CHECK_MSG(strstr(lsm_errmsg(db), "bytes of value filter and block locator, the manifest says") != NULL,
+			  "%s", lsm_errmsg(db));
+	check_search_fails(db, LSM_SEARCH_FLAT, 0, "red");
+	check_search_fails(db, LSM_SEARCH_TREE, 0, "red");
+	check_search_fails(db, LSM_SEARCH_LEAVES, 0, "red");
+	CHECK_DB_OK(db, lsm_close(db));
+	model_free(&m);
+}
+
 /* Runs every test (or those named on the command line). */
 int
 main(int argc, char **argv)
@@ -2644,6 +2851,8 @@ main(int argc, char **argv)
 	RUN(estimate_matches_search);
 	RUN(hierarchy_shape_and_damage);
 	RUN(flat_layout_churn);
+	RUN(damaged_value_params);
+	RUN(leaf_without_value_filter);
 	RUN(value_search_other_process);
 	RUN(value_search_concurrent_compactor);
 	RUN(move_during_flush);

@@ -130,7 +130,8 @@ check_sorted(const lsm_version *v)
 /*
  * A version with files on levels 0, 1, 3 and 6, deliberately out of
  * order: level 0 by max_seq 5, 9, 7, 9 (numbers 1..4); level 1 by smallest
- * key, including binary keys and a key that is a prefix of another.
+ * key, including binary keys and a key that is a prefix of another (the
+ * files of a level >= 1 are disjoint, as the manifest reader requires).
  */
 static lsm_version *
 sample_version(void)
@@ -151,9 +152,9 @@ sample_version(void)
 	put_file(v, 0, make_file(2, 9, "b", 1, "c", 1));
 	put_file(v, 0, make_file(3, 7, "\0", 1, "\xff", 1));
 	put_file(v, 0, make_file(4, 9, "m", 1, "n", 1));
-	put_file(v, 1, make_file(10, 20, "k", 1, "kz", 2));
+	put_file(v, 1, make_file(10, 20, "k", 1, "k\x01", 2));
 	put_file(v, 1, make_file(11, 21, "\0\0", 2, "\0\xff", 2));
-	put_file(v, 1, make_file(12, 22, "ka", 2, "kb", 2));	/* wrong, but sorts */
+	put_file(v, 1, make_file(12, 22, "ka", 2, "kb", 2));
 	put_file(v, 1, make_file(13, 23, "\xff\xff", 2, "\xff\xff\xff", 3));
 	put_file(v, 1, make_file(14, 24, "d", 1, "f", 1));
 	put_file(v, 3, make_file(30, 30, "q", 1, "r", 1));
@@ -294,11 +295,14 @@ TEST(manifest_roundtrip)
 		}
 	lsm_version_unref(r);
 
-	/* an empty version, with NULL for switched */
+	/* an empty version (as a new store has), with NULL for switched */
 	{
 		lsm_version *empty = lsm_version_new();
 
 		CHECK(empty != NULL);
+		empty->log_number = 1;
+		empty->next_file = 2;
+		empty->hierarchy_order = 2;
 		CHECK_OK(lsm_manifest_write(dir, empty, NULL, &e));
 		fd = open_manifest(dir);
 		CHECK_OK(lsm_manifest_read(fd, "MANIFEST", &r, &e));
@@ -711,22 +715,30 @@ TEST(manifest_damage)
 }
 
 /*
- * Writes a manifest with a valid header and checksum around the payload
- * p[0..n) as dir/name.
+ * Writes a manifest of the given format with a valid header and checksum
+ * around the payload p[0..n) as dir/name.
  */
 static void
-write_forged(const char *dir, const char *name, const uint8_t *p, size_t n)
+write_forged_format(const char *dir, const char *name, uint32_t format,
+					const uint8_t *p, size_t n)
 {
 	uint8_t    *buf = malloc(n + 20);
 
 	CHECK(buf != NULL);
 	lsm_put_u64(buf, LSM_MANIFEST_MAGIC);
-	lsm_put_u32(buf + 8, 1);	/* format 1: no value filter fields */
+	lsm_put_u32(buf + 8, format);
 	lsm_put_u32(buf + 12, (uint32_t) n);
 	memcpy(buf + 16, p, n);
 	lsm_put_u32(buf + 16 + n, lsm_checksum(p, n));
 	spew(dir, name, buf, n + 20);
 	free(buf);
+}
+
+/* write_forged_format of format 1 (no value filter fields, no hierarchy). */
+static void
+write_forged(const char *dir, const char *name, const uint8_t *p, size_t n)
+{
+	write_forged_format(dir, name, 1, p, n);
 }
 
 /* Appends varints to b. */
@@ -853,6 +865,248 @@ TEST(manifest_forged)
 	}
 }
 
+/* A file of a forged format 2 payload: its number, level and key range. */
+typedef struct ffile
+{
+	uint64_t	number;
+	int			level;
+	const char *lo;
+	const char *hi;
+	uint64_t	vbytes;			/* value_filter_bytes */
+} ffile;
+
+/*
+ * A format 2 payload: header hdr[0..7), the files, value_unindexed 0 and
+ * the hierarchy given as varints tree[0..ntree) (the presence flag first).
+ */
+static void
+forge_payload(lsm_buf *b, const uint64_t *hdr, const ffile *files, int nfiles,
+			  const uint64_t *tree, int ntree)
+{
+	uint64_t	levels = LSM_MAX_LEVELS;
+	uint64_t	zero = 0;
+	int			l,
+				i;
+
+	b->len = 0;
+	put_varints(b, hdr, 7);
+	put_varints(b, &levels, 1);
+	for (l = 0; l < LSM_MAX_LEVELS; l++)
+	{
+		uint64_t	n = 0;
+
+		for (i = 0; i < nfiles; i++)
+			n += files[i].level == l;
+		put_varints(b, &n, 1);
+		for (i = 0; i < nfiles; i++)
+		{
+			const ffile *f = &files[i];
+			uint64_t	fl[8] = {f->number, 4096, 10, 0, 1, 40, 72, f->vbytes};
+			uint64_t	lo = strlen(f->lo),
+						hi = strlen(f->hi);
+
+			if (f->level != l)
+				continue;
+			put_varints(b, fl, 8);
+			put_varints(b, &lo, 1);
+			CHECK_OK(lsm_buf_append(b, f->lo, lo));
+			put_varints(b, &hi, 1);
+			CHECK_OK(lsm_buf_append(b, f->hi, hi));
+		}
+	}
+	put_varints(b, &zero, 1);
+	put_varints(b, tree, ntree);
+}
+
+/*
+ * Reads dir/M, forged as format `format` from b, and checks the outcome:
+ * LSM_OK if what is NULL, else LSM_CORRUPTION with what in the message.
+ */
+static void
+check_forged(const char *dir, uint32_t format, const lsm_buf *b,
+			 const char *what)
+{
+	lsm_err		e;
+	int			rc;
+
+	write_forged_format(dir, "M", format, b->data, b->len);
+	rc = read_named(dir, "M", &e);
+	if (what == NULL)
+	{
+		CHECK_MSG(rc == LSM_OK, "%s", e.msg);
+		return;
+	}
+	CHECK_MSG(rc == LSM_CORRUPTION && strstr(e.msg, what) != NULL,
+			  "expected corruption \"%s\", got %s: %s", what,
+			  lsm_strerror(rc), e.msg);
+	CHECK(strstr(e.msg, "at offset") != NULL);
+}
+
+/* Reads dir/name as a manifest into *v, which must succeed. */
+static void
+read_ok(const char *dir, const char *name, lsm_version **v)
+{
+	char	   *path = harness_path(dir, name);
+	lsm_err		e;
+	int			fd = open(path, O_RDONLY);
+
+	CHECK(fd >= 0);
+	lsm_err_clear(&e);
+	CHECK_OK(lsm_manifest_read(fd, name, v, &e));
+	close(fd);
+	free(path);
+}
+
+/*
+ * Values that pass the checksum but that no writer writes, each refused
+ * with LSM_CORRUPTION naming it (issue 11: they were used unchecked): value
+ * filter parameters outside lsm_open's bounds (m not a multiple of 512 or
+ * above 2^30, k above 30 or not going with m, d outside 2 .. 1024), and
+ * the structure: log_number, file numbers 0 or named twice, a key range
+ * upside down, overlapping files in a level >= 1, and hierarchies that name
+ * a leaf twice, leave an eligible table out, name a table that is no leaf
+ * or a node file not below next_file.  Format 1 manifests stored the
+ * options as given: their m, k and d are normalised as a new store's are.
+ */
+TEST(manifest_forged_values)
+{
+	char	   *dir = harness_tmpdir("manv");
+	lsm_buf		b = {0};
+	/* manifest_seq, next_file, log, last_seq, m, k, d */
+	uint64_t	hdr[7] = {1, 10, 2, 50, 4096, 3, 3};
+	ffile		files[3] = {{5, 0, "a", "z", 0}, {6, 1, "a", "f", 600},
+	{7, 1, "g", "k", 600}};
+	/* a root of two leaves, node file 8 */
+	uint64_t	tree[] = {1, 2, 8, 0, 6, 0, 7};
+	lsm_version *v;
+
+	forge_payload(&b, hdr, files, 3, tree, 7);
+	check_forged(dir, 2, &b, NULL);
+
+	/* m, k and d */
+	{
+		static const struct
+		{
+			uint64_t	m,
+						k,
+						d;
+			const char *what;
+		}			bad[] = {
+			{1000, 3, 3, "value_filter_bits 1000 "},
+			{4096 + 64, 3, 3, "value_filter_bits 4160 "},
+			{256, 3, 3, "value_filter_bits 256 "},
+			{(UINT64_C(1) << 30) + 512, 3, 3, "value_filter_bits 1073742336 "},
+			{UINT64_C(1) << 32, 3, 3, "value_filter_bits 4294967296 "},
+			{4096, 31, 3, "value_filter_hashes 31 "},
+			{4096, 1000000000, 3, "value_filter_hashes 1000000000 "},
+			{4096, 0, 3, "value_filter_hashes 0 "},
+			{0, 3, 3, "value_filter_hashes 3 "},
+			{4096, 3, 1, "hierarchy_order 1 "},
+			{4096, 3, 1025, "hierarchy_order 1025 "},
+			{4096, 3, UINT64_C(1) << 31, "hierarchy_order 2147483648 "},
+		};
+		int			i;
+
+		for (i = 0; i < (int) (sizeof(bad) / sizeof(bad[0])); i++)
+		{
+			uint64_t	h[7] = {1, 10, 2, 50, bad[i].m, bad[i].k, bad[i].d};
+
+			forge_payload(&b, h, files, 3, tree, 7);
+			check_forged(dir, 2, &b, bad[i].what);
+		}
+	}
+
+	/* format 1: normalised (m rounded up, no hashes no filter, d >= 2) */
+	{
+		uint64_t	h[7] = {1, 10, 2, 50, 1000, 3, 0};
+		uint64_t	levels = LSM_MAX_LEVELS;
+		uint64_t	zero = 0;
+		int			l;
+
+		b.len = 0;
+		put_varints(&b, h, 7);
+		put_varints(&b, &levels, 1);
+		for (l = 0; l < LSM_MAX_LEVELS; l++)
+			put_varints(&b, &zero, 1);
+		write_forged(dir, "M", b.data, b.len);
+		read_ok(dir, "M", &v);
+		CHECK_EQ_U(v->value_filter_bits, 1024);
+		CHECK_EQ(v->value_filter_hashes, 3);
+		CHECK_EQ(v->hierarchy_order, 2);
+		lsm_version_unref(v);
+		h[5] = 0;
+		b.len = 0;
+		put_varints(&b, h, 7);
+		put_varints(&b, &levels, 1);
+		for (l = 0; l < LSM_MAX_LEVELS; l++)
+			put_varints(&b, &zero, 1);
+		write_forged(dir, "M", b.data, b.len);
+		read_ok(dir, "M", &v);
+		CHECK_EQ_U(v->value_filter_bits, 0);
+		CHECK_EQ(v->value_filter_hashes, 0);
+		lsm_version_unref(v);
+		h[4] = UINT64_C(1) << 31;
+		h[5] = 3;
+		b.len = 0;
+		put_varints(&b, h, 7);
+		put_varints(&b, &levels, 1);
+		for (l = 0; l < LSM_MAX_LEVELS; l++)
+			put_varints(&b, &zero, 1);
+		check_forged(dir, 1, &b, "value_filter_bits 2147483648 ");
+	}
+
+	/* the log and the files */
+	{
+		uint64_t	h[7] = {1, 10, 0, 50, 4096, 3, 3};
+
+		forge_payload(&b, h, files, 3, tree, 7);
+		check_forged(dir, 2, &b, "log_number 0 ");
+		h[2] = 10;
+		forge_payload(&b, h, files, 3, tree, 7);
+		check_forged(dir, 2, &b, "log_number 10 ");
+	}
+	{
+		ffile		dup[3] = {{6, 0, "a", "z", 0}, {6, 1, "a", "f", 600},
+		{7, 1, "g", "k", 600}};
+		ffile		zero[3] = {{0, 0, "a", "z", 0}, {6, 1, "a", "f", 600},
+		{7, 1, "g", "k", 600}};
+		ffile		upside[3] = {{5, 0, "z", "a", 0}, {6, 1, "a", "f", 600},
+		{7, 1, "g", "k", 600}};
+		ffile		overlap[3] = {{5, 0, "a", "z", 0}, {6, 1, "a", "g", 600},
+		{7, 1, "g", "k", 600}};
+
+		forge_payload(&b, hdr, dup, 3, tree, 7);
+		check_forged(dir, 2, &b, "file 6 is named twice");
+		forge_payload(&b, hdr, zero, 3, tree, 7);
+		check_forged(dir, 2, &b, "file number 0 ");
+		forge_payload(&b, hdr, upside, 3, tree, 7);
+		check_forged(dir, 2, &b, "smallest key above its largest");
+		forge_payload(&b, hdr, overlap, 3, tree, 7);
+		check_forged(dir, 2, &b, "files 6 and 7 overlap in level 1");
+	}
+
+	/* the hierarchy */
+	{
+		uint64_t	twice[] = {1, 2, 8, 0, 6, 0, 6};
+		uint64_t	missing[] = {1, 0, 6};
+		uint64_t	none[] = {0};
+		uint64_t	level0[] = {1, 3, 8, 0, 5, 0, 6, 0, 7};
+		uint64_t	far[] = {1, 2, 10, 0, 6, 0, 7};
+
+		forge_payload(&b, hdr, files, 3, twice, 7);
+		check_forged(dir, 2, &b, "table 6 is a leaf twice");
+		forge_payload(&b, hdr, files, 3, missing, 3);
+		check_forged(dir, 2, &b, "1 of the 2 tables with value filters");
+		forge_payload(&b, hdr, files, 3, none, 1);
+		check_forged(dir, 2, &b, "0 of the 2 tables with value filters");
+		forge_payload(&b, hdr, files, 3, level0, 9);
+		check_forged(dir, 2, &b, "leaf 5 is not a table of level 1");
+		forge_payload(&b, hdr, files, 3, far, 7);
+		check_forged(dir, 2, &b, "node file 10 is not below next_file 10");
+	}
+	lsm_buf_free(&b);
+}
+
 /* Runs the tests named on the command line, or all of them. */
 int
 main(int argc, char **argv)
@@ -867,5 +1121,6 @@ main(int argc, char **argv)
 	RUN(find_file_fences);
 	RUN(manifest_damage);
 	RUN(manifest_forged);
+	RUN(manifest_forged_values);
 	return harness_done();
 }

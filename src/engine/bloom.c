@@ -22,7 +22,8 @@ lsm_bloom_choose_k(int bits_per_key)
 	for (i = 0; i < (int) (sizeof(limits) / sizeof(limits[0])); i++)
 		if (millibits <= limits[i])
 			return i + 1;
-	return bits_per_key / 2 > 30 ? 30 : bits_per_key / 2;
+	return bits_per_key / 2 > LSM_BLOOM_MAX_K ? LSM_BLOOM_MAX_K :
+		bits_per_key / 2;
 }
 
 static uint32_t
@@ -93,8 +94,8 @@ lsm_bloom_parse_as(const uint8_t *p, size_t n, uint8_t magic, const char *what,
 						   what, n, name);
 	t = p + n - LSM_BLOOM_TRAILER;
 	num_lines = lsm_get_u32(t + 4);
-	if (t[0] != magic || t[1] != 1 || t[2] < 1 || t[2] > 30 || t[3] != 0 ||
-		num_lines == 0 ||
+	if (t[0] != magic || t[1] != 1 || t[2] < 1 || t[2] > LSM_BLOOM_MAX_K ||
+		t[3] != 0 || num_lines == 0 ||
 		(uint64_t) num_lines * LSM_BLOOM_LINE != n - LSM_BLOOM_TRAILER)
 		return LSM_CORRUPT(e, "malformed %s trailer in \"%s\"", what, name);
 	f->lines = p;

@@ -25,6 +25,7 @@
 
 #define LSM_BLOOM_LINE 64
 #define LSM_BLOOM_TRAILER 8
+#define LSM_BLOOM_MAX_K 30		/* probes a trailer may ask for */
 
 typedef struct lsm_bloom
 {

@@ -177,14 +177,18 @@ check_options(const lsm_options *o, lsm_err *e)
 		return lsm_err_set(e, LSM_INVALID, "level_ratio must be between 2 and 1000");
 	if (o->key_bits_per_key < 0 || o->key_bits_per_key > 64)
 		return lsm_err_set(e, LSM_INVALID, "key_bits_per_key must be between 0 and 64");
-	if (o->value_filter_hashes < 0 || o->value_filter_hashes > 30)
-		return lsm_err_set(e, LSM_INVALID, "value_filter_hashes must be between 0 and 30");
-	if (o->value_filter_bits > (UINT32_C(1) << 30))
+	/* the bounds the manifest reader holds stored parameters to (vfilter.h) */
+	if (o->value_filter_hashes < 0 ||
+		o->value_filter_hashes > LSM_VFILTER_MAX_HASHES)
+		return lsm_err_set(e, LSM_INVALID, "value_filter_hashes must be between 0 and %d",
+						   LSM_VFILTER_MAX_HASHES);
+	if (o->value_filter_bits > LSM_VFILTER_MAX_BITS)
 		return lsm_err_set(e, LSM_INVALID, "value_filter_bits must be at most 2^30");
 	if (o->value_search < LSM_SEARCH_AUTO || o->value_search > LSM_SEARCH_SCAN)
 		return lsm_err_set(e, LSM_INVALID, "value_search must be one of the LSM_SEARCH_* strategies");
-	if (o->hierarchy_order < 0 || o->hierarchy_order > 1024)
-		return lsm_err_set(e, LSM_INVALID, "hierarchy_order must be between 0 and 1024");
+	if (o->hierarchy_order < 0 || o->hierarchy_order > LSM_HIER_MAX_ORDER)
+		return lsm_err_set(e, LSM_INVALID, "hierarchy_order must be between 0 and %d",
+						   LSM_HIER_MAX_ORDER);
 	if (o->l0_compaction_trigger < 1 || o->l0_compaction_trigger > 1000)
 		return lsm_err_set(e, LSM_INVALID, "l0_compaction_trigger must be between 1 and 1000");
 	if (o->block_bytes < 256 || o->block_bytes > (1 << 24))

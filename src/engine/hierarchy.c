@@ -87,19 +87,79 @@ leaf_new(lsm_file *f)
 	return n;
 }
 
+int
+lsm_file_value_filter(const lsm_version *v, const lsm_file *f, int field,
+					  lsm_bloom *out, lsm_err *e)
+{
+	int			rc = lsm_table_status(f->table, e);
+	uint64_t	have;
+
+	memset(out, 0, sizeof(*out));
+	if (rc != LSM_OK)
+		return rc;
+	have = lsm_table_value_filter_bytes(f->table);
+	if (have != f->meta.value_filter_bytes)
+		return LSM_CORRUPT(e, "%06llu.sst has %llu bytes of value filter and block locator, the manifest says %llu",
+						   (unsigned long long) f->meta.number,
+						   (unsigned long long) have,
+						   (unsigned long long) f->meta.value_filter_bytes);
+	return lsm_table_value_filter(f->table, field, v->value_filter_bits,
+								  v->value_filter_hashes, out, e);
+}
+
 /*
- * The bits of a node: a leaf's value filter, a stored node's file.  False
- * for a saturated (or damaged) node, which matches everything.
+ * The value filter of leaf table f of v, which has exactly m bits and k
+ * hashes (lsm_file_value_filter), so no caller ever ORs, compares or
+ * transposes fewer than m bits.
  */
 static int
-node_filter(const lsm_hnode *n, lsm_bloom *f, lsm_err *e)
+leaf_filter(const lsm_version *v, const lsm_file *f, lsm_bloom *lf,
+			lsm_err *e)
+{
+	int			rc = lsm_file_value_filter(v, f, -1, lf, e);
+
+	/* the manifest says it has a filter: then it has one with values */
+	if (rc == LSM_NOTFOUND || (rc == LSM_OK && lf->num_lines == 0))
+		return LSM_CORRUPT(e, "table %06llu.sst is a hierarchy leaf but has no value filter",
+						   (unsigned long long) f->meta.number);
+	return rc;
+}
+
+/*
+ * The bits of a node: a leaf's value filter, a stored node's file.  No
+ * lines (num_lines = 0) for a saturated (or damaged) node, which matches
+ * everything.
+ */
+static int
+node_filter(const lsm_version *v, const lsm_hnode *n, lsm_bloom *f,
+			lsm_err *e)
 {
 	if (n->nchild > 0)
 	{
 		*f = n->filter;
 		return LSM_OK;
 	}
-	return lsm_table_value_filter(n->file->table, -1, f, e);
+	return leaf_filter(v, n->file, f, e);
+}
+
+/*
+ * Checks the value filter of every leaf-eligible file of v, before anything
+ * is sized by m: a manifest whose m the tables do not have stops here.
+ */
+static int
+check_leaves(const lsm_version *v, lsm_file **leaves, int nleaves, lsm_err *e)
+{
+	lsm_bloom	lf;
+	int			i,
+				rc;
+
+	for (i = 0; i < nleaves; i++)
+	{
+		rc = leaf_filter(v, leaves[i], &lf, e);
+		if (rc != LSM_OK)
+			return rc;
+	}
+	return LSM_OK;
 }
 
 /* ---------- manifest encoding ---------- */
@@ -158,8 +218,9 @@ eligible_leaves(const lsm_version *v, int *n)
 	return a;
 }
 
-static lsm_file *
-find_leaf(lsm_file **a, int n, uint64_t number)
+/* The index of file number in a[0..n) (sorted by number), or -1. */
+static int
+leaf_index(lsm_file **a, int n, uint64_t number)
 {
 	lsm_file	key;
 	lsm_file   *kp = &key;
@@ -167,12 +228,34 @@ find_leaf(lsm_file **a, int n, uint64_t number)
 
 	key.meta.number = number;
 	hit = n ? bsearch(&kp, a, n, sizeof(lsm_file *), cmp_file_ptr) : NULL;
-	return hit ? *hit : NULL;
+	return hit ? (int) (hit - a) : -1;
 }
 
+static lsm_file *
+find_leaf(lsm_file **a, int n, uint64_t number)
+{
+	int			i = leaf_index(a, n, number);
+
+	return i < 0 ? NULL : a[i];
+}
+
+/* What decode needs besides the bytes: the leaves it may name. */
+typedef struct decoder
+{
+	lsm_file  **leaves;			/* the eligible files, sorted by number */
+	uint8_t    *taken;			/* per leaf: named by the tree already */
+	int			nleaves;
+	uint64_t	next_file;		/* node files are numbered below it */
+	lsm_err    *e;
+} decoder;
+
+/*
+ * Decodes the node at *p (depth below the root) into *out.  LSM_CORRUPTION
+ * (message in d->e, without position: the caller adds it) or LSM_NOMEM.
+ */
 static int
-decode(const uint8_t **p, const uint8_t *end, lsm_file **leaves, int nleaves,
-	   int depth, lsm_hnode **out)
+decode(decoder *d, const uint8_t **p, const uint8_t *end, int depth,
+	   lsm_hnode **out)
 {
 	uint64_t	nchild,
 				number;
@@ -181,20 +264,33 @@ decode(const uint8_t **p, const uint8_t *end, lsm_file **leaves, int nleaves,
 				rc;
 
 	*out = NULL;
-	if (depth > 64 ||
-		(*p = lsm_get_varint(*p, end, &nchild)) == NULL ||
-		(*p = lsm_get_varint(*p, end, &number)) == NULL ||
-		nchild > MAX_FANOUT || nchild == 1)
-		return LSM_CORRUPTION;
+	if ((*p = lsm_get_varint(*p, end, &nchild)) == NULL ||
+		(*p = lsm_get_varint(*p, end, &number)) == NULL)
+		return lsm_err_set(d->e, LSM_CORRUPTION, "node truncated");
+	/* leaves are named once, so a deeper tree would need 2^64 of them */
+	if (depth > 64)
+		return lsm_err_set(d->e, LSM_CORRUPTION, "deeper than 64 levels");
+	if (nchild > MAX_FANOUT || nchild == 1)
+		return lsm_err_set(d->e, LSM_CORRUPTION, "a node with %llu children",
+						   (unsigned long long) nchild);
 	if (nchild == 0)
 	{
-		lsm_file   *f = find_leaf(leaves, nleaves, number);
-
-		if (f == NULL)
-			return LSM_CORRUPTION;
-		*out = leaf_new(f);
+		i = leaf_index(d->leaves, d->nleaves, number);
+		if (i < 0)
+			return lsm_err_set(d->e, LSM_CORRUPTION,
+							   "leaf %llu is not a table of level 1 or deeper with a value filter",
+							   (unsigned long long) number);
+		if (d->taken[i]++)
+			return lsm_err_set(d->e, LSM_CORRUPTION, "table %llu is a leaf twice",
+							   (unsigned long long) number);
+		*out = leaf_new(d->leaves[i]);
 		return *out ? LSM_OK : LSM_NOMEM;
 	}
+	if (number >= d->next_file)
+		return lsm_err_set(d->e, LSM_CORRUPTION,
+						   "node file %llu is not below next_file %llu",
+						   (unsigned long long) number,
+						   (unsigned long long) d->next_file);
 	n = calloc(1, sizeof(*n));
 	if (n == NULL || (n->child = calloc(nchild, sizeof(lsm_hnode *))) == NULL)
 	{
@@ -205,7 +301,7 @@ decode(const uint8_t **p, const uint8_t *end, lsm_file **leaves, int nleaves,
 	n->number = number;
 	for (i = 0; i < (int) nchild; i++)
 	{
-		rc = decode(p, end, leaves, nleaves, depth + 1, &n->child[i]);
+		rc = decode(d, p, end, depth + 1, &n->child[i]);
 		if (rc != LSM_OK)
 		{
 			lsm_hnode_unref(n);
@@ -216,7 +312,7 @@ decode(const uint8_t **p, const uint8_t *end, lsm_file **leaves, int nleaves,
 		if (i > 0 && n->child[i]->height != n->child[0]->height)
 		{
 			lsm_hnode_unref(n);
-			return LSM_CORRUPTION;
+			return lsm_err_set(d->e, LSM_CORRUPTION, "leaves at different depths");
 		}
 	}
 	n->height = n->child[0]->height + 1;
@@ -228,26 +324,36 @@ int
 lsm_hier_decode(const uint8_t **p, const uint8_t *end, lsm_version *v,
 				lsm_hnode **root, lsm_err *e)
 {
+	decoder		d;
 	uint64_t	present;
-	lsm_file  **leaves;
-	int			nleaves,
-				rc;
+	int			rc;
 
 	*root = NULL;
 	if ((*p = lsm_get_varint(*p, end, &present)) == NULL || present > 1)
-		return LSM_CORRUPT(e, "malformed hierarchy in manifest");
-	if (!present)
-		return LSM_OK;
-	leaves = eligible_leaves(v, &nleaves);
-	if (leaves == NULL)
-		return LSM_NOMEM_ERR(e);
-	rc = decode(p, end, leaves, nleaves, 0, root);
-	free(leaves);
-	if (rc == LSM_NOMEM)
-		return LSM_NOMEM_ERR(e);
+		return lsm_err_set(e, LSM_CORRUPTION, "malformed presence flag");
+	d.leaves = eligible_leaves(v, &d.nleaves);
+	d.taken = calloc(d.nleaves + 1, 1);
+	d.next_file = v->next_file;
+	d.e = e;
+	if (d.leaves == NULL || d.taken == NULL)
+		rc = LSM_NOMEM;
+	else if (present)
+		rc = decode(&d, p, end, 0, root);
+	else
+		rc = LSM_OK;
+	/* the tree is what a value search probes: it must miss no table */
+	if (rc == LSM_OK && (*root ? (int) (*root)->nleaves : 0) != d.nleaves)
+		rc = lsm_err_set(e, LSM_CORRUPTION,
+						 "%d of the %d tables with value filters in levels >= 1 are leaves",
+						 *root ? (int) (*root)->nleaves : 0, d.nleaves);
+	free(d.leaves);
+	free(d.taken);
 	if (rc != LSM_OK)
-		return LSM_CORRUPT(e, "malformed hierarchy in manifest");
-	return LSM_OK;
+	{
+		lsm_hnode_unref(*root);
+		*root = NULL;
+	}
+	return rc == LSM_NOMEM ? LSM_NOMEM_ERR(e) : rc;
 }
 
 /* ---------- node files ---------- */
@@ -467,6 +573,7 @@ typedef struct work
 
 typedef struct update
 {
+	const lsm_version *v;		/* the version whose tree is made */
 	const char *dir;
 	uint64_t   *next_file;
 	uint32_t	m;
@@ -747,7 +854,7 @@ insert(update *u, work **root, work *leaf)
 		*root = r;
 		return LSM_OK;
 	}
-	rc = lsm_table_value_filter(leaf->file->table, -1, &lf, u->e);
+	rc = leaf_filter(u->v, leaf->file, &lf, u->e);
 	if (rc != LSM_OK)
 		return rc;
 	for (x = *root; x->height > 1; depth++)
@@ -892,7 +999,7 @@ materialize(update *u, work *w, lsm_hnode **out)
 	{
 		lsm_bloom	cf;
 
-		rc = node_filter(n->child[i], &cf, u->e);
+		rc = node_filter(u->v, n->child[i], &cf, u->e);
 		if (rc != LSM_OK)
 		{
 			lsm_hnode_unref(n);
@@ -931,6 +1038,7 @@ lsm_hier_update(lsm_version *v, const lsm_hnode *base, const char *dir,
 				rc = LSM_OK;
 
 	memset(&u, 0, sizeof(u));
+	u.v = v;
 	u.dir = dir;
 	u.next_file = next_file;
 	u.m = v->value_filter_bits;
@@ -947,6 +1055,13 @@ lsm_hier_update(lsm_version *v, const lsm_hnode *base, const char *dir,
 	u.leaves = eligible_leaves(v, &u.nleaves);
 	if (u.leaves == NULL)
 		return LSM_NOMEM_ERR(e);
+	/* the scratch below is sized by m: only once the leaves have m bits */
+	rc = check_leaves(v, u.leaves, u.nleaves, e);
+	if (rc != LSM_OK)
+	{
+		free(u.leaves);
+		return rc;
+	}
 
 	/* removals */
 	if (base)
@@ -1070,13 +1185,9 @@ verify_node(verify_state *s, const lsm_hnode *n, bool is_root, uint8_t *out)
 		if (s->seen[hit - s->leaves]++)
 			return LSM_CORRUPT(s->e, "table %llu is a hierarchy leaf twice",
 							   (unsigned long long) n->number);
-		rc = lsm_table_value_filter(n->file->table, -1, &f, s->e);
+		rc = leaf_filter(s->v, n->file, &f, s->e);
 		if (rc != LSM_OK)
 			return rc;
-		if (f.num_lines != 0 && f.num_lines != lsm_vfilter_lines(s->m))
-			return LSM_CORRUPT(s->e, "value filter of table %llu has %u lines, not %u",
-							   (unsigned long long) n->number, f.num_lines,
-							   lsm_vfilter_lines(s->m));
 		memcpy(out, f.lines, s->bytes);
 		return LSM_OK;
 	}
@@ -1122,16 +1233,20 @@ lsm_hier_verify(const lsm_version *v, lsm_err *e)
 	s.d = v->hierarchy_order < 2 ? 2 : v->hierarchy_order;
 	s.leaves = eligible_leaves(v, &s.nleaves);
 	s.seen = calloc(s.nleaves + 1, 1);
-	if (v->hroot)
+	if (s.leaves == NULL || s.seen == NULL)
+		rc = LSM_NOMEM_ERR(e);
+	/* the scratch below is sized by m: only once the leaves have m bits */
+	if (rc == LSM_OK)
+		rc = check_leaves(v, s.leaves, s.nleaves, e);
+	if (rc == LSM_OK && v->hroot)
 	{
 		s.scratch = malloc(s.bytes * (v->hroot->height + 1));
 		top = malloc(s.bytes + 8);
+		if (s.scratch == NULL || top == NULL)
+			rc = LSM_NOMEM_ERR(e);
+		else
+			rc = verify_node(&s, v->hroot, true, top);
 	}
-	if (s.leaves == NULL || s.seen == NULL ||
-		(v->hroot && (s.scratch == NULL || top == NULL)))
-		rc = LSM_NOMEM_ERR(e);
-	else if (v->hroot)
-		rc = verify_node(&s, v->hroot, true, top);
 	for (i = 0; rc == LSM_OK && i < s.nleaves; i++)
 		if (!s.seen[i])
 			rc = LSM_CORRUPT(e, "table %llu is missing from the hierarchy",
@@ -1284,6 +1399,13 @@ lsm_flat_sync(lsm_flat **fp, const lsm_version *v, lsm_err *e)
 				i,
 				rc = LSM_OK;
 
+	/* a store's m and k never change, but a forged manifest may */
+	if (f != NULL && (f->m != v->value_filter_bits ||
+					  f->k != v->value_filter_hashes))
+	{
+		lsm_flat_free(f);
+		*fp = f = NULL;
+	}
 	if (f == NULL)
 	{
 		f = calloc(1, sizeof(*f));
@@ -1326,8 +1448,8 @@ lsm_flat_sync(lsm_flat **fp, const lsm_version *v, lsm_err *e)
 			present[hit - leaves] = 1;
 			continue;
 		}
-		rc = lsm_table_value_filter(c->table, -1, &lf, e);
-		if (rc == LSM_OK && lf.num_lines)
+		rc = leaf_filter(v, c, &lf, e);
+		if (rc == LSM_OK)
 			flat_column(f, i / 64, i % 64, lf.lines, false);
 		f->used[i / 64] &= ~((uint64_t) 1 << (i % 64));
 		lsm_file_unref(c);
@@ -1342,7 +1464,7 @@ lsm_flat_sync(lsm_flat **fp, const lsm_version *v, lsm_err *e)
 
 		if (present[i])
 			continue;
-		rc = lsm_table_value_filter(leaves[i]->table, -1, &lf, e);
+		rc = leaf_filter(v, leaves[i], &lf, e);
 		if (rc != LSM_OK)
 			break;
 		for (g = 0; g < f->ngroups && f->used[g] == ~UINT64_C(0); g++)
@@ -1353,8 +1475,7 @@ lsm_flat_sync(lsm_flat **fp, const lsm_version *v, lsm_err *e)
 			break;
 		}
 		c = __builtin_ctzll(~f->used[g]);
-		if (lf.num_lines)
-			flat_column(f, g, c, lf.lines, true);
+		flat_column(f, g, c, lf.lines, true);
 		f->used[g] |= (uint64_t) 1 << c;
 		f->cols[g * 64 + c] = leaves[i];
 		lsm_file_ref(leaves[i]);
@@ -1376,7 +1497,7 @@ int
 lsm_flat_search(const lsm_flat *f, uint64_t h, lsm_leaf_fn fn, void *arg,
 				uint64_t *words)
 {
-	const uint64_t *row[32];
+	const uint64_t *row[LSM_VFILTER_MAX_HASHES];
 	uint64_t	line = ((uint64_t) (uint32_t) h * f->num_lines) >> 32;
 	uint32_t	h2 = (uint32_t) (h >> 32);
 	uint64_t	n = 0;
@@ -1384,6 +1505,10 @@ lsm_flat_search(const lsm_flat *f, uint64_t h, lsm_leaf_fn fn, void *arg,
 				i,
 				rc;
 
+	/* no leaves yet: no rows either (f->rows is NULL) */
+	if (f->ngroups == 0)
+		return LSM_OK;
+	LSM_ASSERT(f->k >= 1 && f->k <= LSM_VFILTER_MAX_HASHES);
 	for (i = 0; i < f->k; i++)
 	{
 		row[i] = f->rows + (line * 512 + (h2 >> 23)) * f->gcap;

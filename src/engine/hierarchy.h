@@ -37,6 +37,13 @@
 
 #define LSM_HIER_SATURATED 0.90
 
+/*
+ * Bounds of the order d (lsm_options.hierarchy_order: 0 and 1 mean 2), as
+ * stored in the manifest.
+ */
+#define LSM_HIER_MIN_ORDER 2
+#define LSM_HIER_MAX_ORDER 1024
+
 typedef struct lsm_nodefile lsm_nodefile;
 
 typedef struct lsm_hnode lsm_hnode;
@@ -59,6 +66,16 @@ void		lsm_hnode_unref(lsm_hnode *n);
 
 /* Is the table of f a leaf of the hierarchy (given its level)? */
 bool		lsm_hier_is_leaf(const lsm_file *f, int level);
+
+/*
+ * The value filter of file f of v for field: lsm_table_value_filter with
+ * the store's m and k, once the table is found to have the value filter
+ * bytes the manifest records for it (a leaf is a table the manifest says
+ * has a filter, so a leaf's table without one is LSM_CORRUPTION, never a
+ * table silently taken to hold no value).
+ */
+int			lsm_file_value_filter(const lsm_version *v, const lsm_file *f,
+								  int field, lsm_bloom *out, lsm_err *e);
 
 /*
  * Encodes the tree into a manifest payload: [0] for none, else the root in

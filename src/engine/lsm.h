@@ -419,6 +419,16 @@ int			lsm_row_encode(const lsm_field *fields, int nfields,
  */
 int			lsm_row_field(const void *row, size_t rowlen, int i, lsm_field *out);
 
+/*
+ * Decodes fields 0..n-1 of a row into out[0..n) in one pass (fields past
+ * the end are null), as lsm_row_field would one by one: whoever needs many
+ * fields of a row calls this once, in time linear in the row's fields,
+ * instead of lsm_row_field for each (quadratic).  LSM_CORRUPTION if the row
+ * is malformed, LSM_INVALID for bad arguments.
+ */
+int			lsm_row_fields(const void *row, size_t rowlen, lsm_field *out,
+						   int n);
+
 /* Number of fields in a row (0 for a malformed row). */
 int			lsm_row_nfields(const void *row, size_t rowlen);
 

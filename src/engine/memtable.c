@@ -252,10 +252,14 @@ int
 lsm_memtable_index_values(lsm_memtable *mt, uint32_t m, int k,
 						  uint64_t unindexed)
 {
-	LSM_ASSERT(mt->entries == 0 && m % 512 == 0);
-	if (m == 0 || k <= 0)
+	LSM_ASSERT(mt->entries == 0);
+	/* whole 512-bit lines only (the manifest reader and lsm_open see to it) */
+	if (m % 512 != 0 || m > LSM_VFILTER_MAX_BITS ||
+		k < 0 || k > LSM_VFILTER_MAX_HASHES)
+		return LSM_INVALID;
+	if (m == 0 || k == 0)
 		return LSM_OK;
-	mt->vlines = calloc(m / 8, 1);
+	mt->vlines = calloc((size_t) lsm_vfilter_lines(m), LSM_BLOOM_LINE);
 	if (mt->vlines == NULL)
 		return LSM_NOMEM;
 	mt->vbits = m;

@@ -28,7 +28,8 @@ void		lsm_memtable_unref(lsm_memtable *mt);
 /*
  * Makes the memtable keep a value filter (vfilter.h) of m bits and k probes
  * over the indexed fields of the rows added to it, so that a value search
- * can skip it.  REQUIRES: empty.
+ * can skip it (m = 0 or k = 0: none).  LSM_INVALID if m or k is outside the
+ * bounds of vfilter.h, LSM_NOMEM.  REQUIRES: empty.
  */
 int			lsm_memtable_index_values(lsm_memtable *mt, uint32_t m, int k,
 									  uint64_t unindexed);

@@ -10,10 +10,16 @@
  * padded row is malformed whichever field is asked for.  A field's
  * bytes are exactly what the caller gave, so equal values have equal bytes
  * (canonical encoding is the caller's business).
+ *
+ * Every function here is linear in the row's fields: decoding one field
+ * checks the whole framing (one pass over the tags), and whoever needs many
+ * fields takes them all in one pass (lsm_row_fields, lsm_row_cursor)
+ * rather than one lsm_row_field call each, which would be quadratic.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE				/* flock, fdatasync, strdup, timespec */
 #endif
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "util.h"
@@ -61,58 +67,108 @@ lsm_row_encode(const lsm_field *fields, int nfields, void **row,
 }
 
 int
-lsm_row_field(const void *row, size_t rowlen, int i, lsm_field *out)
+lsm_row_cursor_init(lsm_row_cursor *c, const void *row, size_t rowlen,
+					uint64_t *nfields)
 {
 	const uint8_t *p = row;
 	const uint8_t *end = p + rowlen;
-	uint64_t	nfields,
+	uint64_t	n,
 				tag,
-				off = 0,
-				want = 0,
-				total = 0;
-	int			j;
+				total = 0,
+				j;
 
-	if (out == NULL || i < 0 || (row == NULL && rowlen > 0))
-		return LSM_INVALID;
-	out->data = NULL;
-	out->len = 0;
-	out->is_null = 1;
-	if ((p = lsm_get_varint(p, end, &nfields)) == NULL ||
-		nfields > (uint64_t) (end - p))
+	if (row == NULL || (p = lsm_get_varint(p, end, &n)) == NULL ||
+		n > (uint64_t) (end - p))
 		return LSM_CORRUPTION;
-	for (j = 0; j < (int) nfields; j++)
+	c->tag = p;
+	for (j = 0; j < n; j++)
 	{
+		/* the fields so far and this one must fit after the tags */
 		if ((p = lsm_get_varint(p, end, &tag)) == NULL ||
-			(tag > 0 && tag - 1 > (uint64_t) (end - p)))
+			total > (uint64_t) (end - p) ||
+			(tag > 0 && tag - 1 > (uint64_t) (end - p) - total))
 			return LSM_CORRUPTION;
-		if (j < i && tag > 0)
-			off += tag - 1;
-		if (j == i)
-			want = tag;
 		if (tag > 0)
 			total += tag - 1;
 	}
 	/* p is now the start of the field bytes, which must fill the row */
 	if (total != (uint64_t) (end - p))
 		return LSM_CORRUPTION;
-	if (i >= (int) nfields || want == 0)
-		return LSM_OK;
-	out->data = p + off;
-	out->len = want - 1;
-	out->is_null = 0;
+	c->data = p;
+	c->left = n;
+	*nfields = n;
+	return LSM_OK;
+}
+
+bool
+lsm_row_cursor_next(lsm_row_cursor *c, lsm_field *f)
+{
+	uint64_t	tag = 0;
+
+	if (c->left == 0)
+		return false;
+	/* init checked every tag: they decode and fit */
+	c->tag = lsm_get_varint(c->tag, c->data, &tag);
+	c->left--;
+	f->is_null = tag == 0;
+	f->data = tag == 0 ? NULL : c->data;
+	f->len = tag == 0 ? 0 : (size_t) (tag - 1);
+	c->data += f->len;
+	return true;
+}
+
+int
+lsm_row_fields(const void *row, size_t rowlen, lsm_field *out, int n)
+{
+	lsm_row_cursor c;
+	uint64_t	nfields;
+	int			i,
+				rc;
+
+	if (n < 0 || (n > 0 && out == NULL) || (row == NULL && rowlen > 0))
+		return LSM_INVALID;
+	for (i = 0; i < n; i++)
+	{
+		out[i].data = NULL;
+		out[i].len = 0;
+		out[i].is_null = 1;
+	}
+	rc = lsm_row_cursor_init(&c, row, rowlen, &nfields);
+	if (rc != LSM_OK)
+		return rc;
+	for (i = 0; i < n && lsm_row_cursor_next(&c, &out[i]); i++)
+		;
+	return LSM_OK;
+}
+
+int
+lsm_row_field(const void *row, size_t rowlen, int i, lsm_field *out)
+{
+	lsm_row_cursor c;
+	uint64_t	nfields;
+	int			j,
+				rc;
+
+	if (out == NULL || i < 0 || (row == NULL && rowlen > 0))
+		return LSM_INVALID;
+	out->data = NULL;
+	out->len = 0;
+	out->is_null = 1;
+	rc = lsm_row_cursor_init(&c, row, rowlen, &nfields);
+	if (rc != LSM_OK || (uint64_t) i >= nfields)
+		return rc;
+	for (j = 0; j <= i; j++)
+		lsm_row_cursor_next(&c, out);
 	return LSM_OK;
 }
 
 int
 lsm_row_nfields(const void *row, size_t rowlen)
 {
-	const uint8_t *p = row;
-	lsm_field	f;
+	lsm_row_cursor c;
 	uint64_t	n;
 
-	/* decoding field 0 checks the whole row's framing */
-	if (row == NULL || lsm_get_varint(p, p + rowlen, &n) == NULL ||
-		n > INT32_MAX || lsm_row_field(row, rowlen, 0, &f) != LSM_OK)
+	if (lsm_row_cursor_init(&c, row, rowlen, &n) != LSM_OK || n > INT32_MAX)
 		return 0;
 	return (int) n;
 }

@@ -124,14 +124,15 @@ lsm_table_may_contain(const lsm_table *t, uint64_t h)
 }
 
 /*
- * Resolves a block handle: checks it lies inside the file (before limit)
- * and, if check is set, its checksum.
+ * Resolves a block handle: checks that the block and its checksum lie
+ * inside the file before limit (without overflow: size comes from the file
+ * and may be anything up to 2^64 - 1) and, if check is set, the checksum.
  */
 static int
 get_block(const lsm_table *t, uint64_t off, uint64_t size, uint64_t limit,
 		  bool check, const char *what, const uint8_t **p, lsm_err *e)
 {
-	if (off > limit || size + 4 > limit - off)
+	if (off > limit || size > limit - off || limit - off - size < 4)
 		return LSM_CORRUPT(e, "%s handle (offset %llu, size %llu) out of range in %s",
 						   what, (unsigned long long) off,
 						   (unsigned long long) size, t->name);
@@ -208,7 +209,11 @@ load(lsm_table *t, lsm_err *e)
 	if (lsm_get_varint(p, p + psize, &v) == NULL)
 		return LSM_CORRUPT(e, "malformed properties block in %s", t->name);
 	t->entries = v;
-	t->data_end = foff ? foff : t->vsize ? t->voff : ioff;
+	/* the data blocks end where the first block after them starts */
+	t->data_end = fsize ? foff : t->vsize ? t->voff : ioff;
+	if (t->data_end > ioff || t->data_end > poff)
+		return LSM_CORRUPT(e, "data of %s ends at offset %llu, past its index or properties block",
+						   t->name, (unsigned long long) t->data_end);
 	if (t->format >= 2)
 	{
 		const uint8_t *q = p,
@@ -325,7 +330,8 @@ load_values(lsm_table *t, lsm_err *e)
 }
 
 int
-lsm_table_value_filter(lsm_table *t, int field, lsm_bloom *f, lsm_err *e)
+lsm_table_value_filter(lsm_table *t, int field, uint32_t m, int k,
+					   lsm_bloom *f, lsm_err *e)
 {
 	int			rc;
 
@@ -337,10 +343,25 @@ lsm_table_value_filter(lsm_table *t, int field, lsm_bloom *f, lsm_err *e)
 		return LSM_NOTFOUND;
 	if (t->nvalues == 0)
 		return LSM_OK;
+	/* the size first: a filter of another m is never checksummed or used */
+	if ((uint64_t) t->vsize != (uint64_t) m / 8 + LSM_BLOOM_TRAILER)
+		return LSM_CORRUPT(e, "value filter of %s has %u bytes, the store's filters have %llu",
+						   t->name, t->vsize,
+						   (unsigned long long) (m / 8 + LSM_BLOOM_TRAILER));
 	rc = load_values(t, e);
-	if (rc == LSM_OK)
-		*f = t->vfilter;
-	return rc;
+	if (rc != LSM_OK)
+		return rc;
+	if (t->vfilter.k != k)
+		return LSM_CORRUPT(e, "value filter of %s has %d hashes, the store's filters have %d",
+						   t->name, t->vfilter.k, k);
+	*f = t->vfilter;
+	return LSM_OK;
+}
+
+uint64_t
+lsm_table_value_filter_bytes(const lsm_table *t)
+{
+	return (uint64_t) t->vsize + t->lsize;
 }
 
 int

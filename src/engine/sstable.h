@@ -72,7 +72,11 @@ int			lsm_table_builder_open(const char *path, uint64_t number,
 								   int block_bytes, int bits_per_key,
 								   lsm_table_builder **out, lsm_err *e);
 
-/* REQUIRES: key greater than every key added before. */
+/*
+ * Adds an entry.  Keys must come in increasing order: a key not greater
+ * than the one before (the input of a compaction read from a damaged
+ * table) is refused with LSM_CORRUPTION, and nothing is added.
+ */
 int			lsm_table_builder_add(lsm_table_builder *b, const void *key,
 								  size_t klen, uint64_t seq, int del,
 								  const void *val, size_t vlen, lsm_err *e);
@@ -146,10 +150,20 @@ size_t		lsm_table_filter_bytes(const lsm_table *t);
  * table holds no indexed value (nothing can match: skip it); LSM_NOTFOUND if
  * the table has no value filter for field (format 1, or a field left out):
  * it must be scanned (field < 0: for no field in particular).  The filter
- * is checksummed on first use.
+ * is checksummed on first use.  Every value filter of a store has its m
+ * bits and k hashes (vfilter.h): a filter of another shape is corruption
+ * (LSM_CORRUPTION), so that whoever ORs or transposes filters of m bits
+ * never reads past one.
  */
-int			lsm_table_value_filter(lsm_table *t, int field, lsm_bloom *f,
-								   lsm_err *e);
+int			lsm_table_value_filter(lsm_table *t, int field, uint32_t m,
+								   int k, lsm_bloom *f, lsm_err *e);
+
+/*
+ * Bytes of the value filter and the block locator as the table's footer and
+ * properties give them (0 for none): what the manifest records for it as
+ * value_filter_bytes.
+ */
+uint64_t	lsm_table_value_filter_bytes(const lsm_table *t);
 
 /* The block locator; LSM_NOTFOUND if none.  Checksummed on first use. */
 int			lsm_table_locator(lsm_table *t, lsm_locator *l, lsm_err *e);

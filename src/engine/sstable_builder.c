@@ -164,10 +164,14 @@ int
 lsm_table_builder_set_values(lsm_table_builder *b, const lsm_value_params *vp,
 							 lsm_err *e)
 {
-	LSM_ASSERT(b->entries == 0 && vp->bits % 512 == 0);
-	if (vp->bits == 0 || vp->hashes <= 0)
+	LSM_ASSERT(b->entries == 0);
+	if (vp->bits % 512 != 0 || vp->bits > LSM_VFILTER_MAX_BITS ||
+		vp->hashes < 0 || vp->hashes > LSM_VFILTER_MAX_HASHES)
+		return lsm_err_set(e, LSM_INVALID, "value filter of %u bits and %d hashes",
+						   vp->bits, vp->hashes);
+	if (vp->bits == 0 || vp->hashes == 0)
 		return LSM_OK;
-	b->vlines = calloc(vp->bits / 8, 1);
+	b->vlines = calloc((size_t) lsm_vfilter_lines(vp->bits), LSM_BLOOM_LINE);
 	if (b->vlines == NULL)
 		return LSM_NOMEM_ERR(e);
 	b->vp = *vp;
@@ -206,8 +210,11 @@ lsm_table_builder_add(lsm_table_builder *b, const void *key, size_t klen,
 	uint64_t	h = lsm_key_hash(key, klen);
 	int			rc;
 
-	LSM_ASSERT(b->entries == 0 ||
-			   lsm_key_cmp(b->last_key.data, b->last_key.len, key, klen) < 0);
+	/* sorted input is every writer's duty; a damaged table breaks it */
+	if (b->entries > 0 &&
+		lsm_key_cmp(b->last_key.data, b->last_key.len, key, klen) >= 0)
+		return LSM_CORRUPT(e, "keys out of order in the input of %s (a damaged table?)",
+						   b->name);
 	b->tmp.len = 0;
 	if (lsm_buf_append_varint(&b->tmp, seq << 1 | (del ? 1 : 0)) != LSM_OK ||
 		lsm_buf_append(&b->tmp, val, vlen) != LSM_OK ||

@@ -222,4 +222,30 @@ void		lsm_buf_free(lsm_buf *b);
 /* Allocates a copy of n bytes with a trailing NUL; NULL on failure. */
 void	   *lsm_memdup(const void *p, size_t n);
 
+/* ---------- rows (row.c) ---------- */
+
+/*
+ * A cursor over the fields of a row, in order, for whoever visits many of
+ * them: a row's tags are varints, so field i is found only by reading the
+ * i tags before it, and n calls of lsm_row_field cost O(n^2) where a
+ * cursor costs O(n).
+ */
+typedef struct lsm_row_cursor
+{
+	const uint8_t *tag;			/* the next field's tag */
+	const uint8_t *data;		/* the next field's bytes */
+	uint64_t	left;			/* fields not visited yet */
+} lsm_row_cursor;
+
+/*
+ * Checks the framing of the whole row (its tags add up to exactly the bytes
+ * after them) and puts the cursor before field 0; *nfields gets the field
+ * count.  LSM_CORRUPTION if the row is malformed.
+ */
+int			lsm_row_cursor_init(lsm_row_cursor *c, const void *row,
+								size_t rowlen, uint64_t *nfields);
+
+/* The next field (false after the last). */
+bool		lsm_row_cursor_next(lsm_row_cursor *c, lsm_field *f);
+
 #endif							/* LSM_UTIL_H */

@@ -7,6 +7,7 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -461,25 +462,229 @@ nomem:
 	return LSM_NOMEM_ERR(e);
 }
 
-static const uint8_t *
-get_key(const uint8_t *p, const uint8_t *end, uint8_t **k, size_t *n)
-{
-	uint64_t	len;
+/* ---------- manifest reading ---------- */
 
-	if ((p = lsm_get_varint(p, end, &len)) == NULL || len > (uint64_t) (end - p))
-		return NULL;
-	*k = lsm_memdup(p, len);
+/*
+ * A manifest being decoded: the whole file, the position in its payload,
+ * and what names it in messages.  Every value is checked before anything
+ * is sized, indexed or looped by it; an error says what is wrong at which
+ * offset of the file.
+ */
+typedef struct mreader
+{
+	const uint8_t *buf;
+	const uint8_t *p;
+	const uint8_t *end;			/* end of the payload */
+	const char *name;
+	lsm_err    *e;
+} mreader;
+
+static int	malformed_at(mreader *r, int line, const uint8_t *at,
+						 const char *fmt,...)
+			__attribute__((format(printf, 4, 5)));
+
+/*
+ * Records that the manifest is malformed at position at (of r->buf): what
+ * (printf-style) says how.  Returns LSM_CORRUPTION.
+ */
+static int
+malformed_at(mreader *r, int line, const uint8_t *at, const char *fmt,...)
+{
+	char		what[256];
+	va_list		ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	return lsm_err_corrupt_at(r->e, __FILE__, line,
+							  "malformed manifest \"%s\" at offset %zu: %s",
+							  r->name, (size_t) (at - r->buf), what);
+}
+
+#define MALFORMED(r, at, ...) malformed_at((r), __LINE__, (at), __VA_ARGS__)
+
+/* Reads the next varint into *v; what names it in the error. */
+static int
+get_u64(mreader *r, uint64_t *v, const char *what)
+{
+	const uint8_t *q = lsm_get_varint(r->p, r->end, v);
+
+	if (q == NULL)
+		return MALFORMED(r, r->p, "%s is truncated", what);
+	r->p = q;
+	return LSM_OK;
+}
+
+/* Reads a key (length, bytes) into a new allocation *k of *n bytes. */
+static int
+get_key(mreader *r, uint8_t **k, size_t *n, const char *what)
+{
+	const uint8_t *at = r->p;
+	uint64_t	len;
+	int			rc = get_u64(r, &len, what);
+
+	if (rc != LSM_OK)
+		return rc;
+	if (len > LSM_MAX_KEY_LEN || len > (uint64_t) (r->end - r->p))
+		return MALFORMED(r, at, "%s of %llu bytes does not fit", what,
+						 (unsigned long long) len);
+	*k = lsm_memdup(r->p, len);
+	if (*k == NULL)
+		return LSM_NOMEM_ERR(r->e);
 	*n = len;
-	return *k ? p + len : NULL;
+	r->p += len;
+	return LSM_OK;
+}
+
+/*
+ * Checks the store's value filter parameters m, k and d (read at position
+ * at) against the bounds lsm_open applies to options (vfilter.h,
+ * hierarchy.h).  A format 1 manifest stored the options as given and never
+ * used them: they are normalised first, as create_store (db.c) normalises
+ * the options of a new store.
+ */
+static int
+check_value_params(mreader *r, const uint8_t *at, uint32_t format,
+				   uint64_t *m, uint64_t *k, uint64_t *d)
+{
+	if (format == 1)
+	{
+		if (*k == 0)
+			*m = 0;
+		else if (*m <= LSM_VFILTER_MAX_BITS)
+			*m = (*m + 511) / 512 * 512;
+		if (*m == 0)
+			*k = 0;
+		if (*d < LSM_HIER_MIN_ORDER)
+			*d = LSM_HIER_MIN_ORDER;
+	}
+	if (*m % 512 != 0 || *m > LSM_VFILTER_MAX_BITS)
+		return MALFORMED(r, at, "value_filter_bits %llu is not a multiple of 512 between 0 and %u",
+						 (unsigned long long) *m, LSM_VFILTER_MAX_BITS);
+	if ((*m == 0) != (*k == 0) || *k > LSM_VFILTER_MAX_HASHES)
+		return MALFORMED(r, at, "value_filter_hashes %llu does not go with value_filter_bits %llu (1 to %d hashes, 0 for no filters)",
+						 (unsigned long long) *k, (unsigned long long) *m,
+						 LSM_VFILTER_MAX_HASHES);
+	if (*d < LSM_HIER_MIN_ORDER || *d > LSM_HIER_MAX_ORDER)
+		return MALFORMED(r, at, "hierarchy_order %llu is not between %d and %d",
+						 (unsigned long long) *d, LSM_HIER_MIN_ORDER,
+						 LSM_HIER_MAX_ORDER);
+	return LSM_OK;
+}
+
+/* Reads the entry of one file; f->meta gets its fields. */
+static int
+get_file(mreader *r, uint32_t format, const lsm_version *v, lsm_file *f)
+{
+	static const char *const names[] = {"file number", "file size",
+		"entry count", "deletion count", "min_seq", "max_seq",
+	"filter_bytes", "value_filter_bytes", "global_seq"};
+	const uint8_t *at = r->p;
+	uint64_t	fl[9] = {0};
+	int			nfl = format >= 3 ? 9 : format >= 2 ? 8 : 7;
+	int			j,
+				rc;
+
+	for (j = 0; j < nfl; j++)
+		if ((rc = get_u64(r, &fl[j], names[j])) != LSM_OK)
+			return rc;
+	f->meta.number = fl[0];
+	f->meta.size = fl[1];
+	f->meta.entries = fl[2];
+	f->meta.deletions = fl[3];
+	f->meta.min_seq = fl[4];
+	f->meta.max_seq = fl[5];
+	f->meta.filter_bytes = fl[6];
+	f->meta.value_filter_bytes = fl[7];
+	f->meta.global_seq = fl[8];
+	if ((rc = get_key(r, &f->meta.smallest, &f->meta.smallest_len,
+					  "smallest key")) != LSM_OK ||
+		(rc = get_key(r, &f->meta.largest, &f->meta.largest_len,
+					  "largest key")) != LSM_OK)
+		return rc;
+	if (f->meta.number == 0 || f->meta.number >= v->next_file)
+		return MALFORMED(r, at, "file number %llu is not between 1 and next_file %llu",
+						 (unsigned long long) f->meta.number,
+						 (unsigned long long) v->next_file);
+	if (f->meta.global_seq > v->last_seq)
+		return MALFORMED(r, at, "global sequence %llu of file %llu is past last_seq %llu",
+						 (unsigned long long) f->meta.global_seq,
+						 (unsigned long long) f->meta.number,
+						 (unsigned long long) v->last_seq);
+	if (lsm_key_cmp(f->meta.smallest, f->meta.smallest_len,
+					f->meta.largest, f->meta.largest_len) > 0)
+		return MALFORMED(r, at, "file %llu has its smallest key above its largest",
+						 (unsigned long long) f->meta.number);
+	return LSM_OK;
+}
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t	x = *(const uint64_t *) a;
+	uint64_t	y = *(const uint64_t *) b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * Checks what spans the files of v: no file number twice, and the files of
+ * each level >= 1 (sorted) disjoint.  at is where the files were read.
+ */
+static int
+check_files(mreader *r, const uint8_t *at, const lsm_version *v)
+{
+	uint64_t   *numbers;
+	size_t		n = 0,
+				i;
+	int			l;
+
+	for (l = 0; l < LSM_MAX_LEVELS; l++)
+		n += (size_t) v->nfiles[l];
+	numbers = malloc(sizeof(uint64_t) * (n ? n : 1));
+	if (numbers == NULL)
+		return LSM_NOMEM_ERR(r->e);
+	n = 0;
+	for (l = 0; l < LSM_MAX_LEVELS; l++)
+		for (i = 0; i < (size_t) v->nfiles[l]; i++)
+			numbers[n++] = v->files[l][i]->meta.number;
+	qsort(numbers, n, sizeof(uint64_t), cmp_u64);
+	for (i = 1; i < n; i++)
+		if (numbers[i] == numbers[i - 1])
+		{
+			uint64_t	dup = numbers[i];
+
+			free(numbers);
+			return MALFORMED(r, at, "file %llu is named twice",
+							 (unsigned long long) dup);
+		}
+	free(numbers);
+	for (l = 1; l < LSM_MAX_LEVELS; l++)
+		for (i = 1; i < (size_t) v->nfiles[l]; i++)
+		{
+			const lsm_table_meta *a = &v->files[l][i - 1]->meta;
+			const lsm_table_meta *b = &v->files[l][i]->meta;
+
+			if (lsm_key_cmp(a->largest, a->largest_len, b->smallest,
+							b->smallest_len) >= 0)
+				return MALFORMED(r, at, "files %llu and %llu overlap in level %d",
+								 (unsigned long long) a->number,
+								 (unsigned long long) b->number, l);
+		}
+	return LSM_OK;
 }
 
 int
 lsm_manifest_read(int fd, const char *name, lsm_version **out, lsm_err *e)
 {
+	static const char *const hdr_names[] = {"manifest_seq", "next_file",
+		"log_number", "last_seq", "value_filter_bits", "value_filter_hashes",
+	"hierarchy_order", "level count"};
 	struct stat st;
 	uint8_t    *buf;
-	const uint8_t *p,
-			   *end;
+	mreader		r;
+	const uint8_t *params_at = NULL,
+			   *files_at;
 	lsm_version *v = NULL;
 	uint64_t	hdr[8];
 	uint32_t	len;
@@ -493,6 +698,10 @@ lsm_manifest_read(int fd, const char *name, lsm_version **out, lsm_err *e)
 		return lsm_err_sys(e, errno, "could not stat \"%s\"", name);
 	if (st.st_size < 20)
 		return LSM_CORRUPT(e, "manifest \"%s\" is too short (%lld bytes)",
+						   name, (long long) st.st_size);
+	/* the length field bounds a good manifest to 4 GiB + 20 bytes */
+	if ((uint64_t) st.st_size > (uint64_t) UINT32_MAX + 20)
+		return LSM_CORRUPT(e, "manifest \"%s\" is too long (%lld bytes)",
 						   name, (long long) st.st_size);
 	buf = malloc(st.st_size);
 	if (buf == NULL)
@@ -511,8 +720,11 @@ lsm_manifest_read(int fd, const char *name, lsm_version **out, lsm_err *e)
 						 name);
 		goto out;
 	}
-	p = buf + 16;
-	end = p + len;
+	r.buf = buf;
+	r.p = buf + 16;
+	r.end = r.p + len;
+	r.name = name;
+	r.e = e;
 	v = lsm_version_new();
 	if (v == NULL)
 	{
@@ -520,8 +732,15 @@ lsm_manifest_read(int fd, const char *name, lsm_version **out, lsm_err *e)
 		goto out;
 	}
 	for (i = 0; i < 8; i++)
-		if ((p = lsm_get_varint(p, end, &hdr[i])) == NULL)
-			goto corrupt;
+	{
+		if (i == 4)
+			params_at = r.p;
+		if ((rc = get_u64(&r, &hdr[i], hdr_names[i])) != LSM_OK)
+			goto out;
+	}
+	rc = check_value_params(&r, params_at, format, &hdr[4], &hdr[5], &hdr[6]);
+	if (rc != LSM_OK)
+		goto out;
 	v->manifest_seq = hdr[0];
 	v->next_file = hdr[1];
 	v->log_number = hdr[2];
@@ -529,14 +748,34 @@ lsm_manifest_read(int fd, const char *name, lsm_version **out, lsm_err *e)
 	v->value_filter_bits = (uint32_t) hdr[4];
 	v->value_filter_hashes = (int) hdr[5];
 	v->hierarchy_order = (int) hdr[6];
+	if (v->log_number == 0 || v->log_number >= v->next_file)
+	{
+		rc = MALFORMED(&r, buf + 16, "log_number %llu is not between 1 and next_file %llu",
+					   (unsigned long long) v->log_number,
+					   (unsigned long long) v->next_file);
+		goto out;
+	}
 	if (hdr[7] != LSM_MAX_LEVELS)
-		goto corrupt;
+	{
+		rc = MALFORMED(&r, r.p - 1, "%llu levels, not %d",
+					   (unsigned long long) hdr[7], LSM_MAX_LEVELS);
+		goto out;
+	}
+	files_at = r.p;
 	for (l = 0; l < LSM_MAX_LEVELS; l++)
 	{
+		const uint8_t *at = r.p;
 		uint64_t	n;
 
-		if ((p = lsm_get_varint(p, end, &n)) == NULL || n > (uint64_t) (end - p))
-			goto corrupt;
+		if ((rc = get_u64(&r, &n, "file count")) != LSM_OK)
+			goto out;
+		/* every file takes more than one byte */
+		if (n > (uint64_t) (r.end - r.p))
+		{
+			rc = MALFORMED(&r, at, "%llu files in level %d do not fit",
+						   (unsigned long long) n, l);
+			goto out;
+		}
 		if (n == 0)
 			continue;
 		v->files[l] = calloc(n, sizeof(lsm_file *));
@@ -548,9 +787,6 @@ lsm_manifest_read(int fd, const char *name, lsm_version **out, lsm_err *e)
 		for (i = 0; i < (int) n; i++)
 		{
 			lsm_file   *f = lsm_file_new();
-			uint64_t	fl[9] = {0};
-			int			nfl = format >= 3 ? 9 : format >= 2 ? 8 : 7;
-			int			j;
 
 			if (f == NULL)
 			{
@@ -558,45 +794,42 @@ lsm_manifest_read(int fd, const char *name, lsm_version **out, lsm_err *e)
 				goto out;
 			}
 			v->files[l][v->nfiles[l]++] = f;
-			for (j = 0; j < nfl; j++)
-				if ((p = lsm_get_varint(p, end, &fl[j])) == NULL)
-					goto corrupt;
-			f->meta.number = fl[0];
-			f->meta.size = fl[1];
-			f->meta.entries = fl[2];
-			f->meta.deletions = fl[3];
-			f->meta.min_seq = fl[4];
-			f->meta.max_seq = fl[5];
-			f->meta.filter_bytes = fl[6];
-			f->meta.value_filter_bytes = fl[7];
-			f->meta.global_seq = fl[8];
-			if ((p = get_key(p, end, &f->meta.smallest, &f->meta.smallest_len)) == NULL ||
-				(p = get_key(p, end, &f->meta.largest, &f->meta.largest_len)) == NULL ||
-				f->meta.number >= v->next_file ||
-				f->meta.global_seq > v->last_seq)
-				goto corrupt;
+			if ((rc = get_file(&r, format, v, f)) != LSM_OK)
+				goto out;
 		}
 	}
 	lsm_version_sort(v);
+	if ((rc = check_files(&r, files_at, v)) != LSM_OK)
+		goto out;
 	if (format >= 2)
 	{
-		if ((p = lsm_get_varint(p, end, &v->value_unindexed)) == NULL)
-			goto corrupt;
-		rc = lsm_hier_decode(&p, end, v, &v->hroot, e);
+		const uint8_t *at;
+
+		rc = get_u64(&r, &v->value_unindexed, "value_unindexed");
+		if (rc != LSM_OK)
+			goto out;
+		at = r.p;
+		rc = lsm_hier_decode(&r.p, r.end, v, &v->hroot, e);
 		if (rc == LSM_CORRUPTION)
-			goto corrupt;
+		{
+			char		what[LSM_ERRMSG_SIZE];
+
+			memcpy(what, e->msg, sizeof(what));
+			rc = MALFORMED(&r, at, "hierarchy: %s", what);
+		}
 		if (rc != LSM_OK)
 			goto out;
 	}
-	if (p != end)
-		goto corrupt;
+	if (r.p != r.end)
+	{
+		rc = MALFORMED(&r, r.p, "%zu bytes after the payload",
+					   (size_t) (r.end - r.p));
+		goto out;
+	}
 	*out = v;
 	v = NULL;
 	rc = LSM_OK;
-	goto out;
 
-corrupt:
-	rc = LSM_CORRUPT(e, "malformed manifest \"%s\"", name);
 out:
 	lsm_version_unref(v);
 	free(buf);

@@ -13,13 +13,23 @@
 #endif
 #include "vfilter.h"
 
+/*
+ * Lines of the locator of nvalues values in nblocks blocks: at most 2^20,
+ * and few enough that the locator's size fits the u32 of its handle.
+ */
 static uint32_t
 locator_lines(uint64_t nvalues, uint32_t nblocks)
 {
 	uint64_t	per_block = (nvalues + nblocks - 1) / nblocks;
 	uint64_t	lines = (per_block * LSM_LOCATOR_BITS_PER_VALUE + 511) / 512;
+	uint64_t	line_bytes = (uint64_t) 512 * ((nblocks + 63) / 64) * 8;
+	uint64_t	max_lines = (UINT32_MAX - LSM_LOCATOR_TRAILER) / line_bytes;
 
-	return lines == 0 ? 1 : lines > (1u << 20) ? (1u << 20) : (uint32_t) lines;
+	if (max_lines > (1u << 20))
+		max_lines = 1u << 20;
+	if (lines > max_lines)
+		lines = max_lines;
+	return lines == 0 ? 1 : (uint32_t) lines;
 }
 
 size_t
@@ -89,8 +99,9 @@ lsm_locator_parse(const uint8_t *p, size_t n, lsm_locator *l,
 	num_lines = lsm_get_u32(t + 4);
 	nblocks = lsm_get_u32(t + 8);
 	words = (nblocks + UINT64_C(63)) / 64;
-	if (t[0] != 'L' || t[1] != 1 || t[2] < 1 || t[2] > 30 || t[3] != 0 ||
-		num_lines == 0 || nblocks == 0 || lsm_get_u32(t + 12) != 0 ||
+	if (t[0] != 'L' || t[1] != 1 || t[2] < 1 || t[2] > LSM_BLOOM_MAX_K ||
+		t[3] != 0 || num_lines == 0 || nblocks == 0 ||
+		lsm_get_u32(t + 12) != 0 ||
 		(uint64_t) num_lines * 512 * words * 8 != n - LSM_LOCATOR_TRAILER)
 		return LSM_CORRUPT(e, "malformed block locator trailer in \"%s\"", name);
 	l->rows = (const uint64_t *) p;
@@ -105,18 +116,21 @@ int
 lsm_value_hashes(const uint8_t *row, size_t rowlen, uint64_t unindexed,
 				 lsm_buf *out)
 {
-	int			nf = lsm_row_nfields(row, rowlen);
-	int			f;
+	lsm_row_cursor c;
+	lsm_field	fv;
+	uint64_t	nf,
+				f;
 
-	for (f = 0; f < nf; f++)
+	/* one pass over the fields (a malformed row has none) */
+	if (lsm_row_cursor_init(&c, row, rowlen, &nf) != LSM_OK || nf > INT32_MAX)
+		return LSM_OK;
+	for (f = 0; lsm_row_cursor_next(&c, &fv); f++)
 	{
-		lsm_field	fv;
 		uint64_t	h;
 
-		if ((f < 64 && (unindexed >> f) & 1) ||
-			lsm_row_field(row, rowlen, f, &fv) != LSM_OK || fv.is_null)
+		if ((f < 64 && (unindexed >> f) & 1) || fv.is_null)
 			continue;
-		h = lsm_value_hash(f, fv.data, fv.len);
+		h = lsm_value_hash((int) f, fv.data, fv.len);
 		if (lsm_buf_append(out, &h, sizeof(h)) != LSM_OK)
 			return LSM_NOMEM;
 	}

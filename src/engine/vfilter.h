@@ -30,6 +30,18 @@
 
 #include "bloom.h"
 
+/*
+ * The store's value filter parameters (lsm_options; fixed when the store is
+ * created and kept in its manifest): m is 0 (no value filters) or a
+ * multiple of 512 up to LSM_VFILTER_MAX_BITS (a 128 MiB filter per table),
+ * k is 1..LSM_VFILTER_MAX_HASHES when m is not 0 and 0 when it is.
+ * lsm_open refuses options outside these bounds and the manifest reader
+ * refuses a manifest outside them, so that nothing sized by m or looping
+ * over k ever trusts a value it has not checked.
+ */
+#define LSM_VFILTER_MAX_BITS (UINT32_C(1) << 30)
+#define LSM_VFILTER_MAX_HASHES LSM_BLOOM_MAX_K
+
 #define LSM_LOCATOR_TRAILER 16
 #define LSM_LOCATOR_BITS_PER_VALUE 16	/* per data block filter */
 #define LSM_LOCATOR_K 6

@@ -112,7 +112,7 @@ probe_table(vsearch *s, lsm_file *f, bool known_positive)
 	lsm_bloom	vf;
 	int			rc;
 
-	rc = lsm_table_value_filter(f->table, s->field, &vf, s->base.err);
+	rc = lsm_file_value_filter(s->v, f, s->field, &vf, s->base.err);
 	if (rc == LSM_NOTFOUND)
 	{
 		s->st.sstables_unfiltered++;
@@ -165,8 +165,8 @@ tree_search(vsearch *s, const lsm_hnode *n)
 
 		if (c->nchild > 0)
 			vf = c->filter;
-		else if (lsm_table_value_filter(c->file->table, s->field, &vf,
-										s->base.err) != LSM_OK)
+		else if (lsm_file_value_filter(s->v, c->file, s->field, &vf,
+									   s->base.err) != LSM_OK)
 			continue;			/* reported by the probe below */
 		if (vf.num_lines > 0)
 			__builtin_prefetch(lsm_bloom_line(&vf, s->h));

@@ -801,6 +801,7 @@ decode_fields(LsmFdwTable *t, const char *key, size_t klen,
 			  const char *row, size_t rowlen, const bool *needed,
 			  Datum *values, bool *nulls, DecodeErrorContext *where)
 {
+	lsm_field  *fields = NULL;
 	int			i;
 
 	for (i = 0; i < t->natts; i++)
@@ -819,15 +820,21 @@ decode_fields(LsmFdwTable *t, const char *key, size_t klen,
 			nulls[i] = false;
 			continue;
 		}
-		rc = lsm_row_field(row, rowlen, col->field, &f);
-		if (rc != LSM_OK)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("malformed row in the store of foreign table \"%s\"",
-							t->relname),
-					 errdetail("Field %d of the row with key %s cannot be decoded: %s.",
-							   col->field, LsmFdwKeyToString(t, key, klen),
-							   lsm_strerror(rc))));
+		/* every field in one pass: one lsm_row_field each is quadratic */
+		if (fields == NULL)
+		{
+			fields = palloc(sizeof(lsm_field) * t->nfields);
+			rc = lsm_row_fields(row, rowlen, fields, t->nfields);
+			if (rc != LSM_OK)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_CORRUPTED),
+						 errmsg("malformed row in the store of foreign table \"%s\"",
+								t->relname),
+						 errdetail("The row with key %s cannot be decoded: %s.",
+								   LsmFdwKeyToString(t, key, klen),
+								   lsm_strerror(rc))));
+		}
+		f = fields[col->field];
 		if (f.is_null)
 			continue;
 		where->column = col;
@@ -835,6 +842,8 @@ decode_fields(LsmFdwTable *t, const char *key, size_t klen,
 		where->column = NULL;
 		nulls[i] = false;
 	}
+	if (fields != NULL)
+		pfree(fields);
 }
 
 /*

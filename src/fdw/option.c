@@ -11,7 +11,9 @@
  *					memtable_size		flush threshold (bytes, units allowed)
  *					file_size			target SSTable size (bytes, units)
  *					bits_per_key		key Bloom filter budget, 0 = none
- *					value_filter_bits	size m of every value Bloom filter
+ *					value_filter_bits	size m of every value Bloom filter;
+ *										at most 8 * min(memtable_size,
+ *										file_size): no larger than a table
  *					value_filter_hashes k of the value Bloom filters
  *					hierarchy_order		d: filter hierarchy nodes have d..2d
  *										children
@@ -102,6 +104,8 @@ static void report_invalid_option(const char *name, Oid context)
 static void check_directory(const DefElem *def);
 static void check_column(const DefElem *def);
 static char *format_bytes(int bytes);
+static void check_value_filter_size(List *options);
+static int	value_filter_limit(List *options, bool *given);
 static LsmFdwTable *build_table(Relation rel, bool strict);
 static AttrNumber find_key_column(Relation rel, bool strict);
 
@@ -145,8 +149,79 @@ lsm_fdw_validator(PG_FUNCTION_ARGS)
 				break;
 		}
 	}
+	if (catalog == ForeignTableRelationId)
+		check_value_filter_size(options_list);
 
 	PG_RETURN_VOID();
+}
+
+/*
+ * Returns the largest value_filter_bits a foreign table with these options
+ * may have: 8 times the smaller of memtable_size (the size of the table a
+ * flush writes) and file_size (of a compaction's), defaults included, so
+ * that the value filter each SSTable carries is never larger than the rows
+ * it describes (a multiple of 512).  *given tells whether
+ * value_filter_bits is among the options.  REQUIRES: options already
+ * checked one by one.
+ */
+static int
+value_filter_limit(List *options, bool *given)
+{
+	lsm_options defaults;
+	int64		memtable,
+				file;
+	ListCell   *cell;
+
+	lsm_options_init(&defaults);
+	memtable = (int64) defaults.memtable_bytes;
+	file = (int64) defaults.file_bytes;
+	*given = false;
+	foreach(cell, options)
+	{
+		DefElem    *def = (DefElem *) lfirst(cell);
+
+		if (strcmp(def->defname, LSMFDW_OPT_MEMTABLE_SIZE) == 0)
+			memtable = LsmFdwIntOption(def);
+		else if (strcmp(def->defname, LSMFDW_OPT_FILE_SIZE) == 0)
+			file = LsmFdwIntOption(def);
+		else if (strcmp(def->defname, LSMFDW_OPT_VALUE_FILTER_BITS) == 0)
+			*given = true;
+	}
+	/* whole 512-bit lines, as the engine rounds m */
+	return (int) (Min(Min(memtable, file) * 8, (int64) GB) / 512 * 512);
+}
+
+/*
+ * Checks value_filter_bits against the table's sizes (value_filter_limit):
+ * a filter may not be larger than the tables that carry it, or any table
+ * creator could make the server write far more than the rows (128 MB of
+ * filter with every 4 kB of rows).  The engine rounds m up to whole 512-bit
+ * lines, so the rounded size is checked.
+ */
+static void
+check_value_filter_size(List *options)
+{
+	ListCell   *cell;
+	bool		given;
+	int			limit = value_filter_limit(options, &given);
+
+	foreach(cell, options)
+	{
+		DefElem    *def = (DefElem *) lfirst(cell);
+		int			bits;
+
+		if (strcmp(def->defname, LSMFDW_OPT_VALUE_FILTER_BITS) != 0)
+			continue;
+		bits = LsmFdwIntOption(def);
+		if ((int64) (bits + 511) / 512 * 512 > limit)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("value filters of %d bits are too large for tables of %s",
+							bits, format_bytes(limit / 8)),
+					 errdetail("Every SSTable carries a value filter of value_filter_bits / 8 bytes, which may not be larger than memtable_size or file_size."),
+					 errhint("Set value_filter_bits to at most %d, or raise memtable_size and file_size to at least %s.",
+							 limit, format_bytes((bits + 511) / 512 * 64))));
+	}
 }
 
 /*
@@ -416,6 +491,14 @@ build_table(Relation rel, bool strict)
 			t->opts.value_filter_hashes = LsmFdwIntOption(def);
 		else if (strcmp(def->defname, LSMFDW_OPT_HIERARCHY_ORDER) == 0)
 			t->opts.hierarchy_order = LsmFdwIntOption(def);
+	}
+	/* the default value filter shrinks to fit small tables */
+	{
+		bool		given;
+		int			limit = value_filter_limit(table->options, &given);
+
+		if (!given && t->opts.value_filter_bits > (uint32) limit)
+			t->opts.value_filter_bits = (uint32) limit;
 	}
 
 	t->keyattno = find_key_column(rel, strict);
