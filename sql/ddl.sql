@@ -143,6 +143,11 @@ ALTER FOREIGN TABLE e OPTIONS (ADD hierarchy_order '4');       -- ERROR
 ALTER FOREIGN TABLE e OPTIONS (ADD value_filter_hashes '3',
   memtable_size '1MB');
 SELECT * FROM e;
+-- sizes that would make the default value filter smaller are taken: the
+-- store keeps the value filter it was created with
+ALTER FOREIGN TABLE e OPTIONS (SET memtable_size '4kB', ADD file_size '4kB');
+SELECT * FROM e;
+ALTER FOREIGN TABLE e OPTIONS (DROP file_size, SET memtable_size '1MB');
 
 -- a server's directory cannot move away from its tables' stores
 ALTER SERVER lsm_ddl_srv OPTIONS (ADD directory '/tmp/lsm_ddl');  -- ERROR

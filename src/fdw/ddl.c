@@ -390,7 +390,9 @@ act_on_table(const Touched *touch)
 /*
  * Refuses a change of t's value filter options (value_filter_bits,
  * value_filter_hashes, hierarchy_order): its store was created with
- * others, and keeps them.
+ * others, and keeps them.  A value_filter_bits the table does not set is
+ * not compared: its default follows memtable_size and file_size (option.c),
+ * which may change, while the store keeps the bits it was created with.
  */
 static void
 check_value_filter_options(LsmFdwTable *t)
@@ -398,11 +400,20 @@ check_value_filter_options(LsmFdwTable *t)
 	lsm_hierarchy_stats h;
 	const char *option = NULL;
 	int64		stored = 0;
+	bool		bits_set = false;
+	ListCell   *lc;
 
 	if (!LsmFdwStoreValueFilters(t, &h))
 		return;					/* no engine files yet: they will follow */
+	foreach(lc, GetForeignTable(t->relid)->options)
+	{
+		if (strcmp(((DefElem *) lfirst(lc))->defname,
+				   LSMFDW_OPT_VALUE_FILTER_BITS) == 0)
+			bits_set = true;
+	}
 	/* the engine rounds the bits up to a multiple of 512 (lsm.h) */
-	if (((uint64) t->opts.value_filter_bits + 511) / 512 * 512 !=
+	if (bits_set &&
+		((uint64) t->opts.value_filter_bits + 511) / 512 * 512 !=
 		h.value_filter_bits)
 	{
 		option = LSMFDW_OPT_VALUE_FILTER_BITS;
