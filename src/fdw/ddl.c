@@ -774,12 +774,7 @@ decide_layouts(void)
 			resetStringInfo(&why);
 			if (LsmFdwReadMeta(t->path, &meta, &problem, ERROR) != LSMFDW_META_OK ||
 				LsmFdwCompareLayout(&meta, t, &why) == LSMFDW_LAYOUT_INCOMPATIBLE)
-				ereport(ERROR,
-						(errcode(ERRCODE_FDW_INCONSISTENT_DESCRIPTOR_INFORMATION),
-						 errmsg("foreign table \"%s\" does not match the rows of its store",
-								t->relname),
-						 errdetail_internal("%s", why.data),
-						 errhint("Restore the definition the rows were written with, or drop the table.")));
+				LsmFdwReportLayoutMismatch(t, why.data);
 			continue;
 		}
 		(void) LsmFdwWriteMeta(t->path, next, ERROR);

@@ -374,6 +374,8 @@ extern char *LsmFdwDescribeMeta(const LsmFdwMeta *meta);
 extern LsmFdwLayoutMatch LsmFdwCompareLayout(const LsmFdwMeta *meta,
 											 const LsmFdwTable *t,
 											 StringInfo why);
+extern void LsmFdwReportLayoutMismatch(const LsmFdwTable *t, const char *why)
+			pg_attribute_noreturn();
 
 /* store.c */
 extern void LsmFdwInitStores(void);

@@ -697,3 +697,18 @@ directory_state(const char *dir, int elevel)
 	FreeDir(d);
 	return state;
 }
+
+/*
+ * Raises the error for table t whose definition would misread the rows of
+ * its store; why says what differs.
+ */
+void
+LsmFdwReportLayoutMismatch(const LsmFdwTable *t, const char *why)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FDW_INCONSISTENT_DESCRIPTOR_INFORMATION),
+			 errmsg("foreign table \"%s\" does not match the rows of its store",
+					t->relname),
+			 errdetail_internal("%s", why),
+			 errhint("Restore the definition the rows were written with, or drop the table.")));
+}

@@ -668,12 +668,7 @@ check_layout(LsmFdwStore *s, LsmFdwTable *t, const LsmFdwMeta *meta)
 		return;
 	}
 	close_store(s);
-	ereport(ERROR,
-			(errcode(ERRCODE_FDW_INCONSISTENT_DESCRIPTOR_INFORMATION),
-			 errmsg("foreign table \"%s\" does not match the rows of its store",
-					t->relname),
-			 errdetail_internal("%s", why.data),
-			 errhint("Restore the definition the rows were written with, or drop the table.")));
+	LsmFdwReportLayoutMismatch(t, why.data);
 }
 
 /*

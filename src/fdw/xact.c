@@ -235,6 +235,7 @@ static void maybe_spill(CommandId cid);
 static void open_stage(PendingStore *ps, lsm_stage **stage, Size share);
 static bool spillable(PendingKey *pk);
 static void spill_key(PendingStore *ps, lsm_stage *stage, PendingKey *pk);
+static void forget_key(PendingStore *ps, PendingKey *pk);
 static void spill_older(PendingStore *ps, CommandId cid);
 static void spill_command(PendingStore *ps, CommandId cid);
 static bool fold_command(PendingStore *ps, bool force);
@@ -432,24 +433,7 @@ LsmFdwPendingTruncate(LsmFdwStore *s, const char *relname)
 	undo_len = 0;
 	hash_seq_init(&status, ps->keys);
 	while ((pk = hash_seq_search(&status)) != NULL)
-	{
-		PendingVersion *v = pk->newest;
-		char	   *key = (char *) pk->ref.data;
-
-		pending_bytes -= Min(pending_bytes, pk->ref.len);
-		while (v != NULL)
-		{
-			PendingVersion *older = v->older;
-
-			pending_bytes -= Min(pending_bytes, v->vlen + VERSION_OVERHEAD);
-			if (v->val != NULL)
-				pfree((char *) v->val);
-			pfree(v);
-			v = older;
-		}
-		(void) hash_search(ps->keys, &pk->ref, HASH_REMOVE, NULL);
-		pfree(key);
-	}
+		forget_key(ps, pk);
 	if ((rc = lsm_stage_truncate(ps->stage)) != LSM_OK)
 		LsmFdwReportError(rc, ps->store->db, ps->relname, "truncate");
 	return true;
@@ -1044,7 +1028,6 @@ static void
 spill_key(PendingStore *ps, lsm_stage *stage, PendingKey *pk)
 {
 	PendingVersion *v = pk->newest;
-	char	   *key = (char *) pk->ref.data;
 	int			rc;
 
 	/* a staged key's version is in the bases already */
@@ -1067,9 +1050,21 @@ spill_key(PendingStore *ps, lsm_stage *stage, PendingKey *pk)
 		: lsm_stage_put(stage, pk->ref.data, pk->ref.len, v->val, v->vlen);
 	if (rc != LSM_OK)
 		LsmFdwReportError(rc, ps->store->db, ps->relname, "stage writes to");
+	forget_key(ps, pk);
+}
 
-	(void) hash_search(ps->keys, &pk->ref, HASH_REMOVE, NULL);
+/*
+ * Removes pk and all its versions from ps's pending writes and frees them.
+ * REQUIRES: no open scan and no undo log entry points to them.
+ */
+static void
+forget_key(PendingStore *ps, PendingKey *pk)
+{
+	PendingVersion *v = pk->newest;
+	char	   *key = (char *) pk->ref.data;
+
 	pending_bytes -= Min(pending_bytes, pk->ref.len);
+	(void) hash_search(ps->keys, &pk->ref, HASH_REMOVE, NULL);
 	while (v != NULL)
 	{
 		PendingVersion *older = v->older;
