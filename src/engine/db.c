@@ -916,11 +916,14 @@ file_size_of(const lsm_db *db, const char *name)
 }
 
 /*
- * REQUIRES: the store directory has no MANIFEST.  It is a new store (or one
- * whose creation died before its first manifest) only if it holds no data:
- * no table, no node file, no log with a byte in it.  Anything else is a
- * store that lost its manifest: LSM_CORRUPTION.  Writing a new manifest
+ * Called when the store directory had no MANIFEST.  It is a new store (or
+ * one whose creation died before its first manifest) only if it holds no
+ * data: no table, no node file, no log with a byte in it.  Anything else is
+ * a store that lost its manifest: LSM_CORRUPTION.  Writing a new manifest
  * there would make every file an orphan, which the next compaction removes.
+ * Unless the MANIFEST exists by the time the data is seen: then another
+ * process created the store meanwhile (and may have written to its log),
+ * and LSM_OK lets the caller open it as it is.
  */
 static int
 check_no_data(lsm_db *db, lsm_err *e)
@@ -928,6 +931,8 @@ check_no_data(lsm_db *db, lsm_err *e)
 	DIR		   *d = opendir(db->dir);
 	struct dirent *de;
 	int			rc = LSM_OK;
+	char		manifest[4096];
+	struct stat st;
 
 	if (d == NULL)
 		return lsm_err_sys(e, errno, "could not open directory \"%s\"",
@@ -943,6 +948,12 @@ check_no_data(lsm_db *db, lsm_err *e)
 							 db->dir, de->d_name);
 	}
 	closedir(d);
+	path_of(db, "MANIFEST", manifest, sizeof(manifest));
+	if (rc == LSM_CORRUPTION && stat(manifest, &st) == 0)
+	{
+		lsm_err_clear(e);
+		rc = LSM_OK;
+	}
 	return rc;
 }
 
