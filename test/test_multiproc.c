@@ -10,7 +10,10 @@
  * that each put "w<w>-<n>" (a row whose field 0 is "w<w>"), set
  * "latest-<w>" to n, put "t<w>-<n>" and delete "t<w>-<n-1>"; after
  * lsm_write returns it publishes n in shared memory (writer 0 spends some
- * stretches in exclusive mode, holding the lock from open to close).
+ * stretches in exclusive mode, holding the lock from open to close).  Every
+ * third batch asks for a sync (group commit: the others then wait for the
+ * sync of a record before theirs, and readers see no synced batch before
+ * its sync, hence none after it either, until then).
  * Readers loop on lsm_refresh and check, for every writer, that
  *	- they see at least every batch published before the refresh, and a
  *	  writer's latest counter never goes backwards;
@@ -43,6 +46,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "env.h"
 #include "harness.h"
 
 #define MAX_WRITERS 8
@@ -112,6 +116,13 @@ busy_options(void)
 	o.auto_compact = 1;
 	o.lock_timeout_ms = 30000;
 	return o;
+}
+
+/* Every third batch of a writer is synced, the others not. */
+static int
+write_flags(uint64_t n)
+{
+	return n % 3 == 0 ? LSM_WRITE_SYNC : LSM_WRITE_NOSYNC;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -514,7 +525,7 @@ writer_main(const char *dir, shared *sh, int w, int nw, uint64_t nbatches)
 			__atomic_store_n(&sh->smax[w][n], c, __ATOMIC_SEQ_CST);
 			CHECK_OK(lsm_batch_put(b, "shared", 6, num,
 								   (size_t) sprintf(num, "%" PRIu64, c)));
-			while ((rc = lsm_write(db, b)) == LSM_BUSY)
+			while ((rc = lsm_write_opt(db, b, write_flags(n))) == LSM_BUSY)
 				__atomic_add_fetch(&sh->busy_retries, 1, __ATOMIC_SEQ_CST);
 			CHECK(flock(order_fd, LOCK_UN) == 0);
 		}
@@ -522,7 +533,7 @@ writer_main(const char *dir, shared *sh, int w, int nw, uint64_t nbatches)
 		{
 			__atomic_store_n(&sh->smax[w][n], sh->smax[w][n - 1],
 							 __ATOMIC_SEQ_CST);
-			while ((rc = lsm_write(db, b)) == LSM_BUSY)
+			while ((rc = lsm_write_opt(db, b, write_flags(n))) == LSM_BUSY)
 				__atomic_add_fetch(&sh->busy_retries, 1, __ATOMIC_SEQ_CST);
 		}
 		CHECK_DB_OK(db, rc);
@@ -1457,6 +1468,327 @@ TEST(iterator_across_refresh)
 	CHECK_DB_OK(w, lsm_close(w));
 }
 
+/* ---------------------------------------------------------------------- */
+/* Group commit: what each handle sees while a commit waits for its sync. */
+
+/* Whether db's reads see key (as of its last refresh). */
+static bool
+sees(lsm_db *db, const char *key)
+{
+	void	   *v;
+	size_t		n;
+	int			rc = lsm_get(db, key, strlen(key), &v, &n);
+
+	CHECK_MSG(rc == LSM_OK || rc == LSM_NOTFOUND, "lsm_get(%s): %s (%s)", key,
+			  lsm_strerror(rc), lsm_errmsg(db));
+	if (rc == LSM_OK)
+		lsm_free(v);
+	return rc == LSM_OK;
+}
+
+/* Commits a put of key with lsm_write_opt flags; returns its result. */
+static int
+put_with(lsm_db *db, const char *key, int flags)
+{
+	lsm_batch  *b = lsm_batch_new();
+	int			rc;
+
+	CHECK(b != NULL);
+	CHECK_OK(lsm_batch_put(b, key, strlen(key), "v", 1));
+	rc = lsm_write_opt(db, b, flags);
+	lsm_batch_free(b);
+	return rc;
+}
+
+static uint64_t
+wal_syncs(lsm_db *db)
+{
+	lsm_stats	st;
+
+	CHECK_DB_OK(db, lsm_get_stats(db, &st));
+	return st.wal_syncs;
+}
+
+/*
+ * Handles a and b write, r reads (read-only).  A commit that asks for a
+ * sync is seen by nobody (its own handle included) until a sync covers
+ * it, except through lsm_refresh_pending; a commit without sync behind it
+ * waits for that sync (and makes it, if nobody else does); a writer that
+ * dies after its append leaves its record to the next sync; a failed
+ * append leaves nothing waiting; a flush makes what waits durable.
+ */
+TEST(group_commit_visibility)
+{
+	char	   *dir = harness_tmpdir("group");
+	lsm_options o = busy_options();
+	lsm_options ro = busy_options();
+	lsm_fault	f;
+	lsm_db	   *a,
+			   *b,
+			   *r;
+
+	o.auto_compact = 0;
+	o.memtable_bytes = 1 << 20;
+	CHECK_OK(lsm_open(dir, &o, &a));
+	CHECK_OK(lsm_open(dir, &o, &b));
+	ro.read_only = 1;
+	CHECK_OK(lsm_open(dir, &ro, &r));
+
+	/* no sync asked for, none waited for: visible at once */
+	CHECK_DB_OK(a, put_with(a, "k1", LSM_WRITE_NOSYNC));
+	CHECK_DB_OK(b, lsm_refresh(b));
+	CHECK_DB_OK(r, lsm_refresh(r));
+	CHECK(sees(b, "k1") && sees(r, "k1"));
+	CHECK_EQ_U(wal_syncs(a), 0);
+
+	/* appended, its sync not yet waited for */
+	CHECK_DB_OK(a, put_with(a, "k2", LSM_WRITE_SYNC | LSM_WRITE_DEFER));
+	CHECK(sees(a, "k1") && !sees(a, "k2"));
+	CHECK_DB_OK(b, lsm_refresh(b));
+	CHECK_DB_OK(r, lsm_refresh(r));
+	CHECK(!sees(b, "k2") && !sees(r, "k2"));
+	CHECK_DB_OK(b, lsm_refresh_pending(b));
+	CHECK(sees(b, "k2"));
+	CHECK_DB_OK(b, lsm_refresh(b));
+	CHECK(!sees(b, "k2"));
+
+	/* a commit without sync behind it syncs it, and both become visible */
+	CHECK_DB_OK(b, put_with(b, "k3", LSM_WRITE_NOSYNC));
+	CHECK_EQ_U(wal_syncs(b), 1);
+	CHECK(sees(b, "k2") && sees(b, "k3"));
+	CHECK_DB_OK(r, lsm_refresh(r));
+	CHECK(sees(r, "k2") && sees(r, "k3"));
+	CHECK(!sees(a, "k2"));
+	CHECK_DB_OK(a, lsm_write_wait(a));
+	CHECK_EQ_U(wal_syncs(a), 0);	/* b's sync covered it */
+	CHECK(sees(a, "k2"));
+	CHECK_DB_OK(a, lsm_refresh(a));
+	CHECK(sees(a, "k3"));
+
+	/* a writer that goes away after its append: the next sync covers it */
+	CHECK_DB_OK(a, put_with(a, "k4", LSM_WRITE_SYNC | LSM_WRITE_DEFER));
+	CHECK_DB_OK(a, lsm_close(a));
+	CHECK_DB_OK(r, lsm_refresh(r));
+	CHECK(!sees(r, "k4"));
+	CHECK_DB_OK(b, put_with(b, "k5", LSM_WRITE_SYNC));
+	CHECK_EQ_U(wal_syncs(b), 2);
+	CHECK_DB_OK(r, lsm_refresh(r));
+	CHECK(sees(r, "k4") && sees(r, "k5"));
+
+	/* a failed append leaves nothing to wait for */
+	memset(&f, 0, sizeof(f));
+	f.fail_write_at = 1;
+	lsm_fault_install(&f);
+	CHECK_RC(LSM_IOERR, put_with(b, "k6", LSM_WRITE_SYNC));
+	lsm_fault_install(NULL);
+	CHECK_DB_OK(b, put_with(b, "k7", LSM_WRITE_NOSYNC));
+	CHECK_EQ_U(wal_syncs(b), 2);
+	CHECK_DB_OK(r, lsm_refresh(r));
+	CHECK(!sees(r, "k6") && sees(r, "k7"));
+
+	/* a flush makes what waits durable: no sync left to do */
+	CHECK_OK(lsm_open(dir, &o, &a));
+	CHECK_DB_OK(a, put_with(a, "k8", LSM_WRITE_SYNC | LSM_WRITE_DEFER));
+	CHECK_DB_OK(b, lsm_flush(b));
+	CHECK_DB_OK(r, lsm_refresh(r));
+	CHECK(sees(r, "k8"));
+	CHECK_DB_OK(a, lsm_write_wait(a));
+	CHECK_EQ_U(wal_syncs(a), 0);
+	CHECK(sees(a, "k8"));
+
+	CHECK_DB_OK(r, lsm_verify(r));
+	CHECK_DB_OK(r, lsm_close(r));
+	CHECK_DB_OK(b, lsm_close(b));
+	CHECK_DB_OK(a, lsm_close(a));
+}
+
+/*
+ * Group commit under SIGKILL: GK_WRITERS processes commit batches (two of
+ * three synced) while the parent kills one of them at random moments and
+ * starts it again; a reader checks all along that every acknowledged
+ * batch is visible after a refresh, and that a batch is all or nothing.
+ * Kills land anywhere: before, during or after an append, while waiting
+ * for LOCK.sync, in the middle of a sync as leader.  At the end every
+ * acknowledged batch is in the store.
+ */
+#define GK_WRITERS 4
+#define GK_KEYS 3
+
+typedef struct gk_shared
+{
+	uint64_t	acked[GK_WRITERS];	/* last batch whose commit returned */
+	int			stop;
+	uint64_t	reader_loops;
+} gk_shared;
+
+static size_t
+gk_key(char *buf, int w, uint64_t n, int i)
+{
+	return (size_t) sprintf(buf, "g%d-%08" PRIu64 "-%d", w, n, i);
+}
+
+static void
+gk_writer(const char *dir, gk_shared *sh, int w)
+{
+	lsm_options o = busy_options();
+	lsm_db	   *db;
+	lsm_batch  *b = lsm_batch_new();
+	uint64_t	n;
+	char		k[48];
+	int			i;
+
+	o.memtable_bytes = 64 << 10;
+	CHECK_OK(lsm_open(dir, &o, &db));
+	for (n = sh->acked[w] + 1; !sh->stop; n++)
+	{
+		lsm_batch_clear(b);
+		for (i = 0; i < GK_KEYS; i++)
+		{
+			size_t		kl = gk_key(k, w, n, i);
+
+			CHECK_OK(lsm_batch_put(b, k, kl, k, kl));	/* value = key */
+		}
+		CHECK_DB_OK(db, lsm_write_opt(db, b, n % 3 == 0 ? LSM_WRITE_NOSYNC :
+									  LSM_WRITE_SYNC));
+		__atomic_store_n(&sh->acked[w], n, __ATOMIC_SEQ_CST);
+	}
+	lsm_batch_free(b);
+	CHECK_DB_OK(db, lsm_close(db));
+}
+
+/* Checks that batch n of writer w is wholly there (or, if !must, absent). */
+static bool
+gk_check_batch(lsm_db *db, int w, uint64_t n, bool must)
+{
+	char		k[48];
+	int			i,
+				found = 0;
+
+	for (i = 0; i < GK_KEYS; i++)
+	{
+		void	   *v;
+		size_t		vl,
+					kl = gk_key(k, w, n, i);
+		int			rc = lsm_get(db, k, kl, &v, &vl);
+
+		CHECK_MSG(rc == LSM_OK || rc == LSM_NOTFOUND, "get %s: %s (%s)", k,
+				  lsm_strerror(rc), lsm_errmsg(db));
+		if (rc == LSM_OK)
+		{
+			CHECK_MEMEQ(v, vl, k, kl);
+			lsm_free(v);
+			found++;
+		}
+	}
+	CHECK_MSG(found == 0 || found == GK_KEYS,
+			  "batch %" PRIu64 " of writer %d is partly visible (%d of %d)",
+			  n, w, found, GK_KEYS);
+	CHECK_MSG(!must || found == GK_KEYS,
+			  "acknowledged batch %" PRIu64 " of writer %d is not visible",
+			  n, w);
+	return found == GK_KEYS;
+}
+
+static void
+gk_reader(const char *dir, gk_shared *sh, uint64_t seed)
+{
+	lsm_options o = busy_options();
+	lsm_db	   *db;
+	uint64_t	rng = seed;
+
+	o.memtable_bytes = 64 << 10;
+	CHECK_OK(lsm_open(dir, &o, &db));
+	while (!sh->stop)
+	{
+		uint64_t	acked[GK_WRITERS];
+		int			w;
+
+		for (w = 0; w < GK_WRITERS; w++)
+			acked[w] = __atomic_load_n(&sh->acked[w], __ATOMIC_SEQ_CST);
+		CHECK_DB_OK(db, lsm_refresh(db));
+		for (w = 0; w < GK_WRITERS; w++)
+		{
+			if (acked[w] == 0)
+				continue;
+			(void) gk_check_batch(db, w, acked[w], true);
+			(void) gk_check_batch(db, w, 1 + harness_rand64(&rng) % acked[w],
+								  true);
+			(void) gk_check_batch(db, w, acked[w] + 1, false);
+		}
+		sh->reader_loops++;
+	}
+	CHECK_DB_OK(db, lsm_close(db));
+}
+
+TEST(group_commit_kills)
+{
+	char	   *dir = harness_tmpdir("gkill");
+	gk_shared  *sh = mmap(NULL, sizeof(gk_shared), PROT_READ | PROT_WRITE,
+					   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	pid_t		writers[GK_WRITERS],
+				reader[1];
+	uint64_t	rng = harness_seed();
+	int			nreader = 0,
+				kills = 0,
+				w,
+				bad;
+	long		end = now_ms() + 6000;
+	lsm_options o = busy_options();
+	lsm_db	   *db;
+	lsm_stats	st;
+	uint64_t	n,
+				total = 0;
+
+	CHECK(sh != MAP_FAILED);
+	memset(sh, 0, sizeof(*sh));
+	o.memtable_bytes = 64 << 10;
+	CHECK_OK(lsm_open(dir, &o, &db));	/* create it before the others */
+	CHECK_DB_OK(db, lsm_close(db));
+	for (w = 0; w < GK_WRITERS; w++)
+	{
+		int			np = w;
+
+		SPAWN(writers, np, gk_writer(dir, sh, w));
+	}
+	SPAWN(reader, nreader, gk_reader(dir, sh, rng));
+	while (now_ms() < end)
+	{
+		int			status;
+
+		usleep(20000 + harness_rand64(&rng) % 80000);
+		w = (int) (harness_rand64(&rng) % GK_WRITERS);
+		kill(writers[w], SIGKILL);
+		CHECK_EQ(waitpid(writers[w], &status, 0), writers[w]);
+		CHECK(WIFSIGNALED(status) || (WIFEXITED(status) &&
+									  WEXITSTATUS(status) == 0));
+		kills++;
+		{
+			int			np = w;
+
+			SPAWN(writers, np, gk_writer(dir, sh, w));
+		}
+	}
+	sh->stop = 1;
+	bad = wait_all(writers, GK_WRITERS, now_ms() + 60000);
+	bad += wait_all(reader, 1, now_ms() + 60000);
+	CHECK_EQ(bad, 0);
+
+	CHECK_OK(lsm_open(dir, &o, &db));
+	for (w = 0; w < GK_WRITERS; w++)
+	{
+		for (n = 1; n <= sh->acked[w]; n++)
+			(void) gk_check_batch(db, w, n, true);
+		total += sh->acked[w];
+	}
+	CHECK_DB_OK(db, lsm_verify(db));
+	CHECK_DB_OK(db, lsm_get_stats(db, &st));
+	printf("# %d writers, %" PRIu64 " batches acknowledged, %d kills, "
+		   "reader loops %" PRIu64 "\n", GK_WRITERS, total, kills,
+		   sh->reader_loops);
+	CHECK_DB_OK(db, lsm_close(db));
+	munmap(sh, sizeof(*sh));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1468,5 +1800,7 @@ main(int argc, char **argv)
 	RUN(write_lock_held_in_process);
 	RUN(exclusive_handle_holds_lock);
 	RUN(compaction_lock_between_handles);
+	RUN(group_commit_visibility);
+	RUN(group_commit_kills);
 	return harness_done();
 }

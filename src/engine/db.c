@@ -27,6 +27,19 @@
  * reading the manifest and the WAL.  The rest of LOCK's page records the
  * invalid WAL tails writers have cut (lsm_stats.wal_tails).
  *
+ * Group commit and visibility: a commit appends its record under the write
+ * lock and syncs after releasing it; one fdatasync, by whichever waiter
+ * takes LOCK.sync first (the leader), covers every record appended before
+ * it.  LOCK's page holds written_seq, want_seq (the last record whose
+ * commit asked for a sync), synced_seq and visible_seq: up to where every
+ * record is durable, or was committed without sync with no record before
+ * it waiting for a sync.  A handle's reads see the memtable only up to its
+ * read_seq (visible_seq, or more for its own commits), so no other handle
+ * sees a synced commit before it is durable.  The holder of
+ * the write lock, and a handle refreshed with lsm_refresh_pending, see
+ * everything.  docs/architecture.md ("Group commit and visibility") has the
+ * argument and the crash cases.
+ *
  * Invalid WAL tails: a crash in the middle of an append (or damage to the
  * last record) leaves bytes after the last complete, valid record.  Every
  * handle replays up to them and ignores them; the first handle that finds
@@ -97,6 +110,10 @@ static void settle_tail(lsm_db *db, uint64_t g);
 static int	verify_log(lsm_db *db, lsm_err *e);
 static int	check_directory(lsm_db *db, bool report, lsm_err *e);
 static void release_lock(lsm_db *db);
+static void set_read_seq(lsm_db *db, bool all);
+static void settle_page(lsm_db *db);
+static void note_log_file(lsm_db *db);
+static int	write_wait(lsm_db *db, lsm_err *e);
 
 /* ---------- options, errors ---------- */
 
@@ -273,6 +290,7 @@ write_lock(lsm_db *db, bool wait, lsm_err *e)
 		uint64_t	g = __atomic_load_n(&db->page->gen, __ATOMIC_SEQ_CST);
 
 		__atomic_store_n(&db->page->gen, (g | 1) + 2, __ATOMIC_SEQ_CST);
+		settle_page(db);
 	}
 	return LSM_OK;
 }
@@ -300,6 +318,7 @@ lsm_db_write_unlock(lsm_db *db)
 	db->write_locked = false;
 	if (!db->opt.exclusive)
 		release_lock(db);
+	set_read_seq(db, false);
 }
 
 /* Drops the flock on LOCK if we hold it. */
@@ -333,6 +352,286 @@ map_lock_page(lsm_db *db)
 			 MAP_SHARED, db->lock_fd, 0);
 	if (p != MAP_FAILED)
 		db->page = p;
+}
+
+/* ---------- group commit ---------- */
+
+static uint64_t
+page_load(const uint64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_SEQ_CST);
+}
+
+static void
+page_store(uint64_t *p, uint64_t v)
+{
+	__atomic_store_n(p, v, __ATOMIC_SEQ_CST);
+}
+
+/* Raises *p to v unless it is there already (the leaders of syncs race). */
+static void
+page_raise(uint64_t *p, uint64_t v)
+{
+	uint64_t	cur = page_load(p);
+
+	while (cur < v &&
+		   !__atomic_compare_exchange_n(p, &cur, v, false, __ATOMIC_SEQ_CST,
+										__ATOMIC_SEQ_CST))
+		;
+}
+
+/*
+ * This boot of the machine (Linux's boot_id), 0 where unknown.  The group
+ * commit fields of LOCK's page are in the page cache only: after a crash
+ * of the machine the page may be older than the log, which was synced.
+ */
+static uint64_t
+boot_id(void)
+{
+	static uint64_t id;
+	static bool known;
+
+	if (!known)
+	{
+		char		buf[64];
+		int			fd = open("/proc/sys/kernel/random/boot_id",
+							  O_RDONLY | O_CLOEXEC);
+		ssize_t		n = fd >= 0 ? read(fd, buf, sizeof(buf)) : -1;
+
+		if (fd >= 0)
+			close(fd);
+		id = n > 0 ? lsm_key_hash(buf, (size_t) n) : 0;
+		known = true;
+	}
+	return id;
+}
+
+/* Notes which file the handle's log_fd is (after it changed). */
+static void
+note_log_file(lsm_db *db)
+{
+	struct stat st;
+
+	db->log_dev = db->log_ino = 0;
+	if (db->log_fd >= 0 && fstat(db->log_fd, &st) == 0)
+	{
+		db->log_dev = (uint64_t) st.st_dev;
+		db->log_ino = (uint64_t) st.st_ino;
+	}
+}
+
+/*
+ * Whether the group commit fields of LOCK's page describe the log this
+ * handle reads: set up by a writer of this version, on this boot, for this
+ * very file.  A page left by an older version, a crash of the machine (the
+ * page was never synced) or a store whose files were copied or restored
+ * says nothing about the log, and then nothing is capped: whatever the log
+ * holds is what survived, and no live writer waits for its sync (a writer
+ * sets the page up, under the write lock, before it appends).  A handle
+ * that still reads a log that a flush has replaced finds another file in
+ * the page, and every record of its log is in a table now.
+ */
+static bool
+page_describes_log(const lsm_db *db)
+{
+	lsm_lock_page *pg = db->page;
+
+	return pg && page_load(&pg->group_magic) == LSM_GROUP_MAGIC &&
+		page_load(&pg->group_boot) == boot_id() &&
+		page_load(&pg->group_log_dev) == db->log_dev &&
+		page_load(&pg->group_log_ino) == db->log_ino && db->log_ino != 0;
+}
+
+/*
+ * Whether the log holds records that the page does not count, while no
+ * writer is at work: the log was restored or modified behind the store's
+ * back (in place: the same file), and the page says nothing about it.  A
+ * writer counts its record (written_seq) before it releases the write lock
+ * and the generation becomes even; one that died leaves it odd.
+ */
+static bool
+page_behind_log(const lsm_db *db)
+{
+	lsm_lock_page *pg = db->page;
+	uint64_t	g = page_load(&pg->gen);
+	uint64_t	written = page_load(&pg->written_seq);
+
+	return !(g & 1) && page_load(&pg->gen) == g && db->last_seq > written;
+}
+
+/*
+ * Sets what the handle's reads see of its memtable: everything replayed
+ * when it holds the write lock or when all is set (lsm_refresh_pending);
+ * else up to visible_seq, but never less than its own durable commits or
+ * what its version's tables hold (a flush made them durable); nothing
+ * capped if the page does not describe the log (page_describes_log,
+ * page_behind_log).
+ */
+static void
+set_read_seq(lsm_db *db, bool all)
+{
+	lsm_lock_page *pg = db->page;
+	uint64_t	r = db->last_seq;
+
+	if (!all && !db->write_locked && page_describes_log(db) &&
+		!page_behind_log(db))
+	{
+		uint64_t	v = page_load(&pg->visible_seq);
+
+		if (db->current && v < db->current->last_seq)
+			v = db->current->last_seq;
+		if (v < db->acked_seq)
+			v = db->acked_seq;
+		if (v < r)
+			r = v;
+	}
+	db->read_seq = r;
+}
+
+/*
+ * The write lock was taken and the handle caught up, so last_seq is the
+ * last record of the store: written_seq becomes it (it may have been left
+ * behind by a writer that died after its append), and if no record waits
+ * for a sync, so does visible_seq.  Values beyond it come from records
+ * that no longer exist: a writer that died between publishing want_seq and
+ * appending, or a power loss that took records the page (written back
+ * before the loss) still counts; what the log holds now is on disk, so
+ * synced_seq may say so.  REQUIRES: the write lock.
+ */
+static void
+settle_page(lsm_db *db)
+{
+	lsm_lock_page *pg = db->page;
+	uint64_t	last = db->last_seq;
+
+	if (!page_describes_log(db))
+	{
+		/* what the log holds was visible: it is all there is */
+		page_store(&pg->group_magic, 0);
+		page_store(&pg->synced_seq, last);
+		page_store(&pg->want_seq, last);
+		page_store(&pg->visible_seq, last);
+		page_store(&pg->group_boot, boot_id());
+		page_store(&pg->group_log_dev, db->log_dev);
+		page_store(&pg->group_log_ino, db->log_ino);
+		page_store(&pg->group_magic, LSM_GROUP_MAGIC);
+	}
+	if (page_load(&pg->synced_seq) > last)
+		page_store(&pg->synced_seq, last);
+	if (page_load(&pg->want_seq) > last)
+		page_store(&pg->want_seq, last);
+	if (page_load(&pg->visible_seq) > last)
+		page_store(&pg->visible_seq, last);
+	page_store(&pg->written_seq, last);
+	if (page_load(&pg->want_seq) <= page_load(&pg->synced_seq))
+		page_raise(&pg->visible_seq, last);
+}
+
+/*
+ * Raises synced_seq after a log switch whose manifest is durable: every
+ * record of the old log is in a table now.  REQUIRES: the write lock.
+ */
+static void
+note_switch_durable(lsm_db *db)
+{
+	lsm_lock_page *pg = db->page;
+
+	if (pg)
+	{
+		page_raise(&pg->visible_seq, db->last_seq);
+		page_raise(&pg->synced_seq, db->last_seq);
+		page_store(&pg->written_seq, db->last_seq);
+		page_store(&pg->group_log_dev, db->log_dev);
+		page_store(&pg->group_log_ino, db->log_ino);
+	}
+}
+
+/*
+ * Waits until every record up to target is durable, a record this handle
+ * appended to log log_number after target: returns at once if a sync
+ * already covers it; else takes LOCK.sync (whose holder is in the middle
+ * of one fdatasync) and, if no sync has covered target meanwhile, syncs
+ * the log and raises synced_seq to the last record appended before the
+ * sync.  Why that is right: every record up to written_seq (read first) is
+ * in our log unless a log switch came after our append, and a switch
+ * raises synced_seq past the whole old log before any record goes to the
+ * new one; so if synced_seq, read after written_seq, still does not cover
+ * target, no switch happened and one fdatasync of our log covers them all.
+ */
+static int
+wait_durable(lsm_db *db, uint64_t target, uint64_t log_number, lsm_err *e)
+{
+	lsm_lock_page *pg = db->page;
+	char		name[32],
+				path[4096];
+	uint64_t	written;
+	int			rc;
+
+	if (target == 0 || page_load(&pg->synced_seq) >= target)
+		return LSM_OK;
+	if (db->sync_fd < 0)
+	{
+		path_of(db, "LOCK.sync", path, sizeof(path));
+		rc = lsm_env_open(path, O_RDWR | O_CREAT, 0644, &db->sync_fd, e);
+		if (rc != LSM_OK)
+			return rc;
+	}
+	rc = lsm_env_lock(db->sync_fd, "LOCK.sync", e);
+	if (rc != LSM_OK)
+		return rc;
+	written = page_load(&pg->written_seq);
+	if (page_load(&pg->synced_seq) >= target)
+	{
+		/* the sync we waited for covered us */
+		db->ctr.wal_syncs_shared++;
+	}
+	else if (db->log_number != log_number || db->log_fd < 0)
+	{
+		/*
+		 * A switch whose manifest could not be synced (it raises synced_seq
+		 * only once it is durable): sync our old log by name.  It is
+		 * removed only after a durable manifest moved past it.
+		 */
+		int			fd;
+
+		lsm_wal_filename(log_number, name, sizeof(name));
+		path_of(db, name, path, sizeof(path));
+		rc = lsm_env_open(path, O_RDONLY, 0, &fd, e);
+		if (rc == LSM_OK)
+		{
+			rc = lsm_env_fsync(fd, name, e);
+			lsm_env_close(fd);
+		}
+		else if (rc == LSM_NOTFOUND)
+			rc = LSM_OK;
+		if (rc == LSM_OK)
+			db->ctr.wal_syncs++;
+	}
+	else
+	{
+		lsm_wal_filename(log_number, name, sizeof(name));
+		rc = lsm_env_fsync(db->log_fd, name, e);
+		if (rc == LSM_OK)
+		{
+			page_raise(&pg->visible_seq, written);
+			page_raise(&pg->synced_seq, written);
+			db->ctr.wal_syncs++;
+		}
+	}
+	lsm_env_unlock(db->sync_fd);
+	return rc;
+}
+
+/*
+ * A commit of records up to last is acknowledged: this handle's reads see
+ * it (and, since its sync covered them, everything before it).
+ */
+static void
+acknowledge(lsm_db *db, uint64_t last)
+{
+	if (db->acked_seq < last)
+		db->acked_seq = last;
+	set_read_seq(db, false);
 }
 
 /* ---------- file numbers ---------- */
@@ -398,14 +697,17 @@ open_log(lsm_db *db, lsm_err *e)
 {
 	char		name[32],
 				path[4096];
+	int			rc;
 
 	lsm_env_close(db->log_fd);
 	db->log_fd = -1;
 	lsm_wal_filename(db->current->log_number, name, sizeof(name));
 	path_of(db, name, path, sizeof(path));
 	/* missing: raced with a flush (the caller retries), or lost (damage) */
-	return lsm_env_open(path, db->opt.read_only ? O_RDONLY : O_RDWR | O_APPEND,
-						0, &db->log_fd, e);
+	rc = lsm_env_open(path, db->opt.read_only ? O_RDONLY : O_RDWR | O_APPEND,
+					  0, &db->log_fd, e);
+	note_log_file(db);
+	return rc;
 }
 
 /*
@@ -710,7 +1012,11 @@ lsm_db_catch_up(lsm_db *db, lsm_err *e)
 	{
 		g = __atomic_load_n(&db->page->gen, __ATOMIC_SEQ_CST);
 		if (g == db->seen_gen && !(g & 1) && db->log_fd >= 0 && db->log_whole)
+		{
+			/* nothing appended, but a sync may have made more visible */
+			set_read_seq(db, false);
 			return LSM_OK;
+		}
 	}
 	rc = catch_up_full(db, e);
 
@@ -721,6 +1027,7 @@ lsm_db_catch_up(lsm_db *db, lsm_err *e)
 	db->seen_gen = (rc == LSM_OK && !(g & 1) && db->log_whole) ? g : 1;
 	if (rc == LSM_OK && !db->log_whole)
 		settle_tail(db, g);
+	set_read_seq(db, false);
 	return rc;
 }
 
@@ -1113,7 +1420,8 @@ lsm_open(const char *dir, const lsm_options *o, lsm_db **out)
 		return lsm_err_set(&open_err, LSM_NOMEM, "out of memory");
 	}
 	db->opt = *o;
-	db->lock_fd = db->compact_fd = db->manifest_fd = db->log_fd = -1;
+	db->lock_fd = db->compact_fd = db->sync_fd = db->manifest_fd =
+		db->log_fd = -1;
 	db->mem = new_memtable(db);
 	if (db->mem == NULL)
 		rc = lsm_err_set(&open_err, LSM_NOMEM, "out of memory");
@@ -1148,6 +1456,7 @@ lsm_close(lsm_db *db)
 		munmap(db->page, 4096);
 	lsm_env_close(db->lock_fd);
 	lsm_env_close(db->compact_fd);
+	lsm_env_close(db->sync_fd);
 	lsm_env_close(db->manifest_fd);
 	lsm_env_close(db->log_fd);
 	lsm_version_unref(db->current);
@@ -1171,6 +1480,21 @@ lsm_refresh(lsm_db *db)
 		return LSM_INVALID;
 	lsm_err_clear(&e);
 	rc = lsm_db_catch_up(db, &e);
+	return lsm_db_fail(db, rc, &e);
+}
+
+int
+lsm_refresh_pending(lsm_db *db)
+{
+	lsm_err		e;
+	int			rc;
+
+	if (db == NULL)
+		return LSM_INVALID;
+	lsm_err_clear(&e);
+	rc = lsm_db_catch_up(db, &e);
+	if (rc == LSM_OK)
+		set_read_seq(db, true);
 	return lsm_db_fail(db, rc, &e);
 }
 
@@ -1445,11 +1769,14 @@ flush_install(lsm_db *db, lsm_file **ingest, int ningest, uint64_t nseq,
 	}
 	lsm_env_close(db->log_fd);
 	db->log_fd = logfd;
+	note_log_file(db);
 	db->log_number = lognum;
 	db->log_off = 0;
 	db->log_size = 0;
 	db->log_whole = true;
 	db->last_seq += nseq;
+	if (rc == LSM_OK)
+		note_switch_durable(db);
 	if (f != NULL || (ningest == 0 && !replace))
 		db->ctr.flushes++;
 	if (ningest > 0 || replace)
@@ -1509,31 +1836,78 @@ int
 lsm_write_opt(lsm_db *db, lsm_batch *b, int flags)
 {
 	lsm_err		e;
-	bool		sync;
+	bool		sync,
+				defer = (flags & LSM_WRITE_DEFER) != 0;
+	int			how = flags & ~LSM_WRITE_DEFER;
 	int			rc;
 
 	if (db == NULL || b == NULL)
 		return LSM_INVALID;
-	if (flags == LSM_WRITE_DEFAULT)
+	if (how == LSM_WRITE_DEFAULT)
 		sync = db->opt.sync != 0;
-	else if (flags == LSM_WRITE_SYNC || flags == LSM_WRITE_NOSYNC)
-		sync = flags == LSM_WRITE_SYNC;
+	else if (how == LSM_WRITE_SYNC || how == LSM_WRITE_NOSYNC)
+		sync = how == LSM_WRITE_SYNC;
 	else
 		return lsm_err_set(&db->err, LSM_INVALID, "unknown write flags %d",
 						   flags);
 	lsm_err_clear(&e);
-	rc = lsm_db_write(db, b, sync, &e);
+	rc = lsm_db_write(db, b, sync, defer, &e);
 	return lsm_db_fail(db, rc, &e);
 }
 
 int
-lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, lsm_err *e)
+lsm_write_wait(lsm_db *db)
 {
+	lsm_err		e;
+	int			rc;
+
+	if (db == NULL)
+		return LSM_INVALID;
+	lsm_err_clear(&e);
+	rc = write_wait(db, &e);
+	return lsm_db_fail(db, rc, &e);
+}
+
+/* lsm_write_wait. */
+static int
+write_wait(lsm_db *db, lsm_err *e)
+{
+	int			rc = LSM_OK;
+
+	if (db->wait_last == 0)
+		return LSM_OK;
+	if (db->page)
+	{
+		rc = wait_durable(db, db->wait_seq, db->wait_log, e);
+
+		/*
+		 * Everything up to our record is durable now or was committed
+		 * without sync behind what we waited for: anyone may read it.  The
+		 * leader of the sync raised visible_seq too, but perhaps not yet.
+		 */
+		if (rc == LSM_OK)
+			page_raise(&db->page->visible_seq, db->wait_last);
+	}
+	if (rc == LSM_OK)
+		acknowledge(db, db->wait_last);
+	db->wait_seq = db->wait_last = db->wait_log = 0;
+	return rc;
+}
+
+int
+lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, bool defer, lsm_err *e)
+{
+	lsm_lock_page *pg = db->page;
 	char		name[32];
-	uint64_t	first;
+	uint64_t	first,
+				last,
+				want = 0,
+				target = 0,
+				log_number;
 	bool		flushed = false;
 	int			rc;
 
+	db->wait_seq = db->wait_last = db->wait_log = 0;
 	if (b->count == 0)
 		return LSM_OK;
 	rc = lsm_db_write_lock(db, e);
@@ -1543,11 +1917,32 @@ lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, lsm_err *e)
 	/* invariant (7): the catch-up under the lock left no tail to append to */
 	LSM_ASSERT(db->log_whole);
 	first = db->last_seq + 1;
+	last = first + b->count - 1;
 	lsm_put_u64(b->rep.data + LSM_WAL_HEADER, first);
 	lsm_put_u32(b->rep.data + LSM_WAL_HEADER + 8, b->count);
 	lsm_wal_filename(db->log_number, name, sizeof(name));
+	log_number = db->log_number;
+
+	/*
+	 * Group commit: a sync waits until after the lock is released, and
+	 * want_seq says so before the record exists, so that no reader that
+	 * replays it takes it for visible.  A commit without sync behind one
+	 * that waits for its sync waits for that one (a log is read in order).
+	 * Without LOCK's page there is no group: sync here.
+	 */
+	if (pg)
+	{
+		want = page_load(&pg->want_seq);
+		if (sync)
+		{
+			page_store(&pg->want_seq, last);
+			target = last;
+		}
+		else if (want > page_load(&pg->synced_seq))
+			target = want;
+	}
 	rc = lsm_wal_append(db->log_fd, name, b->rep.data, b->rep.len, e);
-	if (rc == LSM_OK && sync)
+	if (rc == LSM_OK && sync && pg == NULL)
 		rc = lsm_env_fsync(db->log_fd, name, e);
 	if (rc != LSM_OK)
 	{
@@ -1556,11 +1951,20 @@ lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, lsm_err *e)
 		 * If it cannot be cut now, our position is not the end of the log:
 		 * the next catch-up (ours or another handle's) finds it and cuts it.
 		 */
+		if (pg && sync)
+			page_store(&pg->want_seq, want);
 		if (lsm_env_ftruncate(db->log_fd, (off_t) db->log_off, name,
 							  NULL) != LSM_OK)
 			db->log_whole = false;
 		lsm_db_write_unlock(db);
 		return rc;
+	}
+	if (pg)
+	{
+		page_store(&pg->written_seq, last);
+		/* no record before it waits for a sync: readers may see it */
+		if (!sync && target == 0)
+			page_raise(&pg->visible_seq, last);
 	}
 	db->ctr.wal_bytes_written += b->rep.len;
 	db->ctr.user_bytes_written += b->user_bytes;
@@ -1584,7 +1988,7 @@ lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, lsm_err *e)
 	}
 	db->log_off += b->rep.len;
 	db->log_size = db->log_off;
-	db->last_seq = first + b->count - 1;
+	db->last_seq = last;
 	if (lsm_memtable_bytes(db->mem) >= db->opt.memtable_bytes)
 	{
 		rc = flush_locked(db, e);
@@ -1596,6 +2000,11 @@ lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, lsm_err *e)
 		}
 	}
 	lsm_db_write_unlock(db);
+	db->wait_seq = target;
+	db->wait_last = last;
+	db->wait_log = log_number;
+	if (!defer)
+		rc = write_wait(db, e);
 	if (flushed && db->opt.auto_compact && needs_compaction(db))
 	{
 		lsm_err		ce;
@@ -1604,7 +2013,7 @@ lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, lsm_err *e)
 		lsm_err_clear(&ce);
 		(void) lsm_db_compact(db, false, &ce);
 	}
-	return LSM_OK;
+	return rc;
 }
 
 int
@@ -1884,7 +2293,8 @@ lsm_get(lsm_db *db, const void *key, size_t klen, void **val, size_t *vlen)
 						   "key of %zu bytes is longer than %d", klen,
 						   LSM_MAX_KEY_LEN);
 	db->ctr.gets++;
-	if (lsm_memtable_get(db->mem, key, klen, UINT64_MAX, &kind, &mv, &mvlen, &seq))
+	if (lsm_memtable_get(db->mem, key, klen, db->read_seq, &kind, &mv, &mvlen,
+						 &seq))
 		return found(db, kind == LSM_KIND_DEL, mv, mvlen, val, vlen);
 	/* hash sharing: one hash for every table of every level */
 	h = lsm_key_hash(key, klen);
@@ -1940,7 +2350,7 @@ lsm_multi_get(lsm_db *db, size_t n, const void *const *keys,
 			continue;
 		}
 		db->ctr.gets++;
-		if (lsm_memtable_get(db->mem, keys[i], klens[i], UINT64_MAX, &kind,
+		if (lsm_memtable_get(db->mem, keys[i], klens[i], db->read_seq, &kind,
 							 &mv, &mvlen, &seq))
 		{
 			rcs[i] = found(db, kind == LSM_KIND_DEL, mv, mvlen, &vals[i], &vlens[i]);

@@ -8,6 +8,8 @@
  *						its first page is mapped shared and holds the change
  *						generation (see "change generation" in db.c)
  *		LOCK.compact	flock'ed by the one process compacting
+ *		LOCK.sync		flock'ed by the one process syncing the WAL for a group
+ *						of commits (see "group commit" in db.c)
  *		MANIFEST		the current version (version.h)
  *		NNNNNN.log		the WAL named by the manifest (wal.h)
  *		NNNNNN.sst		SSTables (sstable.h)
@@ -59,7 +61,29 @@ typedef struct lsm_lock_page
 {
 	uint64_t	gen;			/* change generation (db.c) */
 	lsm_wal_tail_stats tails;	/* invalid WAL tails writers have cut */
+
+	/*
+	 * Group commit ("group commit and visibility" in db.c).  Sequences,
+	 * only ever raised while holding the lock named, except that the
+	 * first holder of the write lock after a power loss lowers them to
+	 * what the store holds.
+	 */
+	uint64_t	written_seq;	/* last appended (write lock) */
+	uint64_t	want_seq;		/* last whose commit asked for a sync (write
+								 * lock) */
+	uint64_t	synced_seq;		/* everything up to it is durable
+								 * (LOCK.sync, or the write lock by a log
+								 * switch) */
+	uint64_t	visible_seq;	/* everything up to it may be read (as
+								 * synced_seq, or the write lock) */
+	uint64_t	group_magic;	/* LSM_GROUP_MAGIC once a holder of the
+								 * write lock has set the four above */
+	uint64_t	group_boot;		/* ... on this boot of the machine */
+	uint64_t	group_log_dev;	/* ... for this file as the log */
+	uint64_t	group_log_ino;
 } lsm_lock_page;
+
+#define LSM_GROUP_MAGIC UINT64_C(0x4c534d47524f5550)
 
 struct lsm_db
 {
@@ -69,6 +93,7 @@ struct lsm_db
 
 	int			lock_fd;		/* LOCK */
 	int			compact_fd;		/* LOCK.compact, opened on first use */
+	int			sync_fd;		/* LOCK.sync, opened on first use */
 	bool		write_locked;
 	bool		lock_held;		/* the flock itself (exclusive: always) */
 	lsm_lock_page *page;		/* LOCK's first page, or NULL */
@@ -82,12 +107,20 @@ struct lsm_db
 	lsm_memtable *mem;			/* writes after current->last_seq */
 	uint64_t	log_number;		/* the WAL mem was replayed from */
 	int			log_fd;
+	uint64_t	log_dev;		/* log_fd's file, as fstat says */
+	uint64_t	log_ino;
 	uint64_t	log_off;		/* replayed up to here */
 	uint64_t	log_size;		/* size of the log at the last replay */
 	bool		log_whole;		/* the log ends at log_off: the last replay
 								 * found nothing after it (or cut it), and
 								 * we appended only whole records since */
 	uint64_t	last_seq;		/* newest sequence this handle has seen */
+	uint64_t	read_seq;		/* newest its reads see (<= last_seq) */
+	uint64_t	acked_seq;		/* newest of its own commits made durable */
+	uint64_t	wait_seq;		/* a deferred commit waits for this one to
+								 * be durable (lsm_write_wait); 0: none */
+	uint64_t	wait_last;		/* ... and is then acknowledged up to here */
+	uint64_t	wait_log;		/* ... and appended to this log */
 	lsm_wal_tail_stats tails;	/* the tails this handle cut or left out */
 
 	lsm_batch  *one;			/* reused by lsm_put and lsm_delete */
@@ -181,7 +214,8 @@ int			lsm_db_update_tree(lsm_db *db, lsm_version *v,
 							   lsm_err *e);
 
 /* The write path of lsm_write_opt with sync resolved (true: fdatasync). */
-int			lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, lsm_err *e);
+int			lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, bool defer,
+						 lsm_err *e);
 
 /*
  * Removes the staging directories of dead processes from the store

@@ -439,6 +439,17 @@ lsm_env_munmap(const void *map, size_t size)
 }
 
 int
+lsm_env_lock(int fd, const char *name, lsm_err *e)
+{
+	while (flock(fd, LOCK_EX) != 0)
+	{
+		if (errno != EINTR)
+			return lsm_err_sys(e, errno, "could not lock \"%s\"", name);
+	}
+	return LSM_OK;
+}
+
+int
 lsm_env_trylock(int fd, const char *name, lsm_err *e)
 {
 	if (flock(fd, LOCK_EX | LOCK_NB) == 0)

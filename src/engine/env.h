@@ -61,6 +61,12 @@ int			lsm_env_mmap(int fd, const char *name, const void **map,
 						 size_t *size, lsm_err *e);
 void		lsm_env_munmap(const void *map, size_t size);
 
+/*
+ * Takes an flock, waiting for it as long as it takes (for locks held only
+ * for a bounded time, such as one fdatasync).
+ */
+int			lsm_env_lock(int fd, const char *name, lsm_err *e);
+
 /* Takes an flock; nonblocking.  LSM_BUSY if someone else holds it. */
 int			lsm_env_trylock(int fd, const char *name, lsm_err *e);
 void		lsm_env_unlock(int fd);

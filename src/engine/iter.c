@@ -601,7 +601,7 @@ iter_open(lsm_db *db, lsm_iter **out)
 	it->mem = db->mem;
 	lsm_version_ref(it->v);
 	lsm_memtable_ref(it->mem);
-	it->m = lsm_db_merge_iter(it->v, it->mem, db->last_seq, &it->err);
+	it->m = lsm_db_merge_iter(it->v, it->mem, db->read_seq, &it->err);
 	if (it->m == NULL)
 	{
 		lsm_iter_close(it);
@@ -800,7 +800,7 @@ lsm_value_search_with(lsm_db *db, int field, const void *val, size_t vlen,
 	it->search = true;
 	lsm_version_ref(it->v);
 	lsm_memtable_ref(it->mem);
-	rc = lsm_vsearch_new(db, it->v, it->mem, db->last_seq, field,
+	rc = lsm_vsearch_new(db, it->v, it->mem, db->read_seq, field,
 						 val ? val : "", vlen, strategy, &it->err, &it->m);
 	if (rc != LSM_OK)
 	{
@@ -846,7 +846,7 @@ lsm_value_search_estimate(lsm_db *db, int field, const void *val, size_t vlen,
 		strategy < LSM_SEARCH_AUTO || strategy > LSM_SEARCH_SCAN)
 		return LSM_INVALID;
 	lsm_err_clear(&e);
-	rc = lsm_vsearch_new(db, db->current, db->mem, db->last_seq, field,
+	rc = lsm_vsearch_new(db, db->current, db->mem, db->read_seq, field,
 						 val ? val : "", vlen, strategy, &e, &m);
 	if (rc != LSM_OK)
 		return lsm_db_fail(db, rc, &e);

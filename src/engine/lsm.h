@@ -180,6 +180,17 @@ int			lsm_close(lsm_db *db);
  */
 int			lsm_refresh(lsm_db *db);
 
+/*
+ * What a commit sees: a commit that asked for a sync (LSM_WRITE_SYNC) is
+ * visible to other handles only once it is durable, so lsm_refresh leaves
+ * out the records that wait for their sync (and what follows them in the
+ * log).  lsm_refresh_pending picks those up too, until the next
+ * lsm_refresh: for a caller about to commit that must check its writes
+ * against every commit before it (the PostgreSQL glue does, under its
+ * commit lock), not for answering queries.
+ */
+int			lsm_refresh_pending(lsm_db *db);
+
 /* Batches.  lsm_batch_new returns NULL only when out of memory. */
 lsm_batch  *lsm_batch_new(void);
 int			lsm_batch_put(lsm_batch *b, const void *key, size_t klen,
@@ -194,7 +205,10 @@ void		lsm_batch_free(lsm_batch *b);
  * Applies the batch atomically: after a crash it is either wholly present or
  * wholly absent.  With o->sync it is durable on return.  Takes the write lock
  * (bounded wait, LSM_BUSY on timeout), catches up with other writers, appends
- * one WAL record, and flushes the memtable if it is over its threshold.  The
+ * one WAL record, flushes the memtable if it is over its threshold, and
+ * releases the lock; then, with o->sync, waits until a fdatasync covers the
+ * record (group commit: one fdatasync, by whichever committer gets there
+ * first, covers every record appended before it).  The
  * batch is not consumed.  Keys must be non-empty and at most
  * LSM_MAX_KEY_LEN bytes (lsm_batch_put and lsm_batch_delete refuse others
  * with LSM_INVALID).
@@ -207,6 +221,11 @@ int			lsm_write(lsm_db *db, lsm_batch *b);
 #define LSM_WRITE_NOSYNC	2	/* leave the WAL record in the page cache:
 								 * survives a crash of the process, not of
 								 * the machine */
+#define LSM_WRITE_DEFER		4	/* or'ed with one of the above, for
+								 * lsm_write_opt: return once the record is
+								 * appended and the write lock released;
+								 * lsm_write_wait then waits for its
+								 * durability */
 
 /*
  * lsm_write with the durability of this one write chosen by flags (one of
@@ -215,6 +234,19 @@ int			lsm_write(lsm_db *db, lsm_batch *b);
  * LSM_WRITE_NOSYNC.)
  */
 int			lsm_write_opt(lsm_db *db, lsm_batch *b, int flags);
+
+/*
+ * Completes the last write of this handle made with LSM_WRITE_DEFER: waits
+ * until it is durable (with LSM_WRITE_SYNC) or, without, until the records
+ * before it that wait for their sync are (a log is read in order, so no
+ * handle sees it before them).  Only then do this handle's reads see it.
+ * LSM_OK at once if there is nothing to wait for.  An error (the
+ * fdatasync failed) leaves the record in the log, where later commits may
+ * follow it: the commit's outcome is unknown.  The caller may release its
+ * own locks before waiting, so that the next commit appends while this one
+ * syncs.
+ */
+int			lsm_write_wait(lsm_db *db);
 
 /* Convenience wrappers around a one-entry batch. */
 int			lsm_put(lsm_db *db, const void *key, size_t klen,
@@ -574,6 +606,9 @@ typedef struct lsm_stats
 	uint64_t	sst_bytes_written;	/* by flushes and compactions */
 	uint64_t	refreshes;		/* manifest reloads */
 	uint64_t	retries;		/* reads retried after racing a compaction */
+	uint64_t	wal_syncs;		/* fdatasyncs of the log for commits */
+	uint64_t	wal_syncs_shared;	/* commits another's fdatasync covered
+									 * while they waited for it */
 
 	lsm_hierarchy_stats hierarchy;
 	uint64_t	value_searches; /* value searches opened */

@@ -1171,7 +1171,7 @@ lsm_stage_commit(lsm_stage *st, int flags)
 			rc = buffer_batch(st, &b, &e);
 		if (b != NULL)
 		{
-			rc = lsm_db_write(db, b, sync, &e);
+			rc = lsm_db_write(db, b, sync, false, &e);
 			lsm_batch_free(b);
 		}
 	}

@@ -222,6 +222,8 @@ static int	pending_row_cmp(const void *a, const void *b);
 static void record_mark(void);
 static void undo_to(int pos);
 static void lock_and_check_store(PendingStore *ps);
+static void commit_lock_tag(PendingStore *ps, LOCKTAG *tag);
+static void wait_stores(PendingStore **order, int n);
 static void write_store(PendingStore *ps);
 static bool last_sequence(PendingStore *ps, uint64 *seq);
 static uint64 row_version(const char *row, size_t rowlen);
@@ -836,8 +838,16 @@ last_sequence(PendingStore *ps, uint64 *seq)
 	return true;
 }
 
+/* The heavyweight lock that serialises the commits to ps's store. */
+static void
+commit_lock_tag(PendingStore *ps, LOCKTAG *tag)
+{
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, ps->relid, 0,
+						 LSMFDW_LOCKTAG_FIELD4);
+}
+
 /*
- * Takes the commit lock of ps's store (held until the transaction ends),
+ * Takes the commit lock of ps's store (held until its write is appended),
  * catches up with it, and checks the transaction's writes against what
  * other transactions committed meanwhile: a key it inserted must still be
  * absent (else unique_violation, or the write is dropped for ON CONFLICT DO
@@ -854,10 +864,10 @@ lock_and_check_store(PendingStore *ps)
 	bool		check_inserts;
 	int			rc;
 
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, ps->relid, 0,
-						 LSMFDW_LOCKTAG_FIELD4);
+	commit_lock_tag(ps, &tag);
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
-	if ((rc = lsm_refresh(ps->store->db)) != LSM_OK)
+	/* commits appended before ours count, durable yet or not */
+	if ((rc = lsm_refresh_pending(ps->store->db)) != LSM_OK)
 		LsmFdwReportError(rc, ps->store->db, ps->relname, "refresh");
 	check_inserts = !ps->first_seq_known || !last_sequence(ps, &seq) ||
 		seq != ps->first_seq;
@@ -1443,12 +1453,43 @@ write_store(PendingStore *ps)
 			break;
 		}
 	}
-	/* synchronous_commit = off: the WAL record is written, not synced */
+	/*
+	 * synchronous_commit = off: the WAL record is written, not synced.
+	 * Either way the durability is waited for once the commit locks are
+	 * released (wait_stores).
+	 */
 	if (rc == LSM_OK && lsm_batch_count(b) > 0)
-		rc = lsm_write_opt(ps->store->db, b, flags);
+		rc = lsm_write_opt(ps->store->db, b, flags | LSM_WRITE_DEFER);
 	lsm_batch_free(b);
 	if (rc != LSM_OK)
 		LsmFdwReportError(rc, ps->store->db, ps->relname, "write");
+}
+
+/*
+ * Releases the commit locks of the n stores just written and waits for
+ * their writes to be durable (group commit: the next transaction checks
+ * and appends while this one's sync runs, and one fdatasync covers both).
+ * Until then no other session sees them (lsm_write_wait).  A failed sync
+ * leaves the writes in the store's log: the error says so.
+ */
+static void
+wait_stores(PendingStore **order, int n)
+{
+	LOCKTAG		tag;
+	int			i,
+				rc;
+
+	for (i = 0; i < n; i++)
+	{
+		commit_lock_tag(order[i], &tag);
+		LockRelease(&tag, ExclusiveLock, false);
+	}
+	for (i = 0; i < n; i++)
+	{
+		if ((rc = lsm_write_wait(order[i]->store->db)) != LSM_OK)
+			LsmFdwReportError(rc, order[i]->store->db, order[i]->relname,
+							  "make durable the commit to");
+	}
 }
 
 /* Whether the transaction has writes for ps's store, in memory or staged. */
@@ -1594,6 +1635,7 @@ xact_callback(XactEvent event, void *arg)
 					lock_and_check_store(order[i]);
 				for (i = 0; i < n; i++)
 					write_store(order[i]);
+				wait_stores(order, n);
 				pfree(order);
 			}
 			break;
