@@ -125,6 +125,18 @@ test/bench/db_bench: $(BENCH_SRCS) $(wildcard test/bench/*.h) $(ENGINE_SRCS) $(E
 	$(BENCH_CC) $(BENCH_CFLAGS) -o $@ $(BENCH_SRCS) $(ENGINE_SRCS) $(BENCH_LIBS)
 
 #
+# Many writer processes on one store (group commit): writers_bench runs
+# 1, 2, 4 and 8 processes committing single-put batches with and without
+# a sync each, and prints the total commit rate.  Engine only.
+#
+.PHONY: writers-bench
+
+writers-bench: test/bench/writers/writers_bench
+
+test/bench/writers/writers_bench: test/bench/writers/writers_bench.c $(ENGINE_SRCS) $(ENGINE_HDRS)
+	$(BENCH_CC) $(BENCH_CFLAGS) -o $@ test/bench/writers/writers_bench.c $(ENGINE_SRCS) -lxxhash
+
+#
 # Value search benchmark: value_bench reproduces the experiments of the
 # Bloom filter hierarchy paper (seed 000) with every value search strategy
 # of the engine (see the header of test/bench/value/value_bench.c; run with

@@ -36,8 +36,7 @@
  * it waiting for a sync.  A handle's reads see the memtable only up to its
  * read_seq (visible_seq, or more for its own commits), so no other handle
  * sees a synced commit before it is durable.  The holder of
- * the write lock, and a handle refreshed with lsm_refresh_pending, see
- * everything.  docs/architecture.md ("Group commit and visibility") has the
+ * the write lock (lsm_lock, for a commit's checks) sees everything.  docs/architecture.md ("Group commit and visibility") has the
  * argument and the crash cases.
  *
  * Invalid WAL tails: a crash in the middle of an append (or damage to the
@@ -110,8 +109,9 @@ static void settle_tail(lsm_db *db, uint64_t g);
 static int	verify_log(lsm_db *db, lsm_err *e);
 static int	check_directory(lsm_db *db, bool report, lsm_err *e);
 static void release_lock(lsm_db *db);
-static void set_read_seq(lsm_db *db, bool all);
+static void set_read_seq(lsm_db *db);
 static void settle_page(lsm_db *db);
+static bool needs_compaction(const lsm_db *db);
 static void note_log_file(lsm_db *db);
 static int	write_wait(lsm_db *db, lsm_err *e);
 
@@ -246,8 +246,9 @@ lsm_db_lock(lsm_db *db, int fd, const char *name, lsm_err *e)
 		if (waited_ms >= db->opt.lock_timeout_ms)
 			return lsm_err_set(e, LSM_BUSY, "could not lock \"%s\" within %d ms",
 							   name, db->opt.lock_timeout_ms);
+		/* short: the write lock is the commit lock of every session */
 		usleep(sleep_us);
-		if (sleep_us < 5000)
+		if (sleep_us < 1000)
 			sleep_us *= 2;
 	}
 }
@@ -295,10 +296,59 @@ write_lock(lsm_db *db, bool wait, lsm_err *e)
 	return LSM_OK;
 }
 
+int
+lsm_lock(lsm_db *db, int flags)
+{
+	lsm_err		e;
+	int			rc = LSM_OK;
+
+	if (db == NULL || (flags & ~LSM_LOCK_COMPACTION) != 0)
+		return LSM_INVALID;
+	if (db->user_locked)
+		return LSM_OK;
+	lsm_err_clear(&e);
+	/* the order compaction uses: LOCK.compact, then LOCK */
+	if (flags & LSM_LOCK_COMPACTION)
+		rc = lsm_db_compact_lock(db, true, &e);
+	if (rc == LSM_OK)
+	{
+		rc = write_lock(db, true, &e);
+		if (rc == LSM_OK)
+			db->user_locked = true;
+		else if (flags & LSM_LOCK_COMPACTION)
+			lsm_env_unlock(db->compact_fd);
+	}
+	return lsm_db_fail(db, rc, &e);
+}
+
+void
+lsm_unlock(lsm_db *db)
+{
+	lsm_err		e;
+
+	if (db == NULL || !db->user_locked)
+		return;
+	db->user_locked = false;
+	lsm_db_write_unlock(db);
+	if (db->compact_fd >= 0)
+		lsm_env_unlock(db->compact_fd);
+
+	/* what a flush under the lock left to compact, now that others write */
+	if (db->compact_due)
+	{
+		db->compact_due = false;
+		if (needs_compaction(db))
+		{
+			lsm_err_clear(&e);
+			(void) lsm_db_compact(db, false, &e);
+		}
+	}
+}
+
 void
 lsm_db_write_unlock(lsm_db *db)
 {
-	if (!db->write_locked)
+	if (!db->write_locked || db->user_locked)
 		return;
 	if (db->page)
 	{
@@ -318,7 +368,7 @@ lsm_db_write_unlock(lsm_db *db)
 	db->write_locked = false;
 	if (!db->opt.exclusive)
 		release_lock(db);
-	set_read_seq(db, false);
+	set_read_seq(db);
 }
 
 /* Drops the flock on LOCK if we hold it. */
@@ -461,19 +511,18 @@ page_behind_log(const lsm_db *db)
 
 /*
  * Sets what the handle's reads see of its memtable: everything replayed
- * when it holds the write lock or when all is set (lsm_refresh_pending);
- * else up to visible_seq, but never less than its own durable commits or
+ * when it holds the write lock (lsm_lock); else up to visible_seq, but never less than its own durable commits or
  * what its version's tables hold (a flush made them durable); nothing
  * capped if the page does not describe the log (page_describes_log,
  * page_behind_log).
  */
 static void
-set_read_seq(lsm_db *db, bool all)
+set_read_seq(lsm_db *db)
 {
 	lsm_lock_page *pg = db->page;
 	uint64_t	r = db->last_seq;
 
-	if (!all && !db->write_locked && page_describes_log(db) &&
+	if (!db->write_locked && page_describes_log(db) &&
 		!page_behind_log(db))
 	{
 		uint64_t	v = page_load(&pg->visible_seq);
@@ -631,7 +680,7 @@ acknowledge(lsm_db *db, uint64_t last)
 {
 	if (db->acked_seq < last)
 		db->acked_seq = last;
-	set_read_seq(db, false);
+	set_read_seq(db);
 }
 
 /* ---------- file numbers ---------- */
@@ -1014,7 +1063,7 @@ lsm_db_catch_up(lsm_db *db, lsm_err *e)
 		if (g == db->seen_gen && !(g & 1) && db->log_fd >= 0 && db->log_whole)
 		{
 			/* nothing appended, but a sync may have made more visible */
-			set_read_seq(db, false);
+			set_read_seq(db);
 			return LSM_OK;
 		}
 	}
@@ -1027,7 +1076,7 @@ lsm_db_catch_up(lsm_db *db, lsm_err *e)
 	db->seen_gen = (rc == LSM_OK && !(g & 1) && db->log_whole) ? g : 1;
 	if (rc == LSM_OK && !db->log_whole)
 		settle_tail(db, g);
-	set_read_seq(db, false);
+	set_read_seq(db);
 	return rc;
 }
 
@@ -1450,6 +1499,7 @@ lsm_close(lsm_db *db)
 	if (db->open_stages > 0)
 		return lsm_err_set(&db->err, LSM_INVALID,
 						   "%d stages still open", db->open_stages);
+	db->user_locked = false;
 	lsm_db_write_unlock(db);
 	release_lock(db);
 	if (db->page)
@@ -1480,21 +1530,6 @@ lsm_refresh(lsm_db *db)
 		return LSM_INVALID;
 	lsm_err_clear(&e);
 	rc = lsm_db_catch_up(db, &e);
-	return lsm_db_fail(db, rc, &e);
-}
-
-int
-lsm_refresh_pending(lsm_db *db)
-{
-	lsm_err		e;
-	int			rc;
-
-	if (db == NULL)
-		return LSM_INVALID;
-	lsm_err_clear(&e);
-	rc = lsm_db_catch_up(db, &e);
-	if (rc == LSM_OK)
-		set_read_seq(db, true);
 	return lsm_db_fail(db, rc, &e);
 }
 
@@ -2005,7 +2040,9 @@ lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, bool defer, lsm_err *e)
 	db->wait_log = log_number;
 	if (!defer)
 		rc = write_wait(db, e);
-	if (flushed && db->opt.auto_compact && needs_compaction(db))
+	if (flushed && db->opt.auto_compact && db->user_locked)
+		db->compact_due = true; /* not while others wait: lsm_unlock */
+	else if (flushed && db->opt.auto_compact && needs_compaction(db))
 	{
 		lsm_err		ce;
 
@@ -2146,7 +2183,9 @@ lsm_db_ingest(lsm_db *db, const char *stage_dir, const lsm_table_meta *tables,
 	lsm_db_write_unlock(db);
 	if (deep)
 		lsm_env_unlock(db->compact_fd);
-	if (*installed && db->opt.auto_compact && needs_compaction(db))
+	if (*installed && db->opt.auto_compact && db->user_locked)
+		db->compact_due = true; /* not while others wait: lsm_unlock */
+	else if (*installed && db->opt.auto_compact && needs_compaction(db))
 	{
 		lsm_err		ce;
 
@@ -2535,7 +2574,8 @@ lsm_get_stats(lsm_db *db, lsm_stats *st)
 	st->memtable_bytes = lsm_memtable_bytes(db->mem);
 	st->memtable_entries = lsm_memtable_entries(db->mem);
 	read_tails(db, &st->wal_tails);
-	st->last_sequence = db->last_seq;
+	/* what reads see: a check against "nothing committed since" needs it */
+	st->last_sequence = db->read_seq;
 	{
 		lsm_hier_shape hs;
 

@@ -95,6 +95,9 @@ struct lsm_db
 	int			compact_fd;		/* LOCK.compact, opened on first use */
 	int			sync_fd;		/* LOCK.sync, opened on first use */
 	bool		write_locked;
+	bool		user_locked;	/* lsm_lock: held until lsm_unlock */
+	bool		compact_due;	/* a flush under lsm_lock: lsm_unlock
+								 * compacts if needed */
 	bool		lock_held;		/* the flock itself (exclusive: always) */
 	lsm_lock_page *page;		/* LOCK's first page, or NULL */
 	uint64_t	seen_gen;		/* generation of our last full catch-up,

@@ -181,15 +181,26 @@ int			lsm_close(lsm_db *db);
 int			lsm_refresh(lsm_db *db);
 
 /*
- * What a commit sees: a commit that asked for a sync (LSM_WRITE_SYNC) is
- * visible to other handles only once it is durable, so lsm_refresh leaves
- * out the records that wait for their sync (and what follows them in the
- * log).  lsm_refresh_pending picks those up too, until the next
- * lsm_refresh: for a caller about to commit that must check its writes
- * against every commit before it (the PostgreSQL glue does, under its
- * commit lock), not for answering queries.
+ * A commit that asked for a sync (LSM_WRITE_SYNC) is visible to other
+ * handles only once it is durable, so lsm_refresh leaves out the records
+ * that wait for their sync (and what follows them in the log); the holder
+ * of lsm_lock sees them.
  */
-int			lsm_refresh_pending(lsm_db *db);
+
+/*
+ * Holds the write lock across calls, until lsm_unlock, as a commit lock:
+ * catches up (reads then see every record, those waiting for their sync
+ * included), and lets the holder check and write with no commit of another
+ * handle in between.  Waits as lsm_write does (bounded, interruptible:
+ * LSM_BUSY, LSM_INTERRUPTED).  With LSM_LOCK_COMPACTION it first takes the
+ * compaction lock too (the order compaction uses), which a stage commit
+ * that truncates needs.  While it is held, writes of this handle leave
+ * the compactions they call for to lsm_unlock.  Closing the handle
+ * releases it.
+ */
+#define LSM_LOCK_COMPACTION	1
+int			lsm_lock(lsm_db *db, int flags);
+void		lsm_unlock(lsm_db *db);
 
 /* Batches.  lsm_batch_new returns NULL only when out of memory. */
 lsm_batch  *lsm_batch_new(void);
@@ -589,7 +600,7 @@ typedef struct lsm_stats
 	lsm_level_stats level[LSM_MAX_LEVELS];
 	uint64_t	memtable_bytes; /* arena bytes of the active memtable */
 	uint64_t	memtable_entries;
-	uint64_t	last_sequence;
+	uint64_t	last_sequence;	/* newest sequence this handle's reads see */
 
 	/* counters since open, for this handle */
 	uint64_t	gets;			/* lsm_get calls and multi-get keys */

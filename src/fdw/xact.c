@@ -34,9 +34,10 @@
  *
  * The key's uniqueness: an INSERT checks the store when it runs, but another
  * backend may commit the same key before this transaction does.  So the
- * pre-commit of a store takes a transaction-level lock on it (an advisory
- * lock tag of our own, held until the commit is done, so commits to one
- * store are serialized between backends), catches up with the store and
+ * pre-commit of a store takes its write lock (lsm_lock, held until the
+ * transaction's batch is appended, so commits to one store are serialized
+ * between backends; durability is waited for after it is released: group
+ * commit, lsm_write_wait), catches up with the store and
  * checks again that every key the transaction inserted is still absent;
  * if not, the commit fails with unique_violation, as a deferred unique
  * constraint would (an INSERT ... ON CONFLICT DO NOTHING drops its row
@@ -114,23 +115,17 @@
  */
 #include "postgres.h"
 
+#include <limits.h>
+
 #include "access/table.h"
 #include "access/xact.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
-#include "storage/lock.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
 #include "lsm_fdw.h"
-
-/*
- * Field 4 of the advisory lock tag that serializes the commits to one store
- * (fields 1 and 2: database and table OID).  SQL's advisory lock functions
- * use 1 and 2, so the locks never collide with an application's.
- */
-#define LSMFDW_LOCKTAG_FIELD4	0x4C53
 
 struct PendingKey;
 struct PendingStore;
@@ -222,7 +217,6 @@ static int	pending_row_cmp(const void *a, const void *b);
 static void record_mark(void);
 static void undo_to(int pos);
 static void lock_and_check_store(PendingStore *ps);
-static void commit_lock_tag(PendingStore *ps, LOCKTAG *tag);
 static void wait_stores(PendingStore **order, int n);
 static void write_store(PendingStore *ps);
 static bool last_sequence(PendingStore *ps, uint64 *seq);
@@ -838,17 +832,9 @@ last_sequence(PendingStore *ps, uint64 *seq)
 	return true;
 }
 
-/* The heavyweight lock that serialises the commits to ps's store. */
-static void
-commit_lock_tag(PendingStore *ps, LOCKTAG *tag)
-{
-	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, ps->relid, 0,
-						 LSMFDW_LOCKTAG_FIELD4);
-}
-
 /*
- * Takes the commit lock of ps's store (held until its write is appended),
- * catches up with it, and checks the transaction's writes against what
+ * Takes the commit lock of ps's store, its write lock (held until its
+ * write is appended), which catches up with it, and checks the transaction's writes against what
  * other transactions committed meanwhile: a key it inserted must still be
  * absent (else unique_violation, or the write is dropped for ON CONFLICT DO
  * NOTHING), a row it updated or deleted must still have the version it
@@ -859,16 +845,21 @@ lock_and_check_store(PendingStore *ps)
 {
 	HASH_SEQ_STATUS status;
 	PendingKey *pk;
-	LOCKTAG		tag;
 	uint64		seq;
 	bool		check_inserts;
 	int			rc;
 
-	commit_lock_tag(ps, &tag);
-	(void) LockAcquire(&tag, ExclusiveLock, false, false);
-	/* commits appended before ours count, durable yet or not */
-	if ((rc = lsm_refresh_pending(ps->store->db)) != LSM_OK)
-		LsmFdwReportError(rc, ps->store->db, ps->relname, "refresh");
+	/*
+	 * The store's write lock, held until the write is appended: commits
+	 * appended before ours count, durable yet or not.  (A flock, which a
+	 * process that runs takes at once when it is free, rather than a
+	 * heavyweight lock, which is handed to a waiter that must first be
+	 * scheduled: with more sessions than cores that stalls every commit.)
+	 * A TRUNCATE's commit drops every table, so it locks out compactions.
+	 */
+	if ((rc = lsm_lock(ps->store->db,
+					   lsm_stage_truncated(ps->stage) ? LSM_LOCK_COMPACTION : 0)) != LSM_OK)
+		LsmFdwReportError(rc, ps->store->db, ps->relname, "lock");
 	check_inserts = !ps->first_seq_known || !last_sequence(ps, &seq) ||
 		seq != ps->first_seq;
 	/* no committed row survives a TRUNCATE, which locked out other writers */
@@ -1475,15 +1466,11 @@ write_store(PendingStore *ps)
 static void
 wait_stores(PendingStore **order, int n)
 {
-	LOCKTAG		tag;
 	int			i,
 				rc;
 
 	for (i = 0; i < n; i++)
-	{
-		commit_lock_tag(order[i], &tag);
-		LockRelease(&tag, ExclusiveLock, false);
-	}
+		lsm_unlock(order[i]->store->db);
 	for (i = 0; i < n; i++)
 	{
 		if ((rc = lsm_write_wait(order[i]->store->db)) != LSM_OK)
@@ -1582,7 +1569,10 @@ end_xact(bool commit)
 				lsm_stage_abort(ps->bases);
 			ps->bases = NULL;
 			if (ps->store != NULL)
+			{
+				lsm_unlock(ps->store->db);
 				LsmFdwUnpinStore(ps->store);
+			}
 		}
 	}
 	if (removals != NIL)
