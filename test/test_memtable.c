@@ -1418,52 +1418,6 @@ TEST(merge_reverse_many_children)
 	}
 }
 
-/*
- * The key filter: no key added is ever said absent, across every rebuild
- * as the memtable grows (1024 entries at first, doubling), and nearly
- * every key not added is (10 bits per entry: about 1% false positives).
- */
-TEST(key_filter)
-{
-	lsm_memtable *mt = lsm_memtable_new();
-	uint64_t	rng = harness_seed();
-	char		key[32];
-	int			n = 0,
-				i,
-				fp = 0;
-	const int	total = 50000,
-				absent = 50000;
-
-	CHECK(mt != NULL);
-	CHECK(!lsm_memtable_may_hold_key(mt, lsm_key_hash("x", 1)));
-	for (n = 1; n <= total; n++)
-	{
-		size_t		kl = (size_t) sprintf(key, "k%08d", n);
-
-		CHECK_OK(lsm_memtable_add(mt, (uint64_t) n, LSM_KIND_PUT, key, kl,
-								  "v", 1));
-		/* every key so far, after each size the filter was built for */
-		if ((n & (n - 1)) == 0 || n == total)
-			for (i = 1; i <= n; i++)
-			{
-				kl = (size_t) sprintf(key, "k%08d", i);
-				CHECK_MSG(lsm_memtable_may_hold_key(mt, lsm_key_hash(key, kl)),
-						  "key %s said absent with %d entries", key, n);
-			}
-	}
-	for (i = 0; i < absent; i++)
-	{
-		size_t		kl = (size_t) sprintf(key, "a%016" PRIx64,
-										  harness_rand64(&rng));
-
-		fp += lsm_memtable_may_hold_key(mt, lsm_key_hash(key, kl));
-	}
-	printf("# key filter: %d of %d absent keys passed (%.2f%%)\n", fp, absent,
-		   100.0 * fp / absent);
-	CHECK_LT(fp, absent / 50);	/* 2%: twice the expected rate */
-	lsm_memtable_unref(mt);
-}
-
 int
 main(int argc, char **argv)
 {
@@ -1480,6 +1434,5 @@ main(int argc, char **argv)
 	RUN(reverse_against_model);
 	RUN(reverse_hidden_versions);
 	RUN(merge_reverse_many_children);
-	RUN(key_filter);
 	return harness_done();
 }

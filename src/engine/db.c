@@ -2336,13 +2336,12 @@ lsm_get(lsm_db *db, const void *key, size_t klen, void **val, size_t *vlen)
 						   "key of %zu bytes is longer than %d", klen,
 						   LSM_MAX_KEY_LEN);
 	db->ctr.gets++;
-	/* hash sharing: one hash for the memtable and every table of every level */
-	h = lsm_key_hash(key, klen);
-	db->ctr.key_hashes++;
-	if (lsm_memtable_may_hold_key(db->mem, h) &&
-		lsm_memtable_get(db->mem, key, klen, db->read_seq, &kind, &mv, &mvlen,
+	if (lsm_memtable_get(db->mem, key, klen, db->read_seq, &kind, &mv, &mvlen,
 						 &seq))
 		return found(db, kind == LSM_KIND_DEL, mv, mvlen, val, vlen);
+	/* hash sharing: one hash for every table of every level */
+	h = lsm_key_hash(key, klen);
+	db->ctr.key_hashes++;
 	rc = lsm_db_version_get(db, db->current, key, klen, h, &hit, &db->err);
 	if (rc != LSM_OK)
 		return rc;
@@ -2394,16 +2393,16 @@ lsm_multi_get(lsm_db *db, size_t n, const void *const *keys,
 			continue;
 		}
 		db->ctr.gets++;
-		st[i].h = lsm_key_hash(keys[i], klens[i]);
-		db->ctr.key_hashes++;
-		if (lsm_memtable_may_hold_key(db->mem, st[i].h) &&
-			lsm_memtable_get(db->mem, keys[i], klens[i], db->read_seq, &kind,
+		if (lsm_memtable_get(db->mem, keys[i], klens[i], db->read_seq, &kind,
 							 &mv, &mvlen, &seq))
 		{
 			rcs[i] = found(db, kind == LSM_KIND_DEL, mv, mvlen, &vals[i], &vlens[i]);
 			st[i].done = true;
 			left--;
+			continue;
 		}
+		st[i].h = lsm_key_hash(keys[i], klens[i]);
+		db->ctr.key_hashes++;
 	}
 
 	/*

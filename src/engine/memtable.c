@@ -15,23 +15,11 @@
 #endif
 #include <stdlib.h>
 
-#include "bloom.h"
 #include "memtable.h"
 #include "vfilter.h"
 
 #define MAX_HEIGHT 12
 #define CHUNK_SIZE (64 * 1024)
-
-/*
- * The key filter: a blocked Bloom filter (bloom.h) over the key hashes
- * that lookups compute anyway, at KEY_FILTER_BITS bits per entry, sized
- * for KEY_FILTER_FIRST entries and rebuilt twice as large whenever the
- * entries outgrow it (a rebuild hashes every key again: amortized, one
- * more hash per entry).  It costs about 1.25 bytes per entry, and saves an
- * absent key the skip list's descent (a cache miss per level).
- */
-#define KEY_FILTER_BITS 10
-#define KEY_FILTER_FIRST 1024
 
 typedef struct mt_node
 {
@@ -67,11 +55,6 @@ struct lsm_memtable
 	int			vk;
 	uint64_t	unindexed;
 	lsm_buf		vhashes;		/* scratch */
-	/* key filter (see KEY_FILTER_BITS): klines holds knum_lines lines */
-	uint8_t    *klines;
-	uint32_t	knum_lines;
-	size_t		kcap;			/* entries it is sized for */
-	int			kk;
 };
 
 static void *
@@ -188,7 +171,6 @@ lsm_memtable_unref(lsm_memtable *mt)
 		c = p;
 	}
 	free(mt->vlines);
-	free(mt->klines);
 	lsm_buf_free(&mt->vhashes);
 	free(mt);
 }
@@ -318,36 +300,6 @@ index_values(lsm_memtable *mt, const uint8_t *row, size_t rowlen)
 	return LSM_OK;
 }
 
-/*
- * Makes the key filter large enough for twice the entries it was sized for
- * (KEY_FILTER_FIRST at first), setting the keys already in the list.
- */
-static int
-grow_key_filter(lsm_memtable *mt)
-{
-	size_t		cap = mt->kcap ? mt->kcap * 2 : KEY_FILTER_FIRST;
-	size_t		nlines = (cap * KEY_FILTER_BITS + 511) / 512;
-	uint8_t    *lines;
-	mt_node    *n;
-
-	if (nlines > UINT32_MAX)
-		return LSM_NOMEM;
-	lines = aligned_alloc(LSM_BLOOM_LINE, nlines * LSM_BLOOM_LINE);
-	if (lines == NULL)
-		return LSM_NOMEM;
-	memset(lines, 0, nlines * LSM_BLOOM_LINE);
-	if (mt->kk == 0)
-		mt->kk = lsm_bloom_choose_k(KEY_FILTER_BITS);
-	for (n = mt->head->next[0]; n != NULL; n = n->next[0])
-		lsm_bloom_set(lines, (uint32_t) nlines, mt->kk,
-					  lsm_key_hash(node_key(n), n->klen));
-	free(mt->klines);
-	mt->klines = lines;
-	mt->knum_lines = (uint32_t) nlines;
-	mt->kcap = cap;
-	return LSM_OK;
-}
-
 int
 lsm_memtable_add(lsm_memtable *mt, uint64_t seq, int kind,
 				 const void *key, size_t klen, const void *val, size_t vlen)
@@ -358,9 +310,7 @@ lsm_memtable_add(lsm_memtable *mt, uint64_t seq, int kind,
 	int			h = random_height(mt);
 	int			i;
 
-	/* the filters first: a failure leaves the memtable unchanged */
-	if (mt->entries >= mt->kcap && grow_key_filter(mt) != LSM_OK)
-		return LSM_NOMEM;
+	/* the filter first: a failure leaves the memtable unchanged */
 	if (mt->vlines && kind == LSM_KIND_PUT && index_values(mt, val, vlen) != LSM_OK)
 		return LSM_NOMEM;
 	n = arena_alloc(mt, sizeof(mt_node) + h * sizeof(mt_node *) + klen + vlen);
@@ -387,22 +337,8 @@ lsm_memtable_add(lsm_memtable *mt, uint64_t seq, int kind,
 		if (n->next[i] == NULL)
 			mt->tail[i] = n;
 	}
-	lsm_bloom_set(mt->klines, mt->knum_lines, mt->kk, lsm_key_hash(key, klen));
 	mt->entries++;
 	return LSM_OK;
-}
-
-bool
-lsm_memtable_may_hold_key(const lsm_memtable *mt, uint64_t h)
-{
-	lsm_bloom	f;
-
-	if (mt->entries == 0)
-		return false;
-	f.lines = mt->klines;
-	f.num_lines = mt->knum_lines;
-	f.k = mt->kk;
-	return lsm_bloom_may_match(&f, h);
 }
 
 bool

@@ -37,13 +37,6 @@ int			lsm_memtable_index_values(lsm_memtable *mt, uint32_t m, int k,
 /* May the memtable hold a row with a field of value hash h? */
 bool		lsm_memtable_may_hold_value(const lsm_memtable *mt, uint64_t h);
 
-/*
- * May the memtable hold a version of the key of hash h (lsm_key_hash)?  A
- * key filter over every key added answers without the skip list's
- * descent; false for an empty memtable.
- */
-bool		lsm_memtable_may_hold_key(const lsm_memtable *mt, uint64_t h);
-
 /* Adds one version.  LSM_NOMEM leaves the memtable unchanged. */
 int			lsm_memtable_add(lsm_memtable *mt, uint64_t seq, int kind,
 							 const void *key, size_t klen,

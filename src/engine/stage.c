@@ -1002,14 +1002,7 @@ lsm_stage_get(lsm_stage *st, const void *key, size_t klen, void **val,
 		return lsm_err_set(&st->db->err, LSM_INVALID,
 						   "key of %zu bytes is longer than %d", klen,
 						   LSM_MAX_KEY_LEN);
-	/*
-	 * One hash for the buffer's key filter and, in each run (newest first),
-	 * the one table that may hold the key, their filter lines fetched
-	 * together.
-	 */
-	h = lsm_key_hash(key, klen);
-	if (lsm_memtable_may_hold_key(st->mem, h) &&
-		lsm_memtable_get(st->mem, key, klen, UINT64_MAX, &kind, &mv, &mvlen,
+	if (lsm_memtable_get(st->mem, key, klen, UINT64_MAX, &kind, &mv, &mvlen,
 						 &mseq))
 		return stage_found(st, kind == LSM_KIND_DEL, mv, mvlen, val, vlen);
 	if (st->nruns == 0)
@@ -1020,6 +1013,11 @@ lsm_stage_get(lsm_stage *st, const void *key, size_t klen, void **val,
 					  st->hi.data, st->hi.len, kf, key, klen))
 		return absent(st);
 
+	/*
+	 * In each run (newest first) the one table that may hold the key; one
+	 * hash for all of them, and their filter lines fetched together.
+	 */
+	h = lsm_key_hash(key, klen);
 	for (i = st->nruns - 1; i >= 0; i--)
 	{
 		stage_table *t = run_find(&st->runs[i], kf, key, klen);

@@ -62,7 +62,6 @@ typedef enum workload_kind
 {
 	WL_FILL,					/* empties the store and loads num keys */
 	WL_READ,					/* needs a loaded, compacted store */
-	WL_READ_FRESH,				/* needs a store just filled, not compacted */
 	WL_LSM_STATS,				/* ours only, on the loaded store */
 	WL_LSM_OWN_STORES			/* ours only, builds its own stores */
 } workload_kind;
@@ -127,9 +126,6 @@ static const workload workloads[] = {
 	{"fillrandom", WL_FILL, wl_fillrandom, "load num keys in random order"},
 	{"readrandom", WL_READ, wl_readrandom, "get existing keys, random order"},
 	{"readmissing", WL_READ, wl_readmissing, "get absent keys, random order"},
-	{"readmissing_fresh", WL_READ_FRESH, wl_readmissing,
-	"readmissing right after an untimed fillrandom, no compaction (with\n"
-	"                       --write_buffer_size above num * 116 bytes: from the memtable)"},
 	{"readseq", WL_READ, wl_readseq, "iterate over the whole store"},
 	{"readreverse", WL_READ, wl_readreverse, "iterate backwards over the whole store"},
 	{"seekrandom", WL_READ, wl_seekrandom, "seek to a random key, read one"},
@@ -909,23 +905,6 @@ ensure_loaded(engine_state *e)
 }
 
 /*
- * Fills a fresh store with num keys in random order (untimed) and leaves it
- * as it is: what the fill left in the memtable stays there.  The next read
- * workload that needs a compacted store loads one again.
- */
-static void
-load_fresh(engine_state *e)
-{
-	run_result	rr;
-
-	printf("%-12s : %-11s loading %llu keys in random order, no compaction (untimed)\n",
-		   "  load", e->drv->name, (unsigned long long) config.num);
-	reset_store(e);
-	wl_fillrandom(e, 0, &rr);
-	e->loaded = 0;
-}
-
-/*
  * Returns a seed for run rep of the workload named name: the same for every
  * engine, different for every run.
  */
@@ -952,12 +931,7 @@ run_read(const workload *w)
 
 	for (i = 0; i < nengines; i++)
 		if (!engines[i].fills_only)
-		{
-			if (w->kind == WL_READ_FRESH)
-				load_fresh(&engines[i]);
-			else
-				ensure_loaded(&engines[i]);
-		}
+			ensure_loaded(&engines[i]);
 	for (i = 0; i < nengines; i++)
 	{
 		engine_state *e = &engines[i];
@@ -1009,7 +983,6 @@ run_workload(const workload *w)
 			run_fill(w);
 			break;
 		case WL_READ:
-		case WL_READ_FRESH:
 			run_read(w);
 			break;
 		case WL_LSM_STATS:
