@@ -28,9 +28,9 @@
  *   chains of 8-byte records (entry number, next record) and the entries'
  *   node pointers, the last two in pages of VINDEX_PAGE that are never
  *   moved: about 8 bytes per indexed field of a row, 8 per row and 8-21 per
- *   distinct value, outside the arena and not counted in the flush
- *   criterion (lsm_memtable_index_bytes reports it, as lsm_get_stats does
- *   for neither the value filter nor the key filter).
+ *   distinct value.  Like the filters, it is outside the arena and not
+ *   counted in the flush criterion (lsm_memtable_index_bytes reports the
+ *   three).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE				/* flock, fdatasync, strdup, timespec */
@@ -115,7 +115,8 @@ struct lsm_memtable
 	uint64_t	unindexed;
 	lsm_buf		vhashes;		/* scratch */
 	/* key filter (NULL: none) */
-	uint8_t    *klines;
+	uint8_t    *klines;			/* in kraw, aligned to a cache line */
+	void	   *kraw;
 	uint32_t	knum_lines;
 	int			kk;
 	size_t		kcap;			/* entries it is sized for */
@@ -249,7 +250,7 @@ lsm_memtable_unref(lsm_memtable *mt)
 	}
 	free(mt->vlines);
 	lsm_buf_free(&mt->vhashes);
-	free(mt->klines);
+	free(mt->kraw);
 	free(mt->vslots);
 	for (i = 0; i < mt->vrecs_cap; i++)
 		free(mt->vrecs[i]);
@@ -377,18 +378,23 @@ lsm_memtable_may_hold_value(const lsm_memtable *mt, uint64_t h)
 
 /* ---------- key filter ---------- */
 
-/* Allocates a zeroed key filter of num_lines lines; NULL when out of memory. */
+/*
+ * Allocates a zeroed key filter of num_lines lines, aligned to a cache line
+ * so that a probe touches exactly one; *raw gets the pointer to free.  NULL
+ * when out of memory.  calloc, not posix_memalign and memset: a large
+ * filter then comes from fresh zero pages that cost no memory until a key
+ * lands in them (a read-only handle's memtable never touches its filter).
+ */
 static uint8_t *
-key_filter_alloc(uint32_t num_lines)
+key_filter_alloc(uint32_t num_lines, void **raw)
 {
-	void	   *p;
-	size_t		n = (size_t) num_lines * LSM_BLOOM_LINE;
+	uintptr_t	p;
 
-	/* aligned, so that a probe touches exactly one cache line */
-	if (posix_memalign(&p, LSM_BLOOM_LINE, n) != 0)
+	*raw = calloc((size_t) num_lines + 1, LSM_BLOOM_LINE);
+	if (*raw == NULL)
 		return NULL;
-	memset(p, 0, n);
-	return p;
+	p = ((uintptr_t) *raw + LSM_BLOOM_LINE - 1) & ~(uintptr_t) (LSM_BLOOM_LINE - 1);
+	return (uint8_t *) p;
 }
 
 int
@@ -403,7 +409,7 @@ lsm_memtable_filter_keys(lsm_memtable *mt, size_t budget)
 	lines = (keys * KEY_FILTER_BITS_PER_KEY + 511) / 512;
 	if (lines > UINT32_MAX / 2)
 		lines = UINT32_MAX / 2;
-	mt->klines = key_filter_alloc((uint32_t) lines);
+	mt->klines = key_filter_alloc((uint32_t) lines, &mt->kraw);
 	if (mt->klines == NULL)
 		return LSM_NOMEM;
 	mt->knum_lines = (uint32_t) lines;
@@ -445,11 +451,13 @@ grow_key_filter(lsm_memtable *mt)
 {
 	uint32_t	lines = mt->knum_lines;
 	uint8_t    *fresh;
+	void	   *raw;
 	mt_node    *n,
 			   *prev = NULL;
 
 	mt->kcap *= 2;
-	if (lines > UINT32_MAX / 4 || (fresh = key_filter_alloc(lines * 2)) == NULL)
+	if (lines > UINT32_MAX / 4 ||
+		(fresh = key_filter_alloc(lines * 2, &raw)) == NULL)
 		return;
 	for (n = mt->head->next[0]; n != NULL; prev = n, n = n->next[0])
 	{
@@ -459,7 +467,8 @@ grow_key_filter(lsm_memtable *mt)
 		lsm_bloom_set(fresh, lines * 2, mt->kk,
 					  lsm_key_hash(node_key(n), n->klen));
 	}
-	free(mt->klines);
+	free(mt->kraw);
+	mt->kraw = raw;
 	mt->klines = fresh;
 	mt->knum_lines = lines * 2;
 }
