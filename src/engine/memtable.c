@@ -3,7 +3,8 @@
  *		Skip list (p = 1/4, at most 12 levels) with arena allocation.
  *
  * A node is one allocation from the arena:
- *		[tag = seq << 8 | kind][klen][vlen][height][next pointers][key][value]
+ *		[tag = seq << 8 | kind][klen][vlen][height][shadowed]
+ *		[next pointers][key][value]
  * The arena hands out memory from 64 KiB chunks (larger entries get a chunk
  * of their own) and frees everything at once when the last reference goes.
  * The last node of every level is kept, so that a key past the last one (an
@@ -71,7 +72,8 @@ typedef struct mt_node
 	uint64_t	tag;
 	uint32_t	klen;
 	uint32_t	vlen;
-	int			height;
+	uint16_t	height;
+	uint16_t	shadowed;		/* a newer version of the key precedes it */
 	struct mt_node *next[];		/* height pointers, then key, then value */
 } mt_node;
 
@@ -191,6 +193,12 @@ node_val(const mt_node *n)
 	return node_key(n) + n->klen;
 }
 
+static inline bool
+same_key(const mt_node *a, const mt_node *b)
+{
+	return a->klen == b->klen && memcmp(node_key(a), node_key(b), a->klen) == 0;
+}
+
 /* Orders by key ascending, then sequence (tag) descending. */
 static inline int
 node_cmp(const mt_node *n, const void *key, size_t klen, uint64_t tag)
@@ -221,6 +229,7 @@ lsm_memtable_new(void)
 	}
 	memset(mt->head, 0, sizeof(mt_node) + MAX_HEIGHT * sizeof(mt_node *));
 	mt->head->height = MAX_HEIGHT;
+	mt->head->shadowed = 0;
 	for (i = 0; i < MAX_HEIGHT; i++)
 		mt->tail[i] = mt->head;
 	return mt;
@@ -723,8 +732,13 @@ lsm_memtable_value_rows(const lsm_memtable *mt, uint64_t h, uint64_t snap,
 
 		if ((n->tag >> 8) > snap || (n->tag & 0xff) != LSM_KIND_PUT)
 			continue;
-		/* the newest version of its key in the snapshot? */
-		if (find_ge(mt, node_key(n), n->klen, snap_tag(snap), NULL) != n)
+
+		/*
+		 * The newest version of its key in the snapshot?  Surely if it is
+		 * the newest of all (the usual case); else a search tells.
+		 */
+		if (n->shadowed &&
+			find_ge(mt, node_key(n), n->klen, snap_tag(snap), NULL) != n)
 			continue;
 		rc = fn(arg, node_key(n), n->klen, node_val(n), n->vlen, n->tag >> 8);
 		if (rc != LSM_OK)
@@ -761,7 +775,8 @@ lsm_memtable_add(lsm_memtable *mt, uint64_t seq, int kind,
 	n->tag = tag;
 	n->klen = (uint32_t) klen;
 	n->vlen = (uint32_t) vlen;
-	n->height = h;
+	n->height = (uint16_t) h;
+	n->shadowed = 0;
 	memcpy((uint8_t *) node_key(n), key, klen);
 	if (vlen)
 		memcpy((uint8_t *) node_val(n), val, vlen);
@@ -787,6 +802,11 @@ lsm_memtable_add(lsm_memtable *mt, uint64_t seq, int kind,
 		if (n->next[i] == NULL)
 			mt->tail[i] = n;
 	}
+	/* versions of one key are adjacent, newest first */
+	if (prev[0] != mt->head && same_key(prev[0], n))
+		n->shadowed = 1;
+	if (n->next[0] != NULL && same_key(n->next[0], n))
+		n->next[0]->shadowed = 1;
 	link_values(mt, n, ntags);
 	mt->entries++;
 	return LSM_OK;
@@ -845,6 +865,8 @@ lsm_memtable_check(const lsm_memtable *mt)
 
 			if (x != mt->head &&
 				node_cmp(x, node_key(n), n->klen, n->tag) >= 0)
+				return false;
+			if (l == 0 && n->shadowed != (x != mt->head && same_key(x, n)))
 				return false;
 			x = n;
 		}
