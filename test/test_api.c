@@ -1952,11 +1952,11 @@ TEST(flush_compaction_counters)
 }
 
 /*
- * Hash sharing: every lsm_get that misses the memtable hashes its key
- * exactly once, however many SSTables it probes (here three level-0
- * files over the whole key range plus deeper levels); a memtable hit hashes
- * nothing.  filter_probes = filter_negatives + sstable_reads, and
- * false_positives <= sstable_reads.  The same for lsm_multi_get.
+ * Hash sharing: every lsm_get hashes its key exactly once, for the
+ * memtable's key filter and however many SSTables it probes (here three
+ * level-0 files over the whole key range plus deeper levels); a memtable
+ * hit probes no SSTable.  filter_probes = filter_negatives + sstable_reads,
+ * and false_positives <= sstable_reads.  The same for lsm_multi_get.
  */
 TEST(counters_hash_sharing)
 {
@@ -2019,16 +2019,16 @@ TEST(counters_hash_sharing)
 	printf("# %d absent keys: %.2f filter probes each, one hash each\n",
 		   nabsent, (double) absent_probes / nabsent);
 
-	/* memtable hits hash nothing */
+	/* memtable hits hash once and probe no table */
 	do_put(db, &m, 5, 77);
 	get_stats(db, &a);
 	check_get(db, &m, 5);
 	get_stats(db, &b);
 	CHECK_EQ_U(b.gets - a.gets, 1);
-	CHECK_EQ_U(b.key_hashes - a.key_hashes, 0);
+	CHECK_EQ_U(b.key_hashes - a.key_hashes, 1);
 	CHECK_EQ_U(b.filter_probes - a.filter_probes, 0);
 
-	/* multi_get: one hash per key that misses the memtable */
+	/* multi_get: one hash per key */
 	{
 		const void *keys[3];
 		size_t		klens[3];
@@ -2049,7 +2049,7 @@ TEST(counters_hash_sharing)
 		CHECK_DB_OK(db, lsm_multi_get(db, 3, keys, klens, vals, vlens, rcs));
 		get_stats(db, &b);
 		CHECK_EQ_U(b.gets - a.gets, 3);
-		CHECK_EQ_U(b.key_hashes - a.key_hashes, 2);
+		CHECK_EQ_U(b.key_hashes - a.key_hashes, 3);
 		for (i = 0; i < 3; i++)
 			if (rcs[i] == LSM_OK)
 				lsm_free(vals[i]);
@@ -2073,6 +2073,129 @@ TEST(counters_hash_sharing)
 		CHECK_OK(lsm_close(db));
 		model_free(&m2);
 	}
+}
+
+/*
+ * The memtable's key filter: with every key in the memtable (no SSTable),
+ * absent keys are answered by the filter (memtable_negatives) nearly
+ * always, present keys never are (no false negatives, through lsm_get and
+ * lsm_multi_get, including keys whose newest version is a tombstone), and
+ * a memtable carried far past its flush threshold by one big batch (its
+ * filter grown) still finds every key.
+ */
+TEST(memtable_key_filter)
+{
+	char	   *dir = harness_tmpdir("memfilter");
+	lsm_options o;
+	lsm_db	   *db;
+	lsm_batch  *b;
+	lsm_stats	a,
+				z;
+	model		m;
+	int			n = 20000,
+				i;
+
+	small_options(&o);
+	o.memtable_bytes = 16 << 20;
+	db = open_db(dir, &o);
+	model_init(&m, 2 * n);
+	for (i = 0; i < n; i++)
+		do_put(db, &m, 2 * i, 1);
+	for (i = 0; i < n; i += 10)
+		do_del(db, &m, 2 * i);
+	get_stats(db, &a);
+	CHECK_EQ_U(a.level[0].files, 0);
+	CHECK_EQ_U(a.memtable_entries, (uint64_t) n + n / 10);
+	lsm_reset_counters(db);
+
+	/* present and deleted keys: always searched */
+	for (i = 0; i < n; i++)
+		check_get(db, &m, 2 * i);
+	get_stats(db, &a);
+	CHECK_EQ_U(a.memtable_negatives, 0);
+	CHECK_EQ_U(a.key_hashes, (uint64_t) n);
+	CHECK_EQ_U(a.filter_probes, 0);
+
+	/* absent keys: nearly all answered by the filter */
+	for (i = 0; i < n; i++)
+		check_get(db, &m, 2 * i + 1);
+	get_stats(db, &z);
+	CHECK_EQ_U(z.key_hashes - a.key_hashes, (uint64_t) n);
+	CHECK_GE(z.memtable_negatives, (uint64_t) n * 97 / 100);
+	printf("# %d absent keys in a memtable of %d: %" PRIu64 " answered by its key filter\n",
+		   n, n, z.memtable_negatives);
+
+	/* lsm_multi_get: present, deleted and absent keys in one batch */
+	{
+		const void *keys[64];
+		size_t		klens[64];
+		void	   *vals[64];
+		size_t		vlens[64];
+		int			rcs[64];
+		char		kb[64][16];
+		int			j;
+
+		for (i = 0; i < 2 * n; i += 64)
+		{
+			int			cnt = 2 * n - i < 64 ? 2 * n - i : 64;
+
+			for (j = 0; j < cnt; j++)
+			{
+				klens[j] = key_of(i + j, kb[j]);
+				keys[j] = kb[j];
+			}
+			CHECK_DB_OK(db, lsm_multi_get(db, (size_t) cnt, keys, klens,
+										  vals, vlens, rcs));
+			for (j = 0; j < cnt; j++)
+			{
+				if (m.val[i + j] == NULL)
+				{
+					CHECK_RC(LSM_NOTFOUND, rcs[j]);
+					continue;
+				}
+				CHECK_RC(LSM_OK, rcs[j]);
+				CHECK_EQ_U(vlens[j], m.len[i + j]);
+				CHECK(memcmp(vals[j], m.val[i + j], vlens[j]) == 0);
+				lsm_free(vals[j]);
+			}
+		}
+	}
+	CHECK_OK(lsm_close(db));
+
+	/*
+	 * One batch of 40000 keys into a 64 KiB memtable: its key filter,
+	 * sized for about a thousand keys, grows while the batch is applied;
+	 * then the write flushes it.  (test_memtable checks the grown filter.)
+	 */
+	small_options(&o);
+	o.memtable_bytes = 64 * 1024;
+	db = open_db(dir, &o);
+	b = lsm_batch_new();
+	CHECK(b != NULL);
+	for (i = 0; i < 2 * n; i++)
+	{
+		char		key[16];
+		char		val[MAXVAL];
+		size_t		klen = key_of(i, key);
+		size_t		vlen = val_of(i, 3, val, sizeof(val));
+
+		if (i % 3 == 0)
+		{
+			CHECK_OK(lsm_batch_delete(b, key, klen));
+			model_del(&m, i);
+		}
+		else
+		{
+			CHECK_OK(lsm_batch_put(b, key, klen, val, vlen));
+			model_put(&m, i, val, vlen);
+		}
+	}
+	CHECK_DB_OK(db, lsm_write(db, b));
+	lsm_batch_free(b);
+	for (i = 0; i < 2 * n; i++)
+		check_get(db, &m, i);
+	CHECK_OK(lsm_close(db));
+	model_free(&m);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -2183,6 +2306,7 @@ main(int argc, char **argv)
 	RUN(stats_consistent);
 	RUN(flush_compaction_counters);
 	RUN(counters_hash_sharing);
+	RUN(memtable_key_filter);
 	RUN(two_handles_refresh);
 	return harness_done();
 }

@@ -21,10 +21,20 @@
  * the forward scan reversed; reverse_hidden_versions by hand; and
  * merge_reverse_many_children, the merging iterator backwards over 1 to
  * 200 memtables read at a snapshot.
+ *
+ * The memtable's key filter (key_filter_no_false_negatives): random keys
+ * into memtables of many budgets, from far below what they hold (the
+ * filter grows, several times) to far above, and no key added is ever
+ * ruled out; absent keys mostly are.  Its value index
+ * (value_index_against_scan): random rows with overwrites, deletes and
+ * out-of-order sequences; for random field values and snapshots, the rows
+ * the index gives (newest versions, not deleted, field equal) are exactly
+ * those a full scan of the memtable at that snapshot finds, each key once.
  */
 #include "harness.h"
 
 #include "memtable.h"
+#include "vfilter.h"
 
 /* ---------------------------------------------------------------------- */
 /* A reference model: every version added, in no particular order. */
@@ -1418,6 +1428,259 @@ TEST(merge_reverse_many_children)
 	}
 }
 
+/* ---------------------------------------------------------------------- */
+/* The key filter and the value index. */
+
+/*
+ * No false negatives, whatever the memtable's size against its budget:
+ * every key added (puts and tombstones, several versions of some) passes
+ * lsm_memtable_may_hold_key, at every step of growth; and the filter rules
+ * out most absent keys.
+ */
+TEST(key_filter_no_false_negatives)
+{
+	static const size_t budgets[] = {4096, 16384, 1 << 20, 64 << 20};
+	static const int counts[] = {1, 10, 100, 1000, 5000, 40000};
+	uint64_t	rng = harness_seed() ^ 0x6b657966;
+	int			b,
+				c;
+
+	for (b = 0; b < (int) (sizeof(budgets) / sizeof(budgets[0])); b++)
+		for (c = 0; c < (int) (sizeof(counts) / sizeof(counts[0])); c++)
+		{
+			lsm_memtable *mt = lsm_memtable_new();
+			int			n = counts[c],
+						i,
+						fp = 0;
+			uint8_t    (*keys)[12] = malloc((size_t) n * 12);
+			size_t	   *klens = malloc(sizeof(size_t) * (size_t) n);
+
+			CHECK(mt != NULL && keys != NULL && klens != NULL);
+			CHECK(!lsm_memtable_may_hold_key(mt, 42));
+			CHECK_OK(lsm_memtable_filter_keys(mt, budgets[b]));
+			CHECK(!lsm_memtable_may_hold_key(mt, 42));
+			for (i = 0; i < n; i++)
+			{
+				uint64_t	r = harness_rand64(&rng);
+				int			j;
+
+				/* 4..12 random bytes; every 7th key again (a newer version) */
+				if (i % 7 == 6)
+				{
+					int			o = (int) (r % (uint64_t) i);
+
+					memcpy(keys[i], keys[o], klens[o]);
+					klens[i] = klens[o];
+				}
+				else
+				{
+					klens[i] = 4 + (size_t) (r % 9);
+					for (j = 0; j < (int) klens[i]; j++)
+						keys[i][j] = (uint8_t) harness_rand64(&rng);
+				}
+				CHECK_OK(lsm_memtable_add(mt, (uint64_t) i + 1,
+										  i % 5 == 4 ? LSM_KIND_DEL : LSM_KIND_PUT,
+										  keys[i], klens[i], "v", 1));
+				/* now and then, every key so far */
+				if ((i & (i + 1)) == 0 || i == n - 1)
+				{
+					int			k;
+
+					for (k = 0; k <= i; k++)
+						CHECK_MSG(lsm_memtable_may_hold_key(mt, lsm_key_hash(keys[k], klens[k])),
+								  "budget %zu: key %d of %d ruled out", budgets[b], k, i + 1);
+				}
+			}
+			/* absent keys: 13 bytes, longer than any added */
+			for (i = 0; i < 10000; i++)
+			{
+				uint8_t		k[13];
+				int			j;
+
+				for (j = 0; j < 13; j++)
+					k[j] = (uint8_t) harness_rand64(&rng);
+				fp += lsm_memtable_may_hold_key(mt, lsm_key_hash(k, 13));
+			}
+			/* 5+ bits per key, grown or not: at most a few percent */
+			CHECK_MSG(fp < 1000, "budget %zu, %d keys: %d of 10000 absent keys pass",
+					  budgets[b], n, fp);
+			if (n == 40000)
+				printf("# budget %zu, %d keys: filter %zu bytes, %d of 10000 absent keys pass\n",
+					   budgets[b], n, lsm_memtable_index_bytes(mt), fp);
+			lsm_memtable_unref(mt);
+			free(keys);
+			free(klens);
+		}
+}
+
+#define VI_KEYS 300
+#define VI_FIELDS 4
+
+/* Does field f of row equal (data, len)? */
+static bool
+vi_field_eq(const uint8_t *row, size_t rowlen, int f, const void *data,
+			size_t len)
+{
+	lsm_field	fv;
+
+	return lsm_row_field(row, rowlen, f, &fv) == LSM_OK && !fv.is_null &&
+		fv.len == len && (len == 0 || memcmp(fv.data, data, len) == 0);
+}
+
+typedef struct vi_search
+{
+	int			field;
+	const uint8_t *val;
+	size_t		vlen;
+	int			nfound;
+	bool		seen[VI_KEYS];
+	uint64_t	seq[VI_KEYS];
+} vi_search;
+
+static int
+vi_key_number(const uint8_t *key, size_t klen)
+{
+	int			k = 0;
+	size_t		i;
+
+	for (i = 1; i < klen; i++)
+		k = k * 10 + (key[i] - '0');
+	return k;
+}
+
+/* lsm_memtable_value_rows callback: records the matching rows. */
+static int
+vi_take(void *arg, const uint8_t *key, size_t klen, const uint8_t *row,
+		size_t rowlen, uint64_t seq)
+{
+	vi_search  *s = arg;
+	int			k = vi_key_number(key, klen);
+
+	if (!vi_field_eq(row, rowlen, s->field, s->val, s->vlen))
+		return LSM_OK;
+	CHECK_MSG(!s->seen[k], "key %d twice", k);
+	s->seen[k] = true;
+	s->seq[k] = seq;
+	s->nfound++;
+	return LSM_OK;
+}
+
+/*
+ * The value index against a full scan: random rows of VI_FIELDS fields
+ * over small domains (so values repeat across rows and fields), some
+ * fields null, field 3 left out of the index; overwrites, deletes, and
+ * sequences out of order (as when a batch and a replay interleave).
+ */
+TEST(value_index_against_scan)
+{
+	uint64_t	rng = harness_seed() ^ 0x76696478;
+	int			round;
+
+	for (round = 0; round < 6; round++)
+	{
+		lsm_memtable *mt = lsm_memtable_new();
+		int			ops = 200 << round,
+					op,
+					q;
+		uint64_t	seq = 10;
+		uint64_t	unindexed = UINT64_C(1) << 3;
+		lsm_err		e;
+
+		lsm_err_clear(&e);
+		CHECK(mt != NULL);
+		/* m = 512 bits, k = 2: a small value filter, often "maybe" */
+		CHECK_OK(lsm_memtable_index_values(mt, 512 * (uint32_t) (1 + round % 3), 2,
+										   unindexed));
+		if (round % 2)
+			CHECK_OK(lsm_memtable_filter_keys(mt, 4096));
+		for (op = 0; op < ops; op++)
+		{
+			char		key[8];
+			int			k = (int) (harness_rand64(&rng) % VI_KEYS);
+			int			klen = snprintf(key, sizeof(key), "k%d", k);
+			uint64_t	s = seq + (harness_rand64(&rng) % 4 == 0 ?
+								   0 : harness_rand64(&rng) % 3);
+
+			seq = s + 3;
+			if (harness_rand64(&rng) % 8 == 0)
+				CHECK_OK(lsm_memtable_add(mt, s, LSM_KIND_DEL, key,
+										  (size_t) klen, NULL, 0));
+			else
+			{
+				lsm_field	f[VI_FIELDS];
+				char		buf[VI_FIELDS][8];
+				void	   *row;
+				size_t		rowlen;
+				int			j;
+
+				for (j = 0; j < VI_FIELDS; j++)
+				{
+					uint64_t	r = harness_rand64(&rng) % 9;
+
+					f[j].is_null = r == 8;
+					f[j].len = (size_t) snprintf(buf[j], sizeof(buf[j]), "%c%d",
+												 'a' + (int) (r % 3), (int) (r % 4));
+					if (r == 7)
+						f[j].len = 0;	/* empty, not null */
+					f[j].data = buf[j];
+				}
+				CHECK_OK(lsm_row_encode(f, VI_FIELDS, &row, &rowlen));
+				CHECK_OK(lsm_memtable_add(mt, s, LSM_KIND_PUT, key,
+										  (size_t) klen, row, rowlen));
+				free(row);
+			}
+		}
+
+		/* every field value at several snapshots */
+		for (q = 0; q < 60; q++)
+		{
+			static const char *const vals[] = {"a0", "b1", "c2", "a3", "b0",
+			"c1", "a2", "b3", "", "zz"};
+			vi_search	vs;
+			uint64_t	snap = q % 4 == 0 ? UINT64_MAX :
+				harness_rand64(&rng) % (seq + 1);
+			lsm_iiter  *it;
+			int			nscan = 0,
+						rc;
+
+			memset(&vs, 0, sizeof(vs));
+			vs.field = q % VI_FIELDS;
+			vs.val = (const uint8_t *) vals[q % 10];
+			vs.vlen = strlen(vals[q % 10]);
+			rc = lsm_memtable_value_rows(mt,
+										 lsm_value_hash(vs.field, vs.val, vs.vlen),
+										 snap, vi_take, &vs);
+			if (vs.field == 3)
+			{
+				/* not indexed: its values are in no chain */
+				CHECK_OK(rc);
+				CHECK_EQ(vs.nfound, 0);
+				continue;
+			}
+			CHECK_OK(rc);
+			it = lsm_memtable_iter(mt, snap, &e);
+			CHECK(it != NULL);
+			for (lsm_iiter_seek(it, NULL, 0); it->valid; lsm_iiter_next(it))
+			{
+				int			k = vi_key_number(it->key, it->klen);
+
+				if (it->del || !vi_field_eq(it->val, it->vlen, vs.field,
+											vs.val, vs.vlen))
+					continue;
+				CHECK_MSG(vs.seen[k], "round %d, field %d = \"%s\" at %llu: key %d found by the scan only",
+						  round, vs.field, vals[q % 10],
+						  (unsigned long long) snap, k);
+				CHECK_EQ_U(vs.seq[k], it->seq);
+				nscan++;
+			}
+			lsm_iiter_destroy(it);
+			CHECK_EQ(vs.nfound, nscan);
+		}
+		CHECK(lsm_memtable_check(mt));
+		lsm_memtable_unref(mt);
+	}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1434,5 +1697,7 @@ main(int argc, char **argv)
 	RUN(reverse_against_model);
 	RUN(reverse_hidden_versions);
 	RUN(merge_reverse_many_children);
+	RUN(key_filter_no_false_negatives);
+	RUN(value_index_against_scan);
 	return harness_done();
 }

@@ -764,8 +764,9 @@ open_log(lsm_db *db, lsm_err *e)
 }
 
 /*
- * A new empty memtable that keeps a value filter with the store's
- * parameters (once they are known); NULL when out of memory.
+ * A new empty memtable that keeps a key filter sized for the flush
+ * threshold and a value filter and index with the store's parameters (once
+ * they are known); NULL when out of memory.
  */
 static lsm_memtable *
 new_memtable(lsm_db *db)
@@ -773,10 +774,11 @@ new_memtable(lsm_db *db)
 	lsm_memtable *mt = lsm_memtable_new();
 	lsm_version *v = db->current;
 
-	if (mt && v &&
-		lsm_memtable_index_values(mt, v->value_filter_bits,
-								  v->value_filter_hashes,
-								  v->value_unindexed) != LSM_OK)
+	if (mt &&
+		(lsm_memtable_filter_keys(mt, db->opt.memtable_bytes) != LSM_OK ||
+		 (v && lsm_memtable_index_values(mt, v->value_filter_bits,
+										 v->value_filter_hashes,
+										 v->value_unindexed) != LSM_OK)))
 	{
 		lsm_memtable_unref(mt);
 		mt = NULL;
@@ -2247,6 +2249,22 @@ lsm_delete(lsm_db *db, const void *key, size_t klen)
 
 /* ---------- reads ---------- */
 
+/*
+ * Does the memtable need a search for the key of hash h?  Its key filter
+ * answers most absent keys with one cache line (counted) instead of a skip
+ * list descent.
+ */
+static inline bool
+mem_may_hold(lsm_db *db, uint64_t h)
+{
+	if (lsm_memtable_entries(db->mem) == 0)
+		return false;
+	if (lsm_memtable_may_hold_key(db->mem, h))
+		return true;
+	db->ctr.memtable_negatives++;
+	return false;
+}
+
 /* Returns a copy of a found value to the caller. */
 static int
 found(lsm_db *db, int del, const uint8_t *v, size_t n, void **val, size_t *vlen)
@@ -2336,12 +2354,13 @@ lsm_get(lsm_db *db, const void *key, size_t klen, void **val, size_t *vlen)
 						   "key of %zu bytes is longer than %d", klen,
 						   LSM_MAX_KEY_LEN);
 	db->ctr.gets++;
-	if (lsm_memtable_get(db->mem, key, klen, db->read_seq, &kind, &mv, &mvlen,
-						 &seq))
-		return found(db, kind == LSM_KIND_DEL, mv, mvlen, val, vlen);
-	/* hash sharing: one hash for every table of every level */
+	/* hash sharing: one hash for the memtable and every table of every level */
 	h = lsm_key_hash(key, klen);
 	db->ctr.key_hashes++;
+	if (mem_may_hold(db, h) &&
+		lsm_memtable_get(db->mem, key, klen, db->read_seq, &kind, &mv, &mvlen,
+						 &seq))
+		return found(db, kind == LSM_KIND_DEL, mv, mvlen, val, vlen);
 	rc = lsm_db_version_get(db, db->current, key, klen, h, &hit, &db->err);
 	if (rc != LSM_OK)
 		return rc;
@@ -2374,13 +2393,13 @@ lsm_multi_get(lsm_db *db, size_t n, const void *const *keys,
 	if (st == NULL)
 		return lsm_err_set(&db->err, LSM_NOMEM, "out of memory");
 	v = db->current;
+
+	/*
+	 * Hash every key once, fetching its memtable filter line meanwhile, then
+	 * look in the memtable for those its filter does not rule out.
+	 */
 	for (i = 0; i < n; i++)
 	{
-		const uint8_t *mv;
-		size_t		mvlen;
-		uint64_t	seq;
-		int			kind;
-
 		vals[i] = NULL;
 		vlens[i] = 0;
 		rcs[i] = LSM_NOTFOUND;
@@ -2393,16 +2412,26 @@ lsm_multi_get(lsm_db *db, size_t n, const void *const *keys,
 			continue;
 		}
 		db->ctr.gets++;
+		st[i].h = lsm_key_hash(keys[i], klens[i]);
+		db->ctr.key_hashes++;
+		lsm_memtable_prefetch_key(db->mem, st[i].h);
+	}
+	for (i = 0; i < n; i++)
+	{
+		const uint8_t *mv;
+		size_t		mvlen;
+		uint64_t	seq;
+		int			kind;
+
+		if (st[i].done || !mem_may_hold(db, st[i].h))
+			continue;
 		if (lsm_memtable_get(db->mem, keys[i], klens[i], db->read_seq, &kind,
 							 &mv, &mvlen, &seq))
 		{
 			rcs[i] = found(db, kind == LSM_KIND_DEL, mv, mvlen, &vals[i], &vlens[i]);
 			st[i].done = true;
 			left--;
-			continue;
 		}
-		st[i].h = lsm_key_hash(keys[i], klens[i]);
-		db->ctr.key_hashes++;
 	}
 
 	/*

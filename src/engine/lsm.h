@@ -609,6 +609,8 @@ typedef struct lsm_stats
 	uint64_t	filter_negatives;	/* ... that said "absent" */
 	uint64_t	sstable_reads;	/* SSTables searched past the filter */
 	uint64_t	false_positives;	/* ... that did not hold the key */
+	uint64_t	memtable_negatives; /* gets the memtable's key filter
+									 * answered without a search */
 	uint64_t	flushes;
 	uint64_t	compactions;
 	uint64_t	ingests;		/* stages committed as level-0 tables */

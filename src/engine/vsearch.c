@@ -9,10 +9,13 @@
  * words per 64 leaves, "leaves" probes every leaf, "scan" takes every
  * table); tables without a value filter are always candidates.  Each
  * candidate's block locator then names the data blocks that may hold the
- * value.  The iterator phase walks the memtable (if its own value filter
- * lets it) and then the candidate blocks, skipping any block whose raw
- * bytes do not contain the value, and validates every table row against
- * the newest version of its key in the same snapshot (Algorithm 3): a row
+ * value.  The iterator phase first returns the memtable's rows (if its own
+ * value filter lets it): those its value index lists under the value's
+ * hash, newest versions only, sorted by key, so that they cost what the
+ * matches cost (a memtable without an index, or a SCAN, walks every row).
+ * Then it reads the candidate blocks, skipping any block whose raw bytes
+ * do not contain the value, and validates every table row against the
+ * newest version of its key in the same snapshot (Algorithm 3): a row
  * survives only if no newer version exists, so overwritten, moved and
  * deleted rows never appear and no key appears twice.
  */
@@ -40,6 +43,16 @@ typedef struct row_ref
 	uint64_t	seq;
 } row_ref;
 
+/* A memtable row found through the value index (memtable memory). */
+typedef struct mem_ref
+{
+	const uint8_t *key;
+	size_t		klen;
+	const uint8_t *row;
+	size_t		rowlen;
+	uint64_t	seq;
+} mem_ref;
+
 typedef struct vsearch
 {
 	lsm_iiter	base;
@@ -56,6 +69,10 @@ typedef struct vsearch
 	bool		scan_mem;
 	lsm_iiter  *mit;			/* memtable phase; NULL once done */
 	bool		mem_returned;	/* mit is on the row last returned */
+	mem_ref    *mrows;			/* memtable rows from its value index */
+	int			nmrows,
+				capmrows,
+				mri;
 	cand	   *cands;
 	int			ncands,
 				cap;
@@ -326,12 +343,15 @@ validate(vsearch *s, const uint8_t *key, size_t klen, uint64_t seq,
 	int			kind,
 				rc;
 
+	uint64_t	h = lsm_key_hash(key, klen);
+
 	s->st.rows_validated++;
 	*valid = false;
-	if (lsm_memtable_get(s->mem, key, klen, s->snap, &kind, &mv, &mvlen, &mseq))
+	/* one hash for the memtable's key filter and the tables' */
+	if (lsm_memtable_may_hold_key(s->mem, h) &&
+		lsm_memtable_get(s->mem, key, klen, s->snap, &kind, &mv, &mvlen, &mseq))
 		return LSM_OK;			/* a newer version is in the memtable */
-	rc = lsm_db_version_get(s->db, s->v, key, klen, lsm_key_hash(key, klen),
-							&hit, s->base.err);
+	rc = lsm_db_version_get(s->db, s->v, key, klen, h, &hit, s->base.err);
 	if (rc == LSM_NOTFOUND)
 		return LSM_OK;
 	if (rc != LSM_OK)
@@ -380,6 +400,61 @@ take_row(void *arg, const uint8_t *key, size_t klen, uint64_t seq, int del,
 	return lsm_buf_append(&s->keys, key, klen) == LSM_OK ? LSM_OK : LSM_NOMEM;
 }
 
+/* Value index callback: keeps the memtable rows whose field matches. */
+static int
+take_mem_row(void *arg, const uint8_t *key, size_t klen, const uint8_t *row,
+			 size_t rowlen, uint64_t seq)
+{
+	vsearch    *s = arg;
+	mem_ref    *r;
+
+	if (!row_matches(s, row, rowlen))
+		return LSM_OK;
+	if (s->nmrows == s->capmrows)
+	{
+		int			cap = s->capmrows * 2 + 8;
+		mem_ref    *g = realloc(s->mrows, sizeof(mem_ref) * cap);
+
+		if (g == NULL)
+			return LSM_NOMEM;
+		s->mrows = g;
+		s->capmrows = cap;
+	}
+	r = &s->mrows[s->nmrows++];
+	r->key = key;
+	r->klen = klen;
+	r->row = row;
+	r->rowlen = rowlen;
+	r->seq = seq;
+	return LSM_OK;
+}
+
+static int
+cmp_mem_ref(const void *a, const void *b)
+{
+	const mem_ref *x = a,
+			   *y = b;
+
+	return lsm_key_cmp(x->key, x->klen, y->key, y->klen);
+}
+
+/*
+ * The memtable's rows holding the value, from its value index, in key
+ * order (the order a scan of the memtable returns them in).  LSM_NOTFOUND
+ * if the memtable has no index.
+ */
+static int
+mem_index_rows(vsearch *s)
+{
+	int			rc;
+
+	s->nmrows = s->mri = 0;
+	rc = lsm_memtable_value_rows(s->mem, s->h, s->snap, take_mem_row, s);
+	if (rc == LSM_OK && s->nmrows > 1)
+		qsort(s->mrows, (size_t) s->nmrows, sizeof(mem_ref), cmp_mem_ref);
+	return rc;
+}
+
 static void
 vs_fail(vsearch *s, int rc)
 {
@@ -406,6 +481,20 @@ vs_advance(vsearch *s)
 
 			s->base.valid = true;
 			s->base.key = s->keys.data + r->koff;
+			s->base.klen = r->klen;
+			s->base.val = r->row;
+			s->base.vlen = r->rowlen;
+			s->base.seq = r->seq;
+			s->base.del = 0;
+			s->st.rows_returned++;
+			return;
+		}
+		if (s->mri < s->nmrows)
+		{
+			mem_ref    *r = &s->mrows[s->mri++];
+
+			s->base.valid = true;
+			s->base.key = r->key;
 			s->base.klen = r->klen;
 			s->base.val = r->row;
 			s->base.vlen = r->rowlen;
@@ -496,8 +585,19 @@ vs_seek(lsm_iiter *base, const uint8_t *key, size_t klen)
 	s->ci = 0;
 	s->bi = 0;
 	s->nrows = s->ri = 0;
+	s->nmrows = s->mri = 0;
 	s->cand_read = s->cand_hit = false;
 	s->base.rc = LSM_OK;
+	if (s->scan_mem && s->st.strategy != LSM_SEARCH_SCAN)
+	{
+		int			rc = mem_index_rows(s);
+
+		if (rc == LSM_OK)
+			return vs_advance(s);
+		if (rc != LSM_NOTFOUND)
+			return vs_fail(s, rc);
+		/* no value index: scan the memtable */
+	}
 	if (s->scan_mem)
 	{
 		s->mit = lsm_memtable_iter(s->mem, s->snap, s->base.err);
@@ -525,6 +625,7 @@ vs_destroy(lsm_iiter *base)
 		free(s->cands[i].mask);
 	free(s->cands);
 	free(s->rows);
+	free(s->mrows);
 	lsm_buf_free(&s->keys);
 	free(s->val);
 	free(s);

@@ -63,7 +63,8 @@ typedef enum workload_kind
 	WL_FILL,					/* empties the store and loads num keys */
 	WL_READ,					/* needs a loaded, compacted store */
 	WL_LSM_STATS,				/* ours only, on the loaded store */
-	WL_LSM_OWN_STORES			/* ours only, builds its own stores */
+	WL_LSM_OWN_STORES,			/* ours only, builds its own stores */
+	WL_MEMTABLE					/* builds its own stores, all in memtables */
 } workload_kind;
 
 /* The outcome of one run of a workload on one engine. */
@@ -133,6 +134,8 @@ static const workload workloads[] = {
 	{"filterfpr", WL_LSM_STATS, NULL, "ours: key filter FPR (--filter_fpr)"},
 	{"absent_vs_sstables", WL_LSM_OWN_STORES, NULL,
 	"ours: absent gets, 1 vs 100+ SSTables (--many_sstables)"},
+	{"memtable_reads", WL_MEMTABLE, NULL,
+	"absent and present gets, num keys in the memtable, then compacted"},
 };
 
 #define NWORKLOADS ((int) (sizeof(workloads) / sizeof(workloads[0])))
@@ -970,6 +973,89 @@ run_read(const workload *w)
 }
 
 /*
+ * memtable_reads: gets with every key in the memtable.  Each engine gets a
+ * fresh store with a write buffer large enough (320 bytes per key, at least
+ * --write_buffer_size) that the untimed random fill never flushes (this is
+ * checked); then
+ * readmissing and readrandom run on it (readmissing_mem, readrandom_mem),
+ * --repeat times each; then the store is compacted (the memtable flushed)
+ * and readmissing runs again on the same data with an empty memtable
+ * (readmissing_cmp).  The note of readmissing_mem gives the engine's
+ * memtable/compacted cost ratio.  Afterwards the store is emptied and the
+ * other workloads see the usual write buffer (and load their own store).
+ */
+static void
+run_memtable_reads(void)
+{
+	static const char *const names[] = {"readmissing_mem", "readrandom_mem",
+	"readmissing_cmp"};
+	summary_row *rows[3];
+	size_t		saved = config.memtable_bytes;
+	int			i,
+				j;
+
+	for (j = 0; j < 3; j++)
+		rows[j] = summary_get(names[j]);
+	for (i = 0; i < nengines; i++)
+	{
+		engine_state *e = &engines[i];
+		run_result	rr;
+		int			per_level[BENCH_MAX_LEVELS];
+		int			nsst;
+
+		if (e->fills_only)
+			continue;
+		if (config.num * 320 > config.memtable_bytes)
+			config.memtable_bytes = (size_t) config.num * 320;
+		reset_store(e);
+		wl_fillrandom(e, 0, &rr);
+		nsst = e->drv->sstables(e->db, per_level);
+		printf("%-12s : %-11s loaded %llu keys in %.3f s (untimed), write "
+			   "buffer %zu bytes, %d SSTables\n", "  load", e->drv->name,
+			   (unsigned long long) config.num, rr.micros / 1e6,
+			   config.memtable_bytes, nsst);
+		if (nsst > 0)
+			bench_fatal(e->drv->name, "memtable_reads",
+						"the fill flushed: %d SSTables", nsst);
+		for (j = 0; j < 3; j++)
+		{
+			double		runs[MAX_REPEAT];
+			char		note[96];
+			int			r;
+
+			if (j == 2)
+				compact_and_report(e);
+			for (r = 0; r < config.repeat; r++)
+			{
+				read_keys(e, workload_seed(names[j], r), j == 1, &rr);
+				rr.expected = j == 1 ? config.reads : 0;
+				runs[r] = rr.micros / rr.ops;
+				if (rr.found != rr.expected)
+					bench_fatal(e->drv->name, names[j],
+								"found %llu of %llu keys, expected %llu",
+								(unsigned long long) rr.found,
+								(unsigned long long) rr.ops,
+								(unsigned long long) rr.expected);
+			}
+			rows[j]->micros[i] = bench_median(runs, config.repeat);
+			snprintf(note, sizeof(note), "(found %llu of %llu)",
+					 (unsigned long long) rr.found,
+					 (unsigned long long) rr.ops);
+			if (j == 2)
+				snprintf(note + strlen(note), sizeof(note) - strlen(note),
+						 "  memtable/compacted %.2fx cost",
+						 rows[0]->micros[i] / rows[2]->micros[i]);
+			bench_print_result(names[j], e->drv->name, rows[j]->micros[i],
+							   note);
+		}
+		config.memtable_bytes = saved;
+		reset_store(e);
+	}
+	for (j = 0; j < 3; j++)
+		print_ratios(rows[j]);
+}
+
+/*
  * Runs one workload of the --benchmarks list.
  */
 static void
@@ -984,6 +1070,9 @@ run_workload(const workload *w)
 			break;
 		case WL_READ:
 			run_read(w);
+			break;
+		case WL_MEMTABLE:
+			run_memtable_reads();
 			break;
 		case WL_LSM_STATS:
 #ifndef BENCH_NO_LSM

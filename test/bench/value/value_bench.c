@@ -24,6 +24,10 @@
  *			599 files: leaves positive, tables with matches, leaves probed,
  *			time per search
  *	flat8k	a store of about 8192 leaves (tiny files): flat against tree
+ *	memtable	rows that are all in the memtable (--mem_rows rows, unique
+ *			values and 100 rows per value) against the same rows after
+ *			lsm_compact_all: the memtable's value index against the
+ *			SSTables' filters
  *
  * Data.  Row n (0 <= n < rows) has the 16-byte key "%016llu" of n and a
  * one-field row (lsm_row_encode) whose field is the 16-byte "%016llu" of
@@ -95,6 +99,7 @@
 #define EXP_FIG10		0x04
 #define EXP_TABLE3		0x08
 #define EXP_FLAT8K		0x10
+#define EXP_MEMTABLE	0x20
 
 /* Strategies in the order they run (scan last: it evicts the CPU caches). */
 static const int strategies[NSTRATEGIES] = {
@@ -130,6 +135,8 @@ typedef struct bench_config
 	uint32_t	flat_m;
 	int			flat_d;
 	size_t		memtable_bytes; /* of the stores loaded with compaction */
+	uint64_t	mem_rows[MAX_LIST]; /* rows of the memtable experiment */
+	int			nmem_rows;
 	char		parent[3072];	/* where the store directory goes */
 } bench_config;
 
@@ -144,6 +151,7 @@ typedef struct load_spec
 	int			d;				/* hierarchy_order */
 	size_t		file_bytes;		/* 0: default */
 	int			bulk;			/* one big memtable, one compaction */
+	int			in_memtable;	/* one big memtable, no compaction */
 } load_spec;
 
 /* A loaded store. */
@@ -457,7 +465,7 @@ store_load(store *s, const load_spec *sp)
 	if (sp->file_bytes > 0)
 		o.file_bytes = sp->file_bytes;
 	s->spec.file_bytes = o.file_bytes;
-	if (sp->bulk)
+	if (sp->bulk || sp->in_memtable)
 	{
 		uint64_t	mb = sp->rows * 256 + (64 << 20);
 
@@ -503,7 +511,8 @@ store_load(store *s, const load_spec *sp)
 	s->load_s = (now_us() - t0) / 1e6;
 
 	t0 = now_us();
-	check_rc(lsm_compact_all(s->db), s->db, "lsm_compact_all");
+	if (!sp->in_memtable)
+		check_rc(lsm_compact_all(s->db), s->db, "lsm_compact_all");
 	s->compact_s = (now_us() - t0) / 1e6;
 	check_rc(lsm_get_stats(s->db, &s->st), s->db, "lsm_get_stats");
 	for (l = 0; l < s->st.levels && l < LSM_MAX_LEVELS; l++)
@@ -1131,6 +1140,92 @@ exp_flat8k(void)
 }
 
 /*
+ * The memtable: for each --mem_rows R, a store whose R rows are all in its
+ * memtable (one big memtable, no flush), unique values and then 100 rows
+ * per value; the default strategy (the memtable's value index; TREE for
+ * the tables, of which there are none) on present and absent values; then
+ * the same store after lsm_compact_all (every row in SSTables), and the
+ * ratio of the two.  Target of issue 12: memtable at most 2x the SSTables.
+ */
+static void
+exp_memtable(void)
+{
+	int			i,
+				dom;
+
+	for (i = 0; i < config.nmem_rows; i++)
+		for (dom = 0; dom < 2; dom++)
+		{
+			load_spec	sp = {0};
+			store		s;
+			char		cfg[256];
+			int			present;
+			measure		mem[2],
+						sst[2];
+
+			sp.name = "memtable";
+			sp.rows = config.mem_rows[i];
+			sp.domain = dom == 0 ? sp.rows :
+				(sp.rows / 100 > 0 ? sp.rows / 100 : 1);
+			sp.m = config.m;
+			sp.k = config.k;
+			sp.d = config.d;
+			sp.in_memtable = 1;
+			store_load(&s, &sp);
+			print_store("memtable", &s);
+			if (s.files != 0 || s.st.memtable_entries != sp.rows)
+				fatal("memtable: %llu rows loaded into %llu tables and a "
+					  "memtable of %llu",
+					  (unsigned long long) sp.rows,
+					  (unsigned long long) s.files,
+					  (unsigned long long) s.st.memtable_entries);
+			for (present = 1; present >= 0; present--)
+			{
+				snprintf(cfg, sizeof(cfg), "rows=%llu domain=%llu where=memtable query=%s",
+						 (unsigned long long) sp.rows,
+						 (unsigned long long) sp.domain,
+						 present ? "present" : "absent");
+				/*
+				 * untimed first, as the tables get below: the same values'
+				 * filter lines are then in the CPU caches in both cases
+				 */
+				measure_strategy(&s, LSM_SEARCH_TREE, present,
+								 config.searches, 12001 + present, &mem[present]);
+				measure_strategy(&s, LSM_SEARCH_TREE, present,
+								 config.searches, 12001 + present, &mem[present]);
+				print_measure("memtable", cfg, &s, &mem[present]);
+			}
+			check_rc(lsm_compact_all(s.db), s.db, "lsm_compact_all");
+			check_rc(lsm_get_stats(s.db, &s.st), s.db, "lsm_get_stats");
+			s.files = 0;
+			for (present = 0; present < s.st.levels && present < LSM_MAX_LEVELS; present++)
+				s.files += (uint64_t) s.st.level[present].files;
+			for (present = 1; present >= 0; present--)
+			{
+				snprintf(cfg, sizeof(cfg), "rows=%llu domain=%llu where=sstables files=%llu query=%s",
+						 (unsigned long long) sp.rows,
+						 (unsigned long long) sp.domain,
+						 (unsigned long long) s.files,
+						 present ? "present" : "absent");
+				/* untimed: maps the pages the search will read */
+				measure_strategy(&s, LSM_SEARCH_LEAVES, present,
+								 config.searches, 12001 + present, &sst[present]);
+				measure_strategy(&s, LSM_SEARCH_TREE, present,
+								 config.searches, 12001 + present, &sst[present]);
+				print_measure("memtable", cfg, &s, &sst[present]);
+			}
+			printf("memtable rows=%llu domain=%llu ratio memtable/sstables "
+				   "present=%.2fx absent=%.2fx (target <= 2x)\n",
+				   (unsigned long long) sp.rows,
+				   (unsigned long long) sp.domain,
+				   mem[1].median_us / sst[1].median_us,
+				   mem[0].median_us / sst[0].median_us);
+			fflush(stdout);
+			store_drop(&s);
+		}
+}
+
+/*
  * Measures the data bytes per row: loads min(num, CALIB_ROWS) rows in
  * tables of CALIB_FILE_BYTES and counts the tables.  Keys are dense in
  * every store, so the figure holds for any number of rows.
@@ -1222,7 +1317,8 @@ usage(FILE *out)
 			"[1000000; --quick 100000]\n"
 			"  --quick             small validation pass (100k rows, 20 "
 			"searches, 512 flat leaves)\n"
-			"  --experiments=LIST  fig8,table2,fig10,table3,flat8k [all]\n"
+			"  --experiments=LIST  fig8,table2,fig10,table3,flat8k,memtable "
+			"[all]\n"
 			"  --fig8_nums=LIST    rows of the fig8/table2 stores [--num]\n"
 			"  --searches=N        timed searches per strategy [200]\n"
 			"  --scan_searches=N   ... for scan [5]\n"
@@ -1242,6 +1338,7 @@ usage(FILE *out)
 			"  --flat_leaves=N     its tables [8192]\n"
 			"  --flat_m=BITS       its filters [65536]\n"
 			"  --flat_d=D          [3]\n"
+			"  --mem_rows=LIST     rows of the memtable stores [25000,250000]\n"
 			"  --memtable_bytes=B  memtable of the compacted loads "
 			"[engine default]\n"
 			"  --db=DIR            parent of value_bench.<pid> [/tmp]\n");
@@ -1303,9 +1400,11 @@ parse_experiments(const char *s)
 			bits |= EXP_TABLE3;
 		else if (strcmp(tok, "flat8k") == 0)
 			bits |= EXP_FLAT8K;
+		else if (strcmp(tok, "memtable") == 0)
+			bits |= EXP_MEMTABLE;
 		else if (strcmp(tok, "all") == 0)
 			bits |= EXP_FIG8 | EXP_TABLE2 | EXP_FIG10 | EXP_TABLE3 |
-				EXP_FLAT8K;
+				EXP_FLAT8K | EXP_MEMTABLE;
 		else
 		{
 			fprintf(stderr, "value_bench: unknown experiment \"%s\"\n", tok);
@@ -1329,7 +1428,10 @@ parse_options(int argc, char **argv)
 	memset(&config, 0, sizeof(config));
 	config.num = 1000000;
 	config.experiments = EXP_FIG8 | EXP_TABLE2 | EXP_FIG10 | EXP_TABLE3 |
-		EXP_FLAT8K;
+		EXP_FLAT8K | EXP_MEMTABLE;
+	config.mem_rows[0] = 25000;
+	config.mem_rows[1] = 250000;
+	config.nmem_rows = 2;
 	config.searches = 200;
 	config.scan_searches = 5;
 	config.m = 2000000;
@@ -1441,6 +1543,8 @@ parse_options(int argc, char **argv)
 			config.flat_m = (uint32_t) bench_parse_number("value_bench", name, v);
 		else if (strcmp(name, "--flat_d") == 0)
 			config.flat_d = (int) bench_parse_number("value_bench", name, v);
+		else if (strcmp(name, "--mem_rows") == 0)
+			config.nmem_rows = parse_list(name, v, config.mem_rows);
 		else if (strcmp(name, "--memtable_bytes") == 0)
 			config.memtable_bytes = (size_t) bench_parse_number("value_bench", name, v);
 		else if (strcmp(name, "--db") == 0)
@@ -1500,6 +1604,8 @@ main(int argc, char **argv)
 		exp_table3();
 	if (config.experiments & EXP_FLAT8K)
 		exp_flat8k();
+	if (config.experiments & EXP_MEMTABLE)
+		exp_memtable();
 
 	remove_tree(root_dir);
 	free(found_keys);
