@@ -13,7 +13,7 @@
 #     return what the full scan returns;
 #   - the table can still be written.
 #
-# Several crash cycles: 8 clients commit transactions in a loop, each one 10
+# Several crash cycles: 4 clients commit transactions in a loop, each one 10
 # new rows, an UPDATE and a DELETE of rows of the client's previous
 # transaction, and a row in a native table; `pg_ctl -m immediate stop` after
 # a different sleep each cycle (the server quits at once, no checkpoint),
@@ -36,7 +36,7 @@
 # The tables have small memtables, so that flushes and compactions run all
 # the time and crashes land in them too.  Environment: see common.bash;
 # LSM_CRASH_BIG_ROWS (default 200000) sizes the big transactions;
-# LSM_CRASH_CLIENTS (default 8) is the number of clients.  With 8, several
+# LSM_CRASH_CLIENTS (default 4) is the number of clients.  With 8, several
 # commits wait for one sync at a time (group commit, docs/architecture.md),
 # so crashes land between the append and the sync of some of them too.
 
@@ -44,7 +44,7 @@
 source "$(dirname "${BASH_SOURCE[0]}")/common.bash"
 
 db=lsm_crash
-nclients=${LSM_CRASH_CLIENTS:-8}
+nclients=${LSM_CRASH_CLIENTS:-4}
 big_rows=${LSM_CRASH_BIG_ROWS:-200000}
 # Transactions numbers: client c of cycle k numbers its transactions from
 # range_base(k, c); row ids are txn * 100 + 0..9.
