@@ -772,10 +772,8 @@ open_log(lsm_db *db, lsm_err *e)
  * known).  LSM_NOMEM.
  */
 static int
-configure_memtable(lsm_db *db, lsm_memtable *mt)
+configure_memtable(lsm_db *db, const lsm_version *v, lsm_memtable *mt)
 {
-	lsm_version *v = db->current;
-
 	if (lsm_memtable_filter_keys(mt, db->opt.memtable_bytes) != LSM_OK ||
 		(v && lsm_memtable_index_values(mt, v->value_filter_bits,
 										v->value_filter_hashes,
@@ -790,7 +788,7 @@ new_memtable(lsm_db *db)
 {
 	lsm_memtable *mt = lsm_memtable_new();
 
-	if (mt && configure_memtable(db, mt) != LSM_OK)
+	if (mt && configure_memtable(db, db->current, mt) != LSM_OK)
 	{
 		lsm_memtable_unref(mt);
 		mt = NULL;
@@ -824,15 +822,16 @@ set_memtable(lsm_db *db, lsm_memtable *mt, lsm_memfile_header *hdr)
 }
 
 /*
- * Creates the shared memtable file of log lognum (file descriptor logfd),
- * empty, for the sequences after base, with room for the flush threshold
+ * Creates the shared memtable file of log lognum (file descriptor logfd)
+ * of a store whose value filter parameters v holds, empty, for the
+ * sequences after base, with room for the flush threshold
  * and a batch of need bytes; under NNNNNN.mem.tmp with tmp (a rebuild
  * renames it into place once it is full), else under its name (a new log,
  * which no manifest names yet).  REQUIRES: the write lock.
  */
 static int
-create_memfile(lsm_db *db, uint64_t lognum, int logfd, uint64_t base,
-			   bool tmp, size_t need, lsm_memtable **mt,
+create_memfile(lsm_db *db, const lsm_version *v, uint64_t lognum, int logfd,
+			   uint64_t base, bool tmp, size_t need, lsm_memtable **mt,
 			   lsm_memfile_header **hdr, lsm_err *e)
 {
 	char		name[40],
@@ -852,7 +851,7 @@ create_memfile(lsm_db *db, uint64_t lognum, int logfd, uint64_t base,
 	(void) lsm_env_unlink(path, NULL);
 	rc = lsm_memfile_create(path, LSM_MEMFILE_HEADER +
 							lsm_memtable_region_bytes_for(bytes), mt, hdr, e);
-	if (rc == LSM_OK && configure_memtable(db, *mt) != LSM_OK)
+	if (rc == LSM_OK && configure_memtable(db, v, *mt) != LSM_OK)
 	{
 		lsm_memtable_unref(*mt);
 		*mt = NULL;
@@ -998,6 +997,8 @@ stale_memfile(lsm_db *db)
 static bool
 writer_at_work(lsm_db *db)
 {
+	if (db->lock_held)
+		return false;			/* ours (exclusive mode): no other writer */
 	if (flock(db->lock_fd, LOCK_SH | LOCK_NB) != 0)
 		return true;
 	(void) flock(db->lock_fd, LOCK_UN);
@@ -1062,7 +1063,7 @@ rebuild_memfile(lsm_db *db, lsm_err *e)
 	rc = fstat(db->log_fd, &st) == 0 ? LSM_OK :
 		lsm_err_sys(&why, errno, "could not stat a write-ahead log");
 	if (rc == LSM_OK)
-		rc = create_memfile(db, db->log_number, db->log_fd,
+		rc = create_memfile(db, db->current, db->log_number, db->log_fd,
 							db->current->last_seq, true, (size_t) st.st_size,
 							&mt, &h, &why);
 	if (rc != LSM_OK)
@@ -1524,13 +1525,14 @@ catch_up_memtable(lsm_db *db, lsm_err *e)
 
 		/*
 		 * Replay the log ourselves if the file does not match it (the next
-		 * writer rebuilds it), or if, read-only, we find records after
-		 * what it holds while no writer is at work: a writer died between
-		 * its append and its apply, and only a writer can apply them.
+		 * writer rebuilds it), or if we find bytes after what it holds
+		 * while no writer is at work: a writer died between its append and
+		 * its apply (a complete record, which only a writer may apply to
+		 * the file: settle_tail has one do it), or in its append (a tail),
+		 * or the log is damaged, which a replay reports as before.
 		 */
 		if (!memfile_matches_log(h, off, &st) ||
-			(db->opt.read_only && (uint64_t) st.st_size > off &&
-			 !writer_at_work(db)))
+			((uint64_t) st.st_size > off && !writer_at_work(db)))
 		{
 			if ((rc = leave_memfile(db, false, e)) != LSM_OK)
 				return rc;
@@ -1609,7 +1611,6 @@ create_store(lsm_db *db, lsm_err *e)
 	rc = create_log(db, 1, &lognum, &fd, e);
 	if (rc == LSM_OK)
 	{
-		lsm_env_close(fd);
 		v->log_number = lognum;
 		v->next_file = lognum + 1;
 		/* whole 512-bit lines; no hashes means no filters */
@@ -1620,6 +1621,19 @@ create_store(lsm_db *db, lsm_err *e)
 		v->value_unindexed = db->opt.value_unindexed;
 		/* invariant (4) */
 		rc = lsm_env_fsync_dir(db->dir, e);
+		if (rc == LSM_OK)
+		{
+			lsm_memtable *mt;
+			lsm_memfile_header *h;
+			lsm_err		why;
+
+			/* its shared memtable, so that no first writer builds one */
+			lsm_err_clear(&why);
+			if (create_memfile(db, v, lognum, fd, 0, false, 0, &mt, &h,
+							   &why) == LSM_OK)
+				lsm_memtable_unref(mt);
+		}
+		lsm_env_close(fd);
 	}
 	if (rc == LSM_OK)
 		rc = lsm_manifest_write(db->dir, v, NULL, e);
@@ -2150,8 +2164,9 @@ flush_install(lsm_db *db, lsm_file **ingest, int ningest, uint64_t nseq,
 
 		/* its shared memtable; without one, every handle replays the log */
 		lsm_err_clear(&why);
-		if (create_memfile(db, lognum, logfd, db->last_seq + nseq, false,
-						   db->mem_need, &shared, &shdr, &why) != LSM_OK)
+		if (create_memfile(db, db->current, lognum, logfd,
+						   db->last_seq + nseq, false, db->mem_need, &shared,
+						   &shdr, &why) != LSM_OK)
 		{
 			db->mem_failed = lognum;
 			lsm_db_log(db, LSM_LOG_NOTICE,
