@@ -118,7 +118,6 @@ static __thread lsm_err open_err;
 
 static int	catch_up_full(lsm_db *db, lsm_err *e);
 static int	catch_up_memtable(lsm_db *db, lsm_err *e);
-static int	rebuild_memfile(lsm_db *db, lsm_err *e);
 static int	write_lock(lsm_db *db, bool wait, lsm_err *e);
 static void settle_tail(lsm_db *db, uint64_t g);
 static int	verify_log(lsm_db *db, lsm_err *e);
@@ -299,9 +298,16 @@ write_lock(lsm_db *db, bool wait, lsm_err *e)
 	}
 	db->write_locked = true;
 	rc = lsm_db_catch_up(db, e);
-	/* a log without a shared memtable (a new store, a reboot): build it */
+	/*
+	 * A handle without the shared memtable (after a reboot, or one that
+	 * replayed what a dead writer left): the full catch-up under the lock
+	 * maps the file, or builds it.
+	 */
 	if (rc == LSM_OK && db->mhdr == NULL && db->mem_failed != db->log_number)
-		rc = rebuild_memfile(db, e);
+	{
+		db->seen_gen = 1;
+		rc = lsm_db_catch_up(db, e);
+	}
 	if (rc != LSM_OK)
 	{
 		lsm_db_write_unlock(db);
@@ -921,8 +927,9 @@ memfile_matches_log(lsm_memfile_header *h, uint64_t off, const struct stat *st)
 
 /*
  * Maps the shared memtable of the handle's log, if there is a valid one
- * that is not behind the handle's own memtable, and takes it with its
- * position.  False: none; the handle keeps its own.
+ * that is not behind the handle's own memtable (unless the handle holds
+ * the write lock, whose catch-up applies what it lacks), and takes it with
+ * its position.  False: none; the handle keeps its own.
  */
 static bool
 adopt_memfile(lsm_db *db)
@@ -945,7 +952,7 @@ adopt_memfile(lsm_db *db)
 		return false;
 	seq = lsm_memfile_load(&h->applied_seq);
 	off = lsm_memfile_load(&h->applied_off);
-	if (!memfile_valid(db, h) || off < db->log_off ||
+	if (!memfile_valid(db, h) || (off < db->log_off && !db->write_locked) ||
 		fstat(db->log_fd, &st) != 0 || !memfile_matches_log(h, off, &st))
 	{
 		lsm_memtable_unref(mt);
@@ -989,20 +996,30 @@ stale_memfile(lsm_db *db)
 }
 
 /*
- * Does a writer hold the write lock right now?  A read-only handle's probe
- * (a shared flock, dropped at once): records after the shared memtable's
- * position with no writer at work were left by one that died between its
- * append and its apply.
+ * The log holds bytes after the shared memtable's position *off: are they
+ * left by a writer that died (between its append and its apply, or in its
+ * append), or damage, rather than the record of a writer at work?  A
+ * reader's probe: with a shared flock on LOCK (held for a moment, only in
+ * this case), no writer can be at work, and the position and the log's
+ * size read again under it tell; *seq, *off and *st get what was read.
+ * False if a writer holds the lock, or the bytes were a writer's that
+ * finished meanwhile.
  */
 static bool
-writer_at_work(lsm_db *db)
+dead_writer_left(lsm_db *db, lsm_memfile_header *h, uint64_t *seq,
+				 uint64_t *off, struct stat *st)
 {
+	bool		left;
+
 	if (db->lock_held)
-		return false;			/* ours (exclusive mode): no other writer */
+		return false;			/* ours (exclusive mode): nothing left */
 	if (flock(db->lock_fd, LOCK_SH | LOCK_NB) != 0)
-		return true;
+		return false;			/* a writer at work */
+	*seq = lsm_memfile_load(&h->applied_seq);
+	*off = lsm_memfile_load(&h->applied_off);
+	left = fstat(db->log_fd, st) == 0 && (uint64_t) st->st_size > *off;
 	(void) flock(db->lock_fd, LOCK_UN);
-	return false;
+	return left;
 }
 
 /*
@@ -1532,7 +1549,8 @@ catch_up_memtable(lsm_db *db, lsm_err *e)
 		 * or the log is damaged, which a replay reports as before.
 		 */
 		if (!memfile_matches_log(h, off, &st) ||
-			((uint64_t) st.st_size > off && !writer_at_work(db)))
+			((uint64_t) st.st_size > off &&
+			 dead_writer_left(db, h, &seq, &off, &st)))
 		{
 			if ((rc = leave_memfile(db, false, e)) != LSM_OK)
 				return rc;
