@@ -996,23 +996,30 @@ stale_memfile(lsm_db *db)
 }
 
 /*
- * The log holds bytes after the shared memtable's position *off: are they
- * left by a writer that died (between its append and its apply, or in its
- * append), or damage, rather than the record of a writer at work?  A
- * reader's probe: with a shared flock on LOCK (held for a moment, only in
- * this case), no writer can be at work, and the position and the log's
- * size read again under it tell; *seq, *off and *st get what was read.
- * False if a writer holds the lock, or the bytes were a writer's that
- * finished meanwhile.
+ * The log holds bytes after the shared memtable's position *off, read at
+ * change generation g: are they left by a writer that died (between its
+ * append and its apply, or in its append), or damage, rather than the
+ * record of a writer at work?  A writer holds the lock, and keeps the
+ * generation odd, from before its append until after it published; so if
+ * the generation was even and has not moved, no writer was at work.  An
+ * odd one is a writer at work or a dead one: a handle that may write has
+ * settle_tail take the lock, whose catch-up applies or cuts what a dead
+ * one left; a read-only handle asks the lock itself (a shared flock, held
+ * for a moment) and reads the position and the log's size again under it
+ * (*seq, *off and *st get them).
  */
 static bool
-dead_writer_left(lsm_db *db, lsm_memfile_header *h, uint64_t *seq,
-				 uint64_t *off, struct stat *st)
+dead_writer_left(lsm_db *db, lsm_memfile_header *h, uint64_t g,
+				 uint64_t *seq, uint64_t *off, struct stat *st)
 {
 	bool		left;
 
 	if (db->lock_held)
 		return false;			/* ours (exclusive mode): nothing left */
+	if (db->page && !(g & 1))
+		return page_load(&db->page->gen) == g;
+	if (!db->opt.read_only)
+		return false;
 	if (flock(db->lock_fd, LOCK_SH | LOCK_NB) != 0)
 		return false;			/* a writer at work */
 	*seq = lsm_memfile_load(&h->applied_seq);
@@ -1533,7 +1540,8 @@ catch_up_memtable(lsm_db *db, lsm_err *e)
 	}
 	if (!db->write_locked)
 	{
-		uint64_t	seq = lsm_memfile_load(&h->applied_seq),
+		uint64_t	g = db->page ? page_load(&db->page->gen) : 1,
+					seq = lsm_memfile_load(&h->applied_seq),
 					off = lsm_memfile_load(&h->applied_off);
 
 		if (fstat(db->log_fd, &st) != 0)
@@ -1550,7 +1558,7 @@ catch_up_memtable(lsm_db *db, lsm_err *e)
 		 */
 		if (!memfile_matches_log(h, off, &st) ||
 			((uint64_t) st.st_size > off &&
-			 dead_writer_left(db, h, &seq, &off, &st)))
+			 dead_writer_left(db, h, g, &seq, &off, &st)))
 		{
 			if ((rc = leave_memfile(db, false, e)) != LSM_OK)
 				return rc;
