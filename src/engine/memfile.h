@@ -38,12 +38,7 @@ typedef struct lsm_memfile_header
 	uint64_t	applied_off;
 	uint64_t	apply_to;
 
-	/*
-	 * The log's modification time (ns) when applied_off was published: a
-	 * log of that size with another time was changed behind the store's
-	 * back (restored, damaged), and the file is not trusted.
-	 */
-	uint64_t	log_mtime;
+	uint64_t	reserved;		/* 0 */
 	uint64_t	stale;			/* replaced: map the store's file again */
 } lsm_memfile_header;
 
