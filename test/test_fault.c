@@ -5,7 +5,7 @@
  *		failures that drop unsynced data.
  *
  * Every case starts from a template store built deterministically once per
- * test (16 KiB memtable, 8 KiB files, 1 KiB blocks): it holds level-1 tables
+ * test (12 KiB memtable, 8 KiB files, 1 KiB blocks): it holds level-1 tables
  * from a compaction, level-0 tables and unflushed WAL records.  Batch b
  * writes a marker key m<b>, two keys u<b>-0 and u<b>-1 of its own and a few
  * shared keys k<n> (puts and a delete), with values that name b and the key.
@@ -224,7 +224,7 @@ static void
 store_options(lsm_options *o, int sync)
 {
 	lsm_options_init(o);
-	o->memtable_bytes = 16 * 1024;
+	o->memtable_bytes = 12 * 1024;
 	o->file_bytes = 8 * 1024;
 	o->block_bytes = 1024;
 	o->sync = sync;

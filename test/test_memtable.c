@@ -31,6 +31,9 @@
  * the index gives (newest versions, not deleted, field equal) are exactly
  * those a full scan of the memtable at that snapshot finds, each key once.
  */
+#include <pthread.h>
+#include <sys/mman.h>
+
 #include "harness.h"
 
 #include "memtable.h"
@@ -1681,6 +1684,283 @@ TEST(value_index_against_scan)
 	}
 }
 
+/*
+ * An external region, as db.c keeps it in a shared file: a memtable
+ * formatted in one mapping of a file and attached in a second, read-only
+ * mapping at another address answers the same; a region that fills up
+ * refuses entries with LSM_NOMEM and stays readable.
+ */
+static void
+rg_row(uint64_t *rng, void **row, size_t *rowlen)
+{
+	lsm_field	f[2];
+	char		b0[8],
+				b1[8];
+
+	f[0].is_null = f[1].is_null = false;
+	f[0].len = (size_t) snprintf(b0, sizeof(b0), "u%d", (int) (harness_rand64(rng) % 50));
+	f[1].len = (size_t) snprintf(b1, sizeof(b1), "x");
+	f[0].data = b0;
+	f[1].data = b1;
+	CHECK_OK(lsm_row_encode(f, 2, row, rowlen));
+}
+
+static int
+rg_count(void *arg, const uint8_t *key, size_t klen, const uint8_t *row,
+		 size_t rowlen, uint64_t seq)
+{
+	(void) key;
+	(void) klen;
+	(void) row;
+	(void) rowlen;
+	(void) seq;
+	(*(int *) arg)++;
+	return LSM_OK;
+}
+
+TEST(region_attach)
+{
+	size_t		size = (size_t) 4 << 20;
+	int			fd = memfd_create("memtable", 0);
+	uint8_t    *w,
+			   *ro;
+	lsm_memtable *mt,
+			   *other;
+	lsm_iiter  *a,
+			   *b;
+	lsm_err		e;
+	uint64_t	rng = harness_seed();
+	int			i,
+				n = 0,
+				na = 0,
+				nb = 0;
+
+	lsm_err_clear(&e);
+	CHECK(fd >= 0);
+	CHECK(ftruncate(fd, (off_t) size) == 0);
+	w = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ro = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+	CHECK(w != MAP_FAILED && ro != MAP_FAILED && w != ro);
+	mt = lsm_memtable_format(w, size, NULL);
+	CHECK(mt != NULL);
+	CHECK_OK(lsm_memtable_filter_keys(mt, 64 << 10));
+	CHECK_OK(lsm_memtable_index_values(mt, 1024, 2, 0));
+	for (i = 0; i < 3000; i++)
+	{
+		char		k[16];
+		int			kl = sprintf(k, "k%05d", (int) (harness_rand64(&rng) % 2000));
+		void	   *row;
+		size_t		rowlen;
+
+		rg_row(&rng, &row, &rowlen);
+		CHECK_OK(lsm_memtable_add(mt, (uint64_t) i + 1, i % 7 ? LSM_KIND_PUT :
+								  LSM_KIND_DEL, k, (size_t) kl, row, rowlen));
+		free(row);
+	}
+	other = lsm_memtable_attach(ro, size, false, NULL, &e);
+	CHECK_MSG(other != NULL, "attach: %s", e.msg);
+	CHECK(lsm_memtable_check(other));
+	CHECK_EQ_U(lsm_memtable_entries(other), 3000);
+	CHECK_EQ_U(lsm_memtable_bytes(other), lsm_memtable_bytes(mt));
+	/* the same versions, in the same order, at a snapshot */
+	a = lsm_memtable_iter(mt, 2500, &e);
+	b = lsm_memtable_iter(other, 2500, &e);
+	CHECK(a != NULL && b != NULL);
+	lsm_iiter_seek(a, NULL, 0);
+	lsm_iiter_seek(b, NULL, 0);
+	for (; a->valid; lsm_iiter_next(a), lsm_iiter_next(b))
+	{
+		CHECK(b->valid);
+		CHECK_MEMEQ(a->key, a->klen, b->key, b->klen);
+		CHECK_MEMEQ(a->val, a->vlen, b->val, b->vlen);
+		CHECK_EQ_U(a->seq, b->seq);
+		CHECK(lsm_memtable_may_hold_key(other, lsm_key_hash(b->key, b->klen)));
+		n++;
+	}
+	CHECK(!b->valid);
+	CHECK_GT(n, 1000);
+	lsm_iiter_destroy(a);
+	lsm_iiter_destroy(b);
+	CHECK_OK(lsm_memtable_value_rows(mt, lsm_value_hash(0, "u7", 2), 2900,
+									 rg_count, &na));
+	CHECK_OK(lsm_memtable_value_rows(other, lsm_value_hash(0, "u7", 2), 2900,
+									 rg_count, &nb));
+	CHECK_EQ(na, nb);
+	CHECK_GT(na, 0);
+	lsm_memtable_unref(other);
+
+	/* a small region fills up: LSM_NOMEM, and it still reads */
+	{
+		size_t		small = 64 << 10;
+		uint8_t    *p = mmap(NULL, small, PROT_READ | PROT_WRITE,
+							 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		lsm_memtable *sm;
+		int			added = 0,
+					rc = LSM_OK;
+
+		CHECK(p != MAP_FAILED);
+		sm = lsm_memtable_format(p, small, NULL);
+		CHECK(sm != NULL);
+		CHECK_OK(lsm_memtable_filter_keys(sm, 8 << 10));
+		while (rc == LSM_OK)
+		{
+			char		k[16];
+			int			kl = sprintf(k, "s%06d", added);
+
+			rc = lsm_memtable_add(sm, (uint64_t) added + 1, LSM_KIND_PUT, k,
+								  (size_t) kl, "value-value-value", 17);
+			if (rc == LSM_OK)
+				added++;
+		}
+		CHECK_RC(LSM_NOMEM, rc);
+		CHECK_RC(LSM_NOMEM, lsm_memtable_reserve(sm, 1, 100, &e));
+		CHECK(lsm_memtable_check(sm));
+		CHECK_EQ_U(lsm_memtable_entries(sm), (size_t) added);
+		CHECK_GT(added, 100);
+		for (i = 0; i < added; i++)
+		{
+			char		k[16];
+			int			kl = sprintf(k, "s%06d", i),
+						kind;
+			const uint8_t *v;
+			size_t		vl;
+			uint64_t	sq;
+
+			CHECK(lsm_memtable_get(sm, k, (size_t) kl, UINT64_MAX, &kind, &v,
+								   &vl, &sq));
+		}
+		lsm_memtable_unref(sm);
+		munmap(p, small);
+	}
+	lsm_memtable_unref(mt);
+	munmap(w, size);
+	munmap(ro, size);
+	close(fd);
+}
+
+/*
+ * One writer thread adds entries and publishes their sequence after each
+ * (as db.c publishes applied_seq); reader threads, without locks, load the
+ * published sequence and must find every entry up to it, by get, in
+ * order by an iterator, and through the value index.
+ */
+#define CR_ENTRIES 20000
+#define CR_READERS 2
+
+typedef struct cr_state
+{
+	lsm_memtable *mt;
+	uint64_t	published;
+	int			done;
+	uint64_t	checks[CR_READERS];
+} cr_state;
+
+static void *
+cr_writer(void *arg)
+{
+	cr_state   *st = arg;
+	uint64_t	i;
+
+	for (i = 1; i <= CR_ENTRIES; i++)
+	{
+		char		k[16],
+					v[16];
+		int			kl = sprintf(k, "c%08" PRIu64, (i * 7919) % CR_ENTRIES),
+					vl = sprintf(v, "v%" PRIu64, i);
+
+		CHECK_OK(lsm_memtable_add(st->mt, i, LSM_KIND_PUT, k, (size_t) kl, v,
+								  (size_t) vl));
+		__atomic_store_n(&st->published, i, __ATOMIC_RELEASE);
+	}
+	__atomic_store_n(&st->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+typedef struct cr_arg
+{
+	cr_state   *st;
+	int			me;
+} cr_arg;
+
+static void *
+cr_reader(void *arg)
+{
+	cr_state   *st = ((cr_arg *) arg)->st;
+	int			me = ((cr_arg *) arg)->me;
+	uint64_t	rng = 12345 + (uint64_t) me;
+
+	while (!__atomic_load_n(&st->done, __ATOMIC_ACQUIRE))
+	{
+		uint64_t	snap = __atomic_load_n(&st->published, __ATOMIC_ACQUIRE);
+		uint64_t	i;
+		lsm_err		e;
+		lsm_iiter  *it;
+		size_t		seen = 0;
+		const uint8_t *prev = NULL;
+		size_t		prevlen = 0;
+
+		if (snap == 0)
+			continue;
+		for (i = 0; i < 20; i++)
+		{
+			uint64_t	j = 1 + harness_rand64(&rng) % snap;
+			char		k[16];
+			int			kl = sprintf(k, "c%08" PRIu64, (j * 7919) % CR_ENTRIES),
+						kind;
+			const uint8_t *v;
+			size_t		vl;
+			uint64_t	sq;
+
+			CHECK(lsm_memtable_may_hold_key(st->mt, lsm_key_hash(k, (size_t) kl)));
+			CHECK_MSG(lsm_memtable_get(st->mt, k, (size_t) kl, snap, &kind, &v,
+									   &vl, &sq), "entry %" PRIu64 " of %" PRIu64 " missing", j, snap);
+		}
+		lsm_err_clear(&e);
+		it = lsm_memtable_iter(st->mt, snap, &e);
+		CHECK(it != NULL);
+		for (lsm_iiter_seek(it, NULL, 0); it->valid; lsm_iiter_next(it))
+		{
+			if (prev)
+				CHECK(lsm_key_cmp(prev, prevlen, it->key, it->klen) < 0);
+			prev = it->key;
+			prevlen = it->klen;
+			seen++;
+		}
+		lsm_iiter_destroy(it);
+		CHECK_EQ_U(seen, snap);
+		st->checks[me]++;
+	}
+	return NULL;
+}
+
+TEST(concurrent_readers)
+{
+	cr_state	st;
+	cr_arg		args[CR_READERS];
+	pthread_t	w,
+				r[CR_READERS];
+	int			i;
+
+	memset(&st, 0, sizeof(st));
+	st.mt = lsm_memtable_new();
+	CHECK(st.mt != NULL);
+	CHECK_OK(lsm_memtable_filter_keys(st.mt, 64 << 10));
+	for (i = 0; i < CR_READERS; i++)
+	{
+		args[i].st = &st;
+		args[i].me = i;
+		CHECK(pthread_create(&r[i], NULL, cr_reader, &args[i]) == 0);
+	}
+	CHECK(pthread_create(&w, NULL, cr_writer, &st) == 0);
+	CHECK(pthread_join(w, NULL) == 0);
+	for (i = 0; i < CR_READERS; i++)
+		CHECK(pthread_join(r[i], NULL) == 0);
+	CHECK(lsm_memtable_check(st.mt));
+	printf("# reader rounds: %" PRIu64 ", %" PRIu64 "\n", st.checks[0],
+		   st.checks[1]);
+	lsm_memtable_unref(st.mt);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1699,5 +1979,7 @@ main(int argc, char **argv)
 	RUN(merge_reverse_many_children);
 	RUN(key_filter_no_false_negatives);
 	RUN(value_index_against_scan);
+	RUN(region_attach);
+	RUN(concurrent_readers);
 	return harness_done();
 }

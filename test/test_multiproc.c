@@ -39,7 +39,9 @@
  * LSM_INTERRUPTED as soon as the interrupt callback says so, and succeed
  * once the holder lets go.  Commits must not wait for a compaction.
  */
+#include <dirent.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/mman.h>
@@ -47,6 +49,7 @@
 #include <time.h>
 
 #include "env.h"
+#include "memfile.h"
 #include "harness.h"
 
 #define MAX_WRITERS 8
@@ -1789,11 +1792,334 @@ TEST(group_commit_kills)
 	munmap(sh, sizeof(*sh));
 }
 
+/*
+ * The shared memtable (docs/architecture.md): handles of one store read the
+ * memtable a writer applied instead of replaying the log, and a handle
+ * that finds no valid file (removed, from another boot, replaced, a log
+ * changed behind the store's back) replays the log and a writer rebuilds
+ * the file.
+ */
+static void
+sm_put_range(lsm_db *db, int from, int to)
+{
+	char		k[32];
+	int			i;
+
+	for (i = from; i < to; i++)
+	{
+		int			kl = sprintf(k, "sm-%06d", i);
+
+		CHECK_DB_OK(db, lsm_put(db, k, (size_t) kl, k, (size_t) kl));
+	}
+}
+
+static void
+sm_check_range(lsm_db *db, int from, int to)
+{
+	char		k[32];
+	int			i;
+
+	for (i = from; i < to; i++)
+	{
+		int			kl = sprintf(k, "sm-%06d", i);
+		void	   *v;
+		size_t		vl;
+		int			rc = lsm_get(db, k, (size_t) kl, &v, &vl);
+
+		CHECK_MSG(rc == LSM_OK, "get %s: %s", k, lsm_strerror(rc));
+		if (rc == LSM_OK)
+		{
+			CHECK_MEMEQ(v, vl, k, (size_t) kl);
+			lsm_free(v);
+		}
+	}
+}
+
+/* The path of the shared memtable file of the store's current log. */
+static void
+sm_memfile_path(const char *dir, char *buf, size_t n)
+{
+	DIR		   *d = opendir(dir);
+	struct dirent *de;
+
+	CHECK(d != NULL);
+	buf[0] = '\0';
+	while ((de = readdir(d)) != NULL)
+	{
+		size_t		l = strlen(de->d_name);
+
+		if (l > 4 && strcmp(de->d_name + l - 4, ".mem") == 0)
+			snprintf(buf, n, "%s/%s", dir, de->d_name);
+	}
+	closedir(d);
+	CHECK_MSG(buf[0] != '\0', "no shared memtable file in %s", dir);
+}
+
+TEST(shared_memtable)
+{
+	char	   *dir = harness_tmpdir("shmem");
+	lsm_options o = busy_options();
+	lsm_db	   *a,
+			   *b,
+			   *c;
+	lsm_stats	st;
+	char		path[4096];
+	uint64_t	zero = 0;
+	int			fd;
+
+	o.memtable_bytes = 1 << 20;
+	CHECK_OK(lsm_open(dir, &o, &a));
+	CHECK_OK(lsm_open(dir, &o, &b));
+	sm_put_range(a, 0, 200);
+	CHECK_DB_OK(b, lsm_refresh(b));
+	sm_check_range(b, 0, 200);
+	CHECK_DB_OK(b, lsm_get_stats(b, &st));
+	CHECK_EQ_U(st.memtable_shared, 1);
+	CHECK_EQ_U(st.wal_records_replayed, 0);
+	CHECK_EQ_U(st.memtable_entries, 200);
+
+	/* a file from another boot: replayed by readers, rebuilt by a writer */
+	sm_memfile_path(dir, path, sizeof(path));
+	fd = open(path, O_WRONLY);
+	CHECK(fd >= 0);
+	CHECK(pwrite(fd, &zero, 8, offsetof(lsm_memfile_header, boot)) == 8);
+	close(fd);
+	CHECK_OK(lsm_open(dir, &o, &c));
+	sm_check_range(c, 0, 200);
+	CHECK_DB_OK(c, lsm_get_stats(c, &st));
+	CHECK_EQ_U(st.memtable_shared, 0);
+	CHECK_EQ_U(st.wal_records_replayed, 200);
+	sm_put_range(c, 200, 300);	/* its catch-up rebuilds the file */
+	CHECK_DB_OK(c, lsm_get_stats(c, &st));
+	CHECK_EQ_U(st.memtable_shared, 1);
+	CHECK_EQ_U(st.memtable_rebuilds, 1);
+	CHECK_DB_OK(b, lsm_refresh(b));
+	sm_check_range(b, 0, 300);
+	CHECK_DB_OK(b, lsm_get_stats(b, &st));
+	CHECK_EQ_U(st.memtable_shared, 1);	/* mapped the new one */
+	CHECK_EQ_U(st.wal_records_replayed, 0);
+	sm_put_range(a, 300, 400);
+	CHECK_DB_OK(c, lsm_refresh(c));
+	sm_check_range(c, 0, 400);
+
+	/* removed: the next writer builds it again */
+	sm_memfile_path(dir, path, sizeof(path));
+	CHECK(unlink(path) == 0);
+	CHECK_DB_OK(c, lsm_close(c));
+	CHECK_DB_OK(b, lsm_close(b));
+	CHECK_DB_OK(a, lsm_close(a));
+	CHECK_OK(lsm_open(dir, &o, &a));
+	sm_check_range(a, 0, 400);
+	sm_put_range(a, 400, 401);
+	CHECK_DB_OK(a, lsm_get_stats(a, &st));
+	CHECK_EQ_U(st.memtable_shared, 1);
+	CHECK_EQ_U(st.memtable_entries, 401);
+
+	/* the log changed in place behind the store's back: not trusted */
+	CHECK_DB_OK(a, lsm_close(a));
+	{
+		char		logp[4096];
+		size_t		l;
+
+		snprintf(logp, sizeof(logp), "%s", path);
+		l = strlen(logp);
+		memcpy(logp + l - 4, ".log", 4);
+		CHECK(truncate(logp, 0) == 0);
+	}
+	CHECK_OK(lsm_open(dir, &o, &a));
+	CHECK_DB_OK(a, lsm_get_stats(a, &st));
+	CHECK_EQ_U(st.memtable_entries, 0);
+	CHECK_DB_OK(a, lsm_close(a));
+
+	/* a batch larger than the file has room for */
+	o.memtable_bytes = 16 << 10;
+	CHECK_OK(lsm_open(dir, &o, &a));
+	CHECK_OK(lsm_open(dir, &o, &b));
+	{
+		lsm_batch  *big = lsm_batch_new();
+		char		k[32];
+		static char val[4096];
+		int			i;
+
+		memset(val, 'v', sizeof(val));
+		for (i = 0; i < 600; i++)
+		{
+			int			kl = sprintf(k, "big-%06d", i);
+
+			CHECK_OK(lsm_batch_put(big, k, (size_t) kl, val, sizeof(val)));
+		}
+		CHECK_DB_OK(a, lsm_write(a, big));
+		lsm_batch_free(big);
+	}
+	CHECK_DB_OK(b, lsm_refresh(b));
+	{
+		void	   *v;
+		size_t		vl;
+
+		CHECK_DB_OK(b, lsm_get(b, "big-000599", 10, &v, &vl));
+		CHECK_EQ_U(vl, 4096);
+		lsm_free(v);
+	}
+	sm_put_range(b, 0, 10);
+	CHECK_DB_OK(a, lsm_refresh(a));
+	sm_check_range(a, 0, 10);
+	CHECK_DB_OK(a, lsm_verify(a));
+	CHECK_DB_OK(b, lsm_close(b));
+	CHECK_DB_OK(a, lsm_close(a));
+}
+
+/*
+ * A writer killed at every step of applying a batch to the shared
+ * memtable and of publishing it (crash points of env.h): a reader that
+ * stays open never sees part of a batch and sees every acknowledged one;
+ * the next writer applies or rebuilds, and nothing acknowledged is lost.
+ */
+#define KP_BATCHES 3
+#define KP_KEYS 4
+
+typedef struct kp_shared
+{
+	uint64_t	acked;			/* last batch whose commit returned */
+} kp_shared;
+
+static void
+kp_writer(const char *dir, kp_shared *sh, long kill_at)
+{
+	lsm_options o = busy_options();
+	lsm_fault	f;
+	lsm_db	   *db;
+	lsm_batch  *b = lsm_batch_new();
+	uint64_t	n,
+				first = sh->acked + 1;
+	char		k[48];
+	int			i;
+
+	o.memtable_bytes = 64 << 10;
+	CHECK_OK(lsm_open(dir, &o, &db));
+	memset(&f, 0, sizeof(f));
+	f.kill_at = kill_at;
+	lsm_fault_install(&f);
+	for (n = first; n < first + KP_BATCHES; n++)
+	{
+		lsm_batch_clear(b);
+		for (i = 0; i < KP_KEYS; i++)
+		{
+			size_t		kl = gk_key(k, 0, n, i);
+
+			CHECK_OK(lsm_batch_put(b, k, kl, k, kl));
+		}
+		CHECK_DB_OK(db, lsm_write_opt(db, b, n % 2 ? LSM_WRITE_SYNC :
+									  LSM_WRITE_NOSYNC));
+		__atomic_store_n(&sh->acked, n, __ATOMIC_SEQ_CST);
+	}
+	lsm_fault_install(NULL);
+	lsm_batch_free(b);
+	CHECK_DB_OK(db, lsm_close(db));
+}
+
+/* Batch n (of writer 0, KP_KEYS keys): all there (or, if !must, none). */
+static bool
+kp_check(lsm_db *db, uint64_t n, bool must)
+{
+	char		k[48];
+	int			i,
+				found = 0;
+
+	for (i = 0; i < KP_KEYS; i++)
+	{
+		void	   *v;
+		size_t		vl,
+					kl = gk_key(k, 0, n, i);
+		int			rc = lsm_get(db, k, kl, &v, &vl);
+
+		CHECK(rc == LSM_OK || rc == LSM_NOTFOUND);
+		if (rc == LSM_OK)
+		{
+			lsm_free(v);
+			found++;
+		}
+	}
+	CHECK_MSG(found == 0 || found == KP_KEYS,
+			  "batch %" PRIu64 " partly visible (%d of %d)", n, found, KP_KEYS);
+	CHECK_MSG(!must || found == KP_KEYS,
+			  "acknowledged batch %" PRIu64 " not visible", n);
+	return found == KP_KEYS;
+}
+
+TEST(shared_memtable_kill_points)
+{
+	char	   *dir = harness_tmpdir("shkill");
+	kp_shared  *sh = mmap(NULL, sizeof(kp_shared), PROT_READ | PROT_WRITE,
+					   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	lsm_options o = busy_options();
+	lsm_db	   *reader,
+			   *db;
+	lsm_stats	st;
+	uint64_t	n,
+				rebuilds = 0;
+	long		at;
+	int			kills = 0;
+
+	CHECK(sh != MAP_FAILED);
+	memset(sh, 0, sizeof(*sh));
+	o.memtable_bytes = 64 << 10;
+	CHECK_OK(lsm_open(dir, &o, &reader));
+	for (at = 1;; at++)
+	{
+		pid_t		pids[1];
+		int			np = 0,
+					status;
+		uint64_t	before = sh->acked;
+
+		SPAWN(pids, np, kp_writer(dir, sh, at));
+		CHECK_EQ(waitpid(pids[0], &status, 0), pids[0]);
+		CHECK(WIFSIGNALED(status) || (WIFEXITED(status) &&
+									  WEXITSTATUS(status) == 0));
+		/* the open reader: whole batches, every acknowledged one */
+		CHECK_DB_OK(reader, lsm_refresh(reader));
+		for (n = 1; n <= sh->acked; n++)
+			(void) kp_check(reader, n, true);
+		(void) kp_check(reader, sh->acked + 1, false);
+		if (!WIFSIGNALED(status))
+			break;
+		kills++;
+		CHECK_LE(sh->acked, before + KP_BATCHES);
+		/* the next writer repairs; the reader then sees everything */
+		CHECK_OK(lsm_open(dir, &o, &db));
+		{
+			char		k[48];
+			size_t		kl = (size_t) sprintf(k, "after-%ld", at);
+
+			CHECK_DB_OK(db, lsm_put(db, k, kl, k, kl));
+		}
+		CHECK_DB_OK(db, lsm_get_stats(db, &st));
+		CHECK_EQ_U(st.memtable_shared, 1);
+		rebuilds += st.memtable_rebuilds;
+		CHECK_DB_OK(db, lsm_close(db));
+		CHECK_DB_OK(reader, lsm_refresh(reader));
+		for (n = 1; n <= sh->acked; n++)
+			(void) kp_check(reader, n, true);
+		CHECK(at < 1000);
+	}
+	CHECK_DB_OK(reader, lsm_get_stats(reader, &st));
+	rebuilds += st.memtable_rebuilds;	/* a reader repairs when it can */
+	CHECK_GT(kills, 0);
+	CHECK_GT(rebuilds, 0);
+	printf("# %d kill points, %" PRIu64 " batches acknowledged, %" PRIu64
+		   " rebuilds; the reader replayed %" PRIu64 " records\n",
+		   kills, sh->acked, rebuilds, st.wal_records_replayed);
+	CHECK_DB_OK(reader, lsm_verify(reader));
+	CHECK_DB_OK(reader, lsm_close(reader));
+	munmap(sh, sizeof(*sh));
+}
+
 int
 main(int argc, char **argv)
 {
 	harness_init(argc, argv);
 	RUN(writers_readers_compactor);
+	RUN(shared_memtable);
+	RUN(shared_memtable_kill_points);
 	RUN(concurrent_create);
 	RUN(iterator_across_refresh);
 	RUN(write_lock_busy_and_interrupted);

@@ -968,7 +968,7 @@ TEST(stage_key_shapes)
 
 	memset(state, 0, sizeof(state));
 	CHECK_DB_OK(db, lsm_stage_open(db, 4096, &st));
-	for (round = 0; round < 3000; round++)
+	for (round = 0; round < 4000; round++)
 	{
 		char		k[32],
 					v[32];

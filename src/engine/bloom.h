@@ -92,6 +92,50 @@ lsm_bloom_set(uint8_t *lines, uint32_t num_lines, int k, uint64_t h)
 	}
 }
 
+/*
+ * lsm_bloom_set and lsm_bloom_may_match for a filter that readers probe
+ * while its one writer sets bits (the memtable's, read by other processes
+ * without a lock): each byte is loaded and stored as a relaxed atomic,
+ * which costs what plain moves cost and is no data race.
+ */
+static inline void
+lsm_bloom_set_shared(uint8_t *lines, uint32_t num_lines, int k, uint64_t h)
+{
+	uint8_t    *line = lines + (((uint64_t) (uint32_t) h * num_lines) >> 32) *
+		LSM_BLOOM_LINE;
+	uint32_t	h2 = (uint32_t) (h >> 32);
+	int			i;
+
+	for (i = 0; i < k; i++)
+	{
+		uint32_t	bit = h2 >> 23;
+		uint8_t    *b = &line[bit >> 3];
+
+		__atomic_store_n(b, (uint8_t) (__atomic_load_n(b, __ATOMIC_RELAXED) |
+									   (1u << (bit & 7))), __ATOMIC_RELAXED);
+		h2 *= 0x9e3779b9u;
+	}
+}
+
+static inline bool
+lsm_bloom_may_match_shared(const lsm_bloom *f, uint64_t h)
+{
+	const uint8_t *line = lsm_bloom_line(f, h);
+	uint32_t	h2 = (uint32_t) (h >> 32);
+	uint32_t	ok = 1;
+	int			i;
+
+	for (i = 0; i < f->k; i++)
+	{
+		uint32_t	bit = h2 >> 23;
+
+		ok &= (uint32_t) (__atomic_load_n(&line[bit >> 3], __ATOMIC_RELAXED) >>
+						  (bit & 7));
+		h2 *= 0x9e3779b9u;
+	}
+	return (ok & 1) != 0;
+}
+
 static inline void
 lsm_bloom_prefetch(const lsm_bloom *f, uint64_t h)
 {

@@ -225,7 +225,7 @@ is_bottom_for(const lsm_version *v, int level, const uint8_t *key, size_t klen)
 }
 
 /*
- * Removes table and log files of dir that v does not name (compaction
+ * Removes table, log and shared memtable files of dir that v does not name (compaction
  * inputs, and leftovers of a flush, compaction or ingest that died), or
  * with dry_run only counts them (and removes the staging directories of
  * dead processes, which needs no lock: stage.c).  REQUIRES for removal:
@@ -264,6 +264,8 @@ remove_obsolete(lsm_db *db, const lsm_version *v, bool dry_run)
 		}
 		else if (strcmp(ext, "log") == 0)
 			live = num == v->log_number;
+		else if (strcmp(ext, "mem") == 0)
+			live = num == v->log_number && strchr(de->d_name, '.')[4] == '\0';
 		else if (strcmp(ext, "vfn") == 0)
 			live = lsm_hier_has_node(v->hroot, num);
 		else

@@ -5,13 +5,17 @@
  *
  * Multi-process protocol (docs/architecture.md has the long form):
  *	- A writer takes an exclusive flock on LOCK, catches up (reloads the
- *	  manifest if it changed, replays WAL records it has not seen, cuts a torn
- *	  tail), appends its batch as one WAL record, applies it to its memtable,
- *	  flushes if the memtable is full, and unlocks.
+ *	  manifest if it changed, maps the log's shared memtable, cuts a torn
+ *	  tail), appends its batch as one WAL record, applies it to the shared
+ *	  memtable and publishes how far of the log it holds, flushes if the
+ *	  memtable is full, and unlocks.
  *	- A reader takes no lock.  lsm_refresh notices a new manifest by the
- *	  inode of MANIFEST and replays complete WAL records past the offset it
- *	  has seen into its own memtable.  A reader that finds a file gone (a
- *	  flush or compaction removed it) reloads the manifest and retries.
+ *	  inode of MANIFEST, maps the new log's shared memtable and reads it up
+ *	  to the published position.  A handle without a valid shared memtable
+ *	  replays complete WAL records past the offset it has seen into one of
+ *	  its own, and a writer then builds the shared one.  A reader that finds
+ *	  a file gone (a flush or compaction removed it) reloads the manifest
+ *	  and retries.
  *	- Compaction (compaction.c) holds LOCK.compact while it merges, and LOCK
  *	  only while it installs its result.
  *
@@ -81,6 +85,12 @@
  *		cut off, never records the generation as seen.  So whoever holds
  *		the write lock next does the full catch-up, which finds the tail
  *		and cuts it (7).
+ *	(11) A shared memtable file is read only if it was built on this boot
+ *		for this very log file and not replaced (memfile_valid); its writer
+ *		publishes a batch's sequence, then its end offset, only after the
+ *		whole batch is in (publish_memfile), and a file whose writer died
+ *		applying (apply_to != applied_off) is rebuilt from the log, never
+ *		repaired in place (rebuild_memfile).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE				/* flock, fdatasync, strdup, timespec */
@@ -89,8 +99,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -98,12 +110,14 @@
 
 #include "db.h"
 #include "env.h"
+#include "memfile.h"
 
 #define MAX_OPEN_RETRIES 100
 
 static __thread lsm_err open_err;
 
 static int	catch_up_full(lsm_db *db, lsm_err *e);
+static int	catch_up_memtable(lsm_db *db, lsm_err *e);
 static int	write_lock(lsm_db *db, bool wait, lsm_err *e);
 static void settle_tail(lsm_db *db, uint64_t g);
 static int	verify_log(lsm_db *db, lsm_err *e);
@@ -284,6 +298,16 @@ write_lock(lsm_db *db, bool wait, lsm_err *e)
 	}
 	db->write_locked = true;
 	rc = lsm_db_catch_up(db, e);
+	/*
+	 * A handle without the shared memtable (after a reboot, or one that
+	 * replayed what a dead writer left): the full catch-up under the lock
+	 * maps the file, or builds it.
+	 */
+	if (rc == LSM_OK && db->mhdr == NULL && db->mem_failed != db->log_number)
+	{
+		db->seen_gen = 1;
+		rc = lsm_db_catch_up(db, e);
+	}
 	if (rc != LSM_OK)
 	{
 		lsm_db_write_unlock(db);
@@ -434,32 +458,6 @@ page_raise(uint64_t *p, uint64_t v)
 		;
 }
 
-/*
- * This boot of the machine (Linux's boot_id), 0 where unknown.  The group
- * commit fields of LOCK's page are in the page cache only: after a crash
- * of the machine the page may be older than the log, which was synced.
- */
-static uint64_t
-boot_id(void)
-{
-	static uint64_t id;
-	static bool known;
-
-	if (!known)
-	{
-		char		buf[64];
-		int			fd = open("/proc/sys/kernel/random/boot_id",
-							  O_RDONLY | O_CLOEXEC);
-		ssize_t		n = fd >= 0 ? read(fd, buf, sizeof(buf)) : -1;
-
-		if (fd >= 0)
-			close(fd);
-		id = n > 0 ? lsm_key_hash(buf, (size_t) n) : 0;
-		known = true;
-	}
-	return id;
-}
-
 /* Notes which file the handle's log_fd is (after it changed). */
 static void
 note_log_file(lsm_db *db)
@@ -491,7 +489,7 @@ page_describes_log(const lsm_db *db)
 	lsm_lock_page *pg = db->page;
 
 	return pg && page_load(&pg->group_magic) == LSM_GROUP_MAGIC &&
-		page_load(&pg->group_boot) == boot_id() &&
+		page_load(&pg->group_boot) == lsm_boot_id() &&
 		page_load(&pg->group_log_dev) == db->log_dev &&
 		page_load(&pg->group_log_ino) == db->log_ino && db->log_ino != 0;
 }
@@ -564,7 +562,7 @@ settle_page(lsm_db *db)
 		page_store(&pg->synced_seq, last);
 		page_store(&pg->want_seq, last);
 		page_store(&pg->visible_seq, last);
-		page_store(&pg->group_boot, boot_id());
+		page_store(&pg->group_boot, lsm_boot_id());
 		page_store(&pg->group_log_dev, db->log_dev);
 		page_store(&pg->group_log_ino, db->log_ino);
 		page_store(&pg->group_magic, LSM_GROUP_MAGIC);
@@ -730,6 +728,17 @@ apply_entry(void *arg, uint64_t seq, int kind, const uint8_t *key, size_t klen,
 	return lsm_memtable_add((lsm_memtable *) arg, seq, kind, key, klen, val, vlen);
 }
 
+/* apply_entry for a commit, with a crash point after each entry (tests) */
+static int
+apply_entry_cp(void *arg, uint64_t seq, int kind, const uint8_t *key,
+			   size_t klen, const uint8_t *val, size_t vlen)
+{
+	int			rc = apply_entry(arg, seq, kind, key, klen, val, vlen);
+
+	lsm_env_crash_point();
+	return rc;
+}
+
 /*
  * lsm_wal_apply_fn: adds a replayed batch to the memtable arg, after checking
  * all of it, so that a malformed batch adds nothing.
@@ -764,26 +773,346 @@ open_log(lsm_db *db, lsm_err *e)
 }
 
 /*
- * A new empty memtable that keeps a key filter sized for the flush
- * threshold and a value filter and index with the store's parameters (once
- * they are known); NULL when out of memory.
+ * Gives a new, empty memtable a key filter sized for the flush threshold
+ * and a value filter and index with the store's parameters (once they are
+ * known).  LSM_NOMEM.
  */
+static int
+configure_memtable(lsm_db *db, const lsm_version *v, lsm_memtable *mt)
+{
+	if (lsm_memtable_filter_keys(mt, db->opt.memtable_bytes) != LSM_OK ||
+		(v && lsm_memtable_index_values(mt, v->value_filter_bits,
+										v->value_filter_hashes,
+										v->value_unindexed) != LSM_OK))
+		return LSM_NOMEM;
+	return LSM_OK;
+}
+
+/* A new empty memtable of this handle's own; NULL when out of memory. */
 static lsm_memtable *
 new_memtable(lsm_db *db)
 {
 	lsm_memtable *mt = lsm_memtable_new();
-	lsm_version *v = db->current;
 
-	if (mt &&
-		(lsm_memtable_filter_keys(mt, db->opt.memtable_bytes) != LSM_OK ||
-		 (v && lsm_memtable_index_values(mt, v->value_filter_bits,
-										 v->value_filter_hashes,
-										 v->value_unindexed) != LSM_OK)))
+	if (mt && configure_memtable(db, db->current, mt) != LSM_OK)
 	{
 		lsm_memtable_unref(mt);
 		mt = NULL;
 	}
 	return mt;
+}
+
+/* ---------- the shared memtable (memfile.h) ---------- */
+
+static void
+memfile_name(uint64_t log_number, bool tmp, char *buf, size_t n)
+{
+	snprintf(buf, n, "%06llu.mem%s", (unsigned long long) log_number,
+			 tmp ? ".tmp" : "");
+}
+
+/* Makes mt (in the file of hdr, or the handle's own: NULL) the memtable. */
+static void
+set_memtable(lsm_db *db, lsm_memtable *mt, lsm_memfile_header *hdr)
+{
+	lsm_memtable_unref(db->mem);
+	db->mem = mt;
+	db->mhdr = hdr;
+}
+
+/*
+ * Creates the shared memtable file of log lognum (file descriptor logfd)
+ * of a store whose value filter parameters v holds, empty, for the
+ * sequences after base, with room for the flush threshold
+ * and a batch of need bytes; under NNNNNN.mem.tmp with tmp (a rebuild
+ * renames it into place once it is full), else under its name (a new log,
+ * which no manifest names yet).  REQUIRES: the write lock.
+ */
+static int
+create_memfile(lsm_db *db, const lsm_version *v, uint64_t lognum, int logfd,
+			   uint64_t base, bool tmp, size_t need, lsm_memtable **mt,
+			   lsm_memfile_header **hdr, lsm_err *e)
+{
+	char		name[40],
+				path[4096];
+	size_t		bytes = db->opt.memtable_bytes > need ? db->opt.memtable_bytes : need;
+	struct stat st;
+	int			rc;
+
+	*mt = NULL;
+	if (lsm_boot_id() == 0)
+		return lsm_err_set(e, LSM_INVALID, "no boot id: memtables are not shared");
+	if (fstat(logfd, &st) != 0)
+		return lsm_err_sys(e, errno, "could not stat a write-ahead log");
+	memfile_name(lognum, tmp, name, sizeof(name));
+	path_of(db, name, path, sizeof(path));
+	/* a leftover: a rebuild that died, or a flush that failed */
+	(void) lsm_env_unlink(path, NULL);
+	rc = lsm_memfile_create(path, LSM_MEMFILE_HEADER +
+							lsm_memtable_region_bytes_for(bytes), mt, hdr, e);
+	if (rc == LSM_OK && configure_memtable(db, v, *mt) != LSM_OK)
+	{
+		lsm_memtable_unref(*mt);
+		*mt = NULL;
+		(void) lsm_env_unlink(path, NULL);
+		rc = LSM_NOMEM_ERR(e);
+	}
+	if (rc == LSM_OK)
+	{
+		(*hdr)->log_number = lognum;
+		(*hdr)->log_dev = (uint64_t) st.st_dev;
+		(*hdr)->log_ino = (uint64_t) st.st_ino;
+		lsm_memfile_store(&(*hdr)->applied_seq, base);
+	}
+	return rc;
+}
+
+/*
+ * Publishes that the memtable holds the log up to the handle's position:
+ * applied_seq first, so that a reader that loads it (and then applied_off)
+ * never takes a sequence of a batch not wholly applied, and applied_off
+ * last, so that a writer that dies between the two leaves apply_to apart
+ * from it (a rebuild) rather than a position ahead of its sequence.
+ */
+static void
+publish_memfile(lsm_db *db)
+{
+	lsm_memfile_header *h = db->mhdr;
+
+	lsm_memfile_store(&h->applied_seq, db->last_seq);
+	lsm_env_crash_point();
+	lsm_memfile_store(&h->applied_off, db->log_off);
+	lsm_env_crash_point();
+	lsm_memfile_store(&h->apply_to, db->log_off);
+}
+
+/*
+ * Does hdr describe a memtable of the handle's log, built on this boot,
+ * and not replaced?
+ */
+static bool
+memfile_valid(const lsm_db *db, lsm_memfile_header *h)
+{
+	return h->boot == lsm_boot_id() && h->boot != 0 &&
+		h->log_number == db->log_number && h->log_dev == db->log_dev &&
+		h->log_ino == db->log_ino && db->log_ino != 0 &&
+		!lsm_memfile_load(&h->stale);
+}
+
+/*
+ * Is the log (as st says) what the memtable was built from, up to its
+ * published position off?  Not if it is shorter (truncated or restored
+ * behind the store's back: a replay must read it).  Bytes after off are a
+ * writer at work, or a tail.  A log changed in place at the same length is
+ * not noticed here (the file keeps serving the records as they were
+ * written; lsm_verify reads the log); comparing its modification time
+ * recorded at every commit made readers replay and writers rebuild on
+ * mismatches that no damage explained (issue 12 notes).
+ */
+static bool
+memfile_matches_log(lsm_memfile_header *h, uint64_t off, const struct stat *st)
+{
+	(void) h;
+	return (uint64_t) st->st_size >= off;
+}
+
+/*
+ * Maps the shared memtable of the handle's log, if there is a valid one
+ * that is not behind the handle's own memtable (unless the handle holds
+ * the write lock, whose catch-up applies what it lacks), and takes it with
+ * its position.  False: none; the handle keeps its own.
+ */
+static bool
+adopt_memfile(lsm_db *db)
+{
+	lsm_memtable *mt;
+	lsm_memfile_header *h;
+	lsm_err		e;
+	char		name[40],
+				path[4096];
+	struct stat st;
+	uint64_t	seq,
+				off;
+
+	if (lsm_boot_id() == 0)
+		return false;
+	memfile_name(db->log_number, false, name, sizeof(name));
+	path_of(db, name, path, sizeof(path));
+	lsm_err_clear(&e);
+	if (lsm_memfile_open(path, !db->opt.read_only, &mt, &h, &e) != LSM_OK)
+		return false;
+	seq = lsm_memfile_load(&h->applied_seq);
+	off = lsm_memfile_load(&h->applied_off);
+	if (!memfile_valid(db, h) || (off < db->log_off && !db->write_locked) ||
+		fstat(db->log_fd, &st) != 0 || !memfile_matches_log(h, off, &st))
+	{
+		lsm_memtable_unref(mt);
+		return false;
+	}
+	set_memtable(db, mt, h);
+	db->last_seq = seq;
+	db->log_off = off;
+	return true;
+}
+
+/*
+ * Marks the shared memtable file of the handle's log replaced, both the
+ * one it maps (if any) and the one under the file's name (which may be
+ * another, if this handle could not map it): every handle that reads one
+ * of them maps the file again at its next catch-up.  REQUIRES: the write
+ * lock.
+ */
+static void
+stale_memfile(lsm_db *db)
+{
+	static const uint64_t one = 1;
+	char		name[40],
+				path[4096];
+	int			fd;
+
+	if (db->mhdr)
+		lsm_memfile_store(&db->mhdr->stale, 1);
+	memfile_name(db->log_number, false, name, sizeof(name));
+	path_of(db, name, path, sizeof(path));
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd >= 0)
+	{
+		if (pwrite(fd, &one, sizeof(one),
+				   offsetof(lsm_memfile_header, stale)) != sizeof(one))
+		{
+			/* a file too short to be one: nobody maps it */
+		}
+		close(fd);
+	}
+}
+
+/*
+ * The log holds bytes after the shared memtable's position *off, read at
+ * change generation g: are they left by a writer that died (between its
+ * append and its apply, or in its append), or damage, rather than the
+ * record of a writer at work?  A writer holds the lock, and keeps the
+ * generation odd, from before its append until after it published; so if
+ * the generation was even and has not moved, no writer was at work.  An
+ * odd one is a writer at work or a dead one: a handle that may write has
+ * settle_tail take the lock, whose catch-up applies or cuts what a dead
+ * one left; a read-only handle asks the lock itself (a shared flock, held
+ * for a moment) and reads the position and the log's size again under it
+ * (*seq, *off and *st get them).
+ */
+static bool
+dead_writer_left(lsm_db *db, lsm_memfile_header *h, uint64_t g,
+				 uint64_t *seq, uint64_t *off, struct stat *st)
+{
+	bool		left;
+
+	if (db->lock_held)
+		return false;			/* ours (exclusive mode): nothing left */
+	if (db->page && !(g & 1))
+		return page_load(&db->page->gen) == g;
+	if (!db->opt.read_only)
+		return false;
+	if (flock(db->lock_fd, LOCK_SH | LOCK_NB) != 0)
+		return false;			/* a writer at work */
+	*seq = lsm_memfile_load(&h->applied_seq);
+	*off = lsm_memfile_load(&h->applied_off);
+	left = fstat(db->log_fd, st) == 0 && (uint64_t) st->st_size > *off;
+	(void) flock(db->lock_fd, LOCK_UN);
+	return left;
+}
+
+/*
+ * Stops using the shared memtable and starts a memtable of its own, empty,
+ * to be replayed from the log.  A writer that will append without the
+ * shared memtable (drop) marks the file replaced, so that no handle keeps
+ * reading a memtable that misses its records, and does not look for one
+ * again for this log.
+ */
+static int
+leave_memfile(lsm_db *db, bool drop, lsm_err *e)
+{
+	lsm_memtable *fresh = new_memtable(db);
+
+	if (fresh == NULL)
+		return LSM_NOMEM_ERR(e);
+	if (drop)
+	{
+		stale_memfile(db);
+		db->mem_failed = db->log_number;
+	}
+	set_memtable(db, fresh, NULL);
+	db->log_off = 0;
+	db->last_seq = db->current->last_seq;
+	return LSM_OK;
+}
+
+static int	replay_log(lsm_db *db, lsm_err *e);
+
+/*
+ * Builds the shared memtable of the handle's log anew from the whole log
+ * (there was none, or it cannot be trusted: a writer died applying a
+ * record), renames it into place and marks the file it replaces.  If that
+ * fails, the handle goes on with a memtable of its own (leave_memfile)
+ * replayed from the log, and the replay's result is returned.  REQUIRES:
+ * the write lock.
+ */
+static int
+rebuild_memfile(lsm_db *db, lsm_err *e)
+{
+	lsm_memtable *prev = db->mem;
+	lsm_memfile_header *old = db->mhdr,
+			   *h;
+	lsm_memtable *mt;
+	char		tmp[40],
+				name[40],
+				from[4096],
+				to[4096];
+	struct stat st;
+	lsm_err		why;
+	int			rc;
+
+	memfile_name(db->log_number, true, tmp, sizeof(tmp));
+	memfile_name(db->log_number, false, name, sizeof(name));
+	path_of(db, tmp, from, sizeof(from));
+	path_of(db, name, to, sizeof(to));
+	lsm_err_clear(&why);
+	rc = fstat(db->log_fd, &st) == 0 ? LSM_OK :
+		lsm_err_sys(&why, errno, "could not stat a write-ahead log");
+	if (rc == LSM_OK)
+		rc = create_memfile(db, db->current, db->log_number, db->log_fd,
+							db->current->last_seq, true, (size_t) st.st_size,
+							&mt, &h, &why);
+	if (rc != LSM_OK)
+		goto own;
+	lsm_memtable_ref(prev);		/* old's header lives in its mapping */
+	set_memtable(db, mt, h);
+	db->log_off = 0;
+	db->last_seq = db->current->last_seq;
+	rc = replay_log(db, e);
+	if (rc == LSM_OK)
+	{
+		publish_memfile(db);
+		lsm_env_crash_point();
+		db->mhdr = old;
+		stale_memfile(db);		/* the file it replaces */
+		db->mhdr = h;
+		rc = lsm_env_rename(from, to, &why);
+	}
+	else if (old)
+		lsm_memfile_store(&old->stale, 1);
+	lsm_memtable_unref(prev);
+	if (rc == LSM_OK)
+	{
+		db->ctr.memtable_rebuilds++;
+		return LSM_OK;
+	}
+	(void) lsm_env_unlink(from, NULL);
+own:
+	if (why.rc != LSM_OK)
+		lsm_db_log(db, LSM_LOG_NOTICE,
+				   "store \"%s\" keeps a memtable per process for write-ahead log %llu: %s",
+				   db->dir, (unsigned long long) db->log_number, why.msg);
+	rc = leave_memfile(db, true, e);
+	return rc == LSM_OK ? replay_log(db, e) : rc;
 }
 
 /*
@@ -873,6 +1202,11 @@ replay_log(lsm_db *db, lsm_err *e)
 	db->log_whole = false;
 	rc = lsm_wal_replay(db->log_fd, name, db->log_off, db->last_seq + 1,
 						apply_payload, db->mem, &res, e);
+	if (rc == LSM_NOMEM && db->mhdr)
+	{
+		/* left applying (apply_to): the next catch-up rebuilds it */
+		return rc;
+	}
 	if (rc == LSM_NOMEM)
 	{
 		/* memtable may hold part of a batch: rebuild it from the log later */
@@ -890,6 +1224,7 @@ replay_log(lsm_db *db, lsm_err *e)
 	db->log_off = res.end_off;
 	db->log_size = res.file_size;
 	db->last_seq = res.last_seq;
+	db->ctr.wal_records_replayed += (uint64_t) res.records;
 	if (rc != LSM_OK)
 		return rc;
 	if (res.end_off < res.file_size && db->write_locked)
@@ -1138,8 +1473,7 @@ catch_up_full(lsm_db *db, lsm_err *e)
 
 			if (fresh == NULL)
 				return LSM_NOMEM_ERR(e);
-			lsm_memtable_unref(db->mem);
-			db->mem = fresh;
+			set_memtable(db, fresh, NULL);
 			db->log_number = db->current->log_number;
 			db->log_off = 0;
 			db->last_seq = db->current->last_seq;
@@ -1159,8 +1493,92 @@ catch_up_full(lsm_db *db, lsm_err *e)
 				return rc;
 			}
 		}
+		return catch_up_memtable(db, e);
+	}
+}
+
+/*
+ * The memtable part of a full catch-up.  A handle on the shared memtable
+ * takes its published position (no replay); under the write lock it first
+ * applies what a writer that died after its append left unapplied, or
+ * rebuilds the file if one died applying.  A handle with a memtable of its
+ * own looks for a valid shared one, and replays the log if there is none;
+ * under the write lock, it builds one (after a reboot, on a store written
+ * before memtables were shared, after a failed creation).
+ */
+static int
+catch_up_memtable(lsm_db *db, lsm_err *e)
+{
+	lsm_memfile_header *h = db->mhdr;
+	struct stat st;
+	int			rc;
+
+	if (h && !memfile_valid(db, h))
+	{
+		/* replaced: look for the new one, else replay */
+		if ((rc = leave_memfile(db, false, e)) != LSM_OK)
+			return rc;
+		h = NULL;
+	}
+	if (h == NULL && db->mem_failed != db->log_number && adopt_memfile(db))
+		h = db->mhdr;
+	if (h == NULL)
+	{
+		if (db->write_locked && !db->opt.read_only &&
+			db->mem_failed != db->log_number)
+			return rebuild_memfile(db, e);
 		return replay_log(db, e);
 	}
+	if (!db->write_locked)
+	{
+		uint64_t	g = db->page ? page_load(&db->page->gen) : 1,
+					seq = lsm_memfile_load(&h->applied_seq),
+					off = lsm_memfile_load(&h->applied_off);
+
+		if (fstat(db->log_fd, &st) != 0)
+			return lsm_err_sys(e, errno, "could not stat the write-ahead log of store \"%s\"",
+							   db->dir);
+
+		/*
+		 * Replay the log ourselves if the file does not match it (the next
+		 * writer rebuilds it), or if we find bytes after what it holds
+		 * while no writer is at work: a writer died between its append and
+		 * its apply (a complete record, which only a writer may apply to
+		 * the file: settle_tail has one do it), or in its append (a tail),
+		 * or the log is damaged, which a replay reports as before.
+		 */
+		if (!memfile_matches_log(h, off, &st) ||
+			((uint64_t) st.st_size > off &&
+			 dead_writer_left(db, h, g, &seq, &off, &st)))
+		{
+			if ((rc = leave_memfile(db, false, e)) != LSM_OK)
+				return rc;
+			return replay_log(db, e);
+		}
+		db->last_seq = seq;
+		db->log_off = off;
+		db->log_size = (uint64_t) st.st_size;
+		db->log_whole = db->log_size == db->log_off;
+		return LSM_OK;
+	}
+	if (fstat(db->log_fd, &st) != 0)
+		return lsm_err_sys(e, errno, "could not stat the write-ahead log of store \"%s\"",
+						   db->dir);
+	if (h->apply_to != h->applied_off ||
+		!memfile_matches_log(h, h->applied_off, &st))
+		return rebuild_memfile(db, e);
+	db->last_seq = h->applied_seq;
+	db->log_off = h->applied_off;
+	db->log_size = (uint64_t) st.st_size;
+	db->log_whole = db->log_size == db->log_off;
+	if (db->log_whole)
+		return LSM_OK;
+	/* records a writer appended but did not apply, or a tail to cut */
+	lsm_memfile_store(&h->apply_to, UINT64_MAX);
+	rc = replay_log(db, e);
+	if (rc == LSM_OK)
+		publish_memfile(db);
+	return rc;
 }
 
 int
@@ -1210,7 +1628,6 @@ create_store(lsm_db *db, lsm_err *e)
 	rc = create_log(db, 1, &lognum, &fd, e);
 	if (rc == LSM_OK)
 	{
-		lsm_env_close(fd);
 		v->log_number = lognum;
 		v->next_file = lognum + 1;
 		/* whole 512-bit lines; no hashes means no filters */
@@ -1221,6 +1638,19 @@ create_store(lsm_db *db, lsm_err *e)
 		v->value_unindexed = db->opt.value_unindexed;
 		/* invariant (4) */
 		rc = lsm_env_fsync_dir(db->dir, e);
+		if (rc == LSM_OK)
+		{
+			lsm_memtable *mt;
+			lsm_memfile_header *h;
+			lsm_err		why;
+
+			/* its shared memtable, so that no first writer builds one */
+			lsm_err_clear(&why);
+			if (create_memfile(db, v, lognum, fd, 0, false, 0, &mt, &h,
+							   &why) == LSM_OK)
+				lsm_memtable_unref(mt);
+		}
+		lsm_env_close(fd);
 	}
 	if (rc == LSM_OK)
 		rc = lsm_manifest_write(db->dir, v, NULL, e);
@@ -1651,7 +2081,9 @@ flush_install(lsm_db *db, lsm_file **ingest, int ningest, uint64_t nseq,
 	lsm_table_meta meta;
 	lsm_file   *f = NULL;
 	lsm_file  **add = NULL;
-	lsm_memtable *fresh = NULL;
+	lsm_memtable *fresh = NULL,
+			   *shared = NULL;
+	lsm_memfile_header *shdr = NULL;
 	lsm_iiter  *it;
 	lsm_version *v;
 	uint64_t	number,
@@ -1743,6 +2175,22 @@ flush_install(lsm_db *db, lsm_file **ingest, int ningest, uint64_t nseq,
 			maxnum = ingest[i]->meta.number;
 	if (rc == LSM_OK)
 		rc = create_log(db, maxnum + 1, &lognum, &logfd, e);
+	if (rc == LSM_OK && db->mem_failed != lognum)
+	{
+		lsm_err		why;
+
+		/* its shared memtable; without one, every handle replays the log */
+		lsm_err_clear(&why);
+		if (create_memfile(db, db->current, lognum, logfd,
+						   db->last_seq + nseq, false, db->mem_need, &shared,
+						   &shdr, &why) != LSM_OK)
+		{
+			db->mem_failed = lognum;
+			lsm_db_log(db, LSM_LOG_NOTICE,
+					   "store \"%s\" keeps a memtable per process for write-ahead log %llu: %s",
+					   db->dir, (unsigned long long) lognum, why.msg);
+		}
+	}
 	/* invariants (1), (4) and (8): the new files' names are durable */
 	if (rc == LSM_OK)
 		rc = lsm_env_fsync_dir(db->dir, e);
@@ -1791,22 +2239,34 @@ flush_install(lsm_db *db, lsm_file **ingest, int ningest, uint64_t nseq,
 			path_of(db, name, path, sizeof(path));
 			(void) lsm_env_unlink(path, NULL);
 		}
+		if (shared)
+		{
+			lsm_memtable_unref(shared);
+			memfile_name(lognum, false, name, sizeof(name));
+			path_of(db, name, path, sizeof(path));
+			(void) lsm_env_unlink(path, NULL);
+		}
 		lsm_file_unref(f);
 		lsm_table_meta_free(&meta);
 		lsm_memtable_unref(fresh);
 		return rc;
 	}
 	lsm_file_unref(f);
-	if (fresh == NULL)
-		fresh = new_memtable(db);
-	if (fresh)
+	if (shared)
 	{
-		lsm_memtable_unref(db->mem);
-		db->mem = fresh;
+		lsm_memtable_unref(fresh);
+		set_memtable(db, shared, shdr);
 	}
 	else
 	{
-		/* keep the old one: its entries are also in the table */
+		if (fresh == NULL)
+			fresh = new_memtable(db);
+		/* without one, keep the old: its entries are also in the table */
+		if (fresh)
+			set_memtable(db, fresh, NULL);
+		else if (db->mhdr)
+			lsm_memfile_store(&db->mhdr->stale, 1);
+		db->mhdr = NULL;
 	}
 	lsm_env_close(db->log_fd);
 	db->log_fd = logfd;
@@ -1826,6 +2286,9 @@ flush_install(lsm_db *db, lsm_file **ingest, int ningest, uint64_t nseq,
 	if (rc == LSM_OK)
 	{
 		lsm_wal_filename(old_log, name, sizeof(name));
+		path_of(db, name, path, sizeof(path));
+		(void) lsm_env_unlink(path, NULL);
+		memfile_name(old_log, false, name, sizeof(name));
 		path_of(db, name, path, sizeof(path));
 		(void) lsm_env_unlink(path, NULL);
 	}
@@ -1955,6 +2418,28 @@ lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, bool defer, lsm_err *e)
 	if (rc != LSM_OK)
 		return rc;
 
+	/*
+	 * Room for the batch in the shared memtable, before it is in the log:
+	 * else flush first, and with the memtable of a fresh log still too
+	 * small (or its blocks not to be had), go on with one of our own.
+	 */
+	if (db->mhdr &&
+		lsm_memtable_reserve(db->mem, b->count, b->rep.len, NULL) != LSM_OK)
+	{
+		db->mem_need = b->rep.len;
+		if (lsm_memtable_entries(db->mem) > 0)
+			rc = flush_locked(db, e);
+		db->mem_need = 0;
+		if (rc == LSM_OK && db->mhdr &&
+			lsm_memtable_reserve(db->mem, b->count, b->rep.len, NULL) != LSM_OK)
+			rc = leave_memfile(db, true, e);	/* the log is empty */
+		if (rc != LSM_OK)
+		{
+			lsm_db_write_unlock(db);
+			return rc;
+		}
+	}
+
 	/* invariant (7): the catch-up under the lock left no tail to append to */
 	LSM_ASSERT(db->log_whole);
 	first = db->last_seq + 1;
@@ -2009,8 +2494,20 @@ lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, bool defer, lsm_err *e)
 	}
 	db->ctr.wal_bytes_written += b->rep.len;
 	db->ctr.user_bytes_written += b->user_bytes;
+	lsm_env_crash_point();
+	if (db->mhdr)
+		lsm_memfile_store(&db->mhdr->apply_to, db->log_off + b->rep.len);
+	lsm_env_crash_point();
 	rc = lsm_batch_iterate(b->rep.data + LSM_WAL_HEADER,
-						   b->rep.len - LSM_WAL_HEADER, apply_entry, db->mem, e);
+						   b->rep.len - LSM_WAL_HEADER, apply_entry_cp,
+						   db->mem, e);
+	if (rc != LSM_OK && db->mhdr)
+	{
+		/* committed, but left applying: the next catch-up rebuilds it */
+		db->log_whole = false;
+		lsm_db_write_unlock(db);
+		return rc;
+	}
 	if (rc != LSM_OK)
 	{
 		/* committed, but our memtable is incomplete: rebuild it from the log */
@@ -2030,6 +2527,8 @@ lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, bool defer, lsm_err *e)
 	db->log_off += b->rep.len;
 	db->log_size = db->log_off;
 	db->last_seq = last;
+	if (db->mhdr)
+		publish_memfile(db);
 	if (lsm_memtable_bytes(db->mem) >= db->opt.memtable_bytes)
 	{
 		rc = flush_locked(db, e);
@@ -2606,6 +3105,7 @@ lsm_get_stats(lsm_db *db, lsm_stats *st)
 	}
 	st->memtable_bytes = lsm_memtable_bytes(db->mem);
 	st->memtable_entries = lsm_memtable_entries(db->mem);
+	st->memtable_shared = db->mhdr != NULL;
 	read_tails(db, &st->wal_tails);
 	/* what reads see: a check against "nothing committed since" needs it */
 	st->last_sequence = db->read_seq;

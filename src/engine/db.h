@@ -12,6 +12,7 @@
  *						of commits (see "group commit" in db.c)
  *		MANIFEST		the current version (version.h)
  *		NNNNNN.log		the WAL named by the manifest (wal.h)
+ *		NNNNNN.mem		its shared memtable (memfile.h), a cache of the log
  *		NNNNNN.sst		SSTables (sstable.h)
  *		stage.<pid>.<n>/	a stage's private directory of sorted runs
  *						(stage.c), flock'ed through its LOCK file
@@ -22,6 +23,7 @@
 #include <sys/types.h>
 
 #include "hierarchy.h"
+#include "memfile.h"
 #include "memtable.h"
 #include "version.h"
 #include "wal.h"
@@ -108,6 +110,13 @@ struct lsm_db
 	lsm_version *current;
 
 	lsm_memtable *mem;			/* writes after current->last_seq */
+	lsm_memfile_header *mhdr;	/* mem is the store's shared memtable of
+								 * log_number, in the file of this header;
+								 * NULL: mem is this handle's own */
+	uint64_t	mem_failed;		/* log whose shared memtable this handle
+								 * could not set up (not tried again) */
+	size_t		mem_need;		/* a flush gives the next shared memtable
+								 * room for this many bytes of batch */
 	uint64_t	log_number;		/* the WAL mem was replayed from */
 	int			log_fd;
 	uint64_t	log_dev;		/* log_fd's file, as fstat says */

@@ -7,6 +7,7 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/file.h>
@@ -91,6 +92,15 @@ void
 lsm_fault_install(lsm_fault *f)
 {
 	fault = f;
+}
+
+void
+lsm_env_crash_point(void)
+{
+	if (fault == NULL)
+		return;
+	if (++fault->crash_points == fault->kill_at)
+		raise(SIGKILL);
 }
 
 void

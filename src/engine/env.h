@@ -82,12 +82,22 @@ typedef struct lsm_fault
 	int			sticky;			/* keep failing every later write/sync */
 	int			track_sync;		/* record synced lengths for drop_unsynced */
 	const char *fail_open_suffix;	/* fail opens of paths ending in it */
+	long		kill_at;		/* SIGKILL this process at the Nth crash
+								 * point from now; 0 = never */
 
 	/* counters, maintained whenever hooks are installed */
 	long		writes;
 	long		syncs;
 	long		injected;		/* failures injected so far */
+	long		crash_points;	/* lsm_env_crash_point calls */
 } lsm_fault;
+
+/*
+ * A step of the write path where a test may kill the process (kill_at):
+ * the steps of applying a batch to the shared memtable and of publishing
+ * it.  One branch when no fault configuration is installed.
+ */
+void		lsm_env_crash_point(void);
 
 /*
  * Installs (f non-NULL) or removes (NULL) the fault configuration.  f must

@@ -600,6 +600,9 @@ typedef struct lsm_stats
 	lsm_level_stats level[LSM_MAX_LEVELS];
 	uint64_t	memtable_bytes; /* arena bytes of the active memtable */
 	uint64_t	memtable_entries;
+	uint64_t	memtable_shared;	/* 1: the active memtable is the store's
+									 * shared one (docs/architecture.md);
+									 * 0: this handle's own */
 	uint64_t	last_sequence;	/* newest sequence this handle's reads see */
 
 	/* counters since open, for this handle */
@@ -622,6 +625,11 @@ typedef struct lsm_stats
 	uint64_t	wal_syncs;		/* fdatasyncs of the log for commits */
 	uint64_t	wal_syncs_shared;	/* commits another's fdatasync covered
 									 * while they waited for it */
+	uint64_t	wal_records_replayed;	/* log records this handle applied
+										 * to a memtable written by another */
+	uint64_t	memtable_rebuilds;	/* shared memtables this handle built
+									 * from a log (none, or a writer died
+									 * applying) */
 
 	lsm_hierarchy_stats hierarchy;
 	uint64_t	value_searches; /* value searches opened */

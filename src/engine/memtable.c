@@ -1,77 +1,109 @@
 /*
  * memtable.c
- *		Skip list (p = 1/4, at most 12 levels) with arena allocation.
+ *		Skip list (p = 1/4, at most 12 levels) in one relocatable region.
  *
- * A node is one allocation from the arena:
- *		[tag = seq << 8 | kind][klen][vlen][height][shadowed]
- *		[next pointers][key][value]
- * The arena hands out memory from 64 KiB chunks (larger entries get a chunk
- * of their own) and frees everything at once when the last reference goes.
+ * Everything the memtable holds lives in one contiguous region addressed
+ * by 32-bit offsets in units of 8 bytes (so up to 32 GiB), never by
+ * pointers, so that processes that map a shared file at different
+ * addresses see the same memtable (memfile.h, docs/architecture.md "The
+ * shared memtable").  A region is either this handle's own (an anonymous
+ * reservation of address space, made accessible as it fills, so addresses
+ * never move) or external (a file mapping the caller owns).  A bump
+ * allocator hands out its bytes; nothing is freed before the whole region.
+ *
+ * The region starts with a header (mt_region) and holds:
+ *		nodes		[tag = seq << 8 | kind][klen][vlen][height][shadowed]
+ *					[next offsets][key][value]
+ *		key filter	a cache-line-blocked Bloom filter (bloom.h layout) over
+ *					the XXH3-64 key hash, the very hash lsm_get computes once
+ *					per lookup for the SSTables, so that a key the memtable
+ *					does not hold costs one cache line instead of a skip list
+ *					descent.  Sized from the flush threshold
+ *					(KEY_FILTER_ENTRY_BYTES) and rebuilt at twice the size
+ *					from the skip list when the entries outgrow it.
+ *		value filter  over the indexed fields of the rows (vfilter.h), so
+ *					that a value search can skip the memtable
+ *		value index	for every value hash of a row's indexed fields, the
+ *					entries holding it, so that a value search reads the rows
+ *					that match instead of every row: a hash table of 16-byte
+ *					slots (value hash, head of a chain) rebuilt at twice the
+ *					size when 70% full, and chains of 8-byte records (node,
+ *					next record)
  * The last node of every level is kept, so that a key past the last one (an
  * ascending load, or a lookup of a key it has not reached yet) needs one
  * comparison instead of a search.
  *
- * So that the memtable answers what an SSTable answers at the same cost, it
- * may also keep (db.c turns them on for the handle's memtables; the stage's
- * and recovery's scratch memtables go without):
- *
- * - A key filter: a cache-line-blocked Bloom filter (bloom.h layout) over
- *   the XXH3-64 key hash, the very hash lsm_get computes once per lookup
- *   for the SSTables, so that a key the memtable does not hold costs one
- *   cache line instead of a skip list descent.  It is sized up front from
- *   the flush threshold (KEY_FILTER_ENTRY_BYTES) and rebuilt at twice the
- *   size from the skip list when the entries outgrow it.
- *
- * - With the value filter, a value index: for every value hash of a row's
- *   indexed fields, the list of the entries holding it, so that a value
- *   search reads the rows that match instead of every row.  It is a hash
- *   table of 8-byte slots (32-bit tag of the value hash, head of a chain),
- *   chains of 8-byte records (entry number, next record) and the entries'
- *   node pointers, the last two in pages of VINDEX_PAGE that are never
- *   moved: about 8 bytes per indexed field of a row, 8 per row and 8-21 per
- *   distinct value.  Like the filters, it is outside the arena and not
- *   counted in the flush criterion (lsm_memtable_index_bytes reports the
- *   three).
+ * One writer, lock-free readers.  Only one thread of one process at a time
+ * adds entries (the holder of the store's write lock, or the handle that
+ * owns a private region); any number of others, in other processes, read
+ * at the same time, and the writer may die at any instruction.  The rules:
+ *	- A node is written completely (tag, lengths, height, key, value, its
+ *	  own next offsets) and its key filter bits are set before it is linked;
+ *	  links go bottom-up, each a release store; readers load links with
+ *	  acquire.  Whatever prefix of an insert a dead writer left is a valid
+ *	  skip list: a node allocated but not linked is unreachable, one linked
+ *	  on some levels only is found through level 0.
+ *	- A filter or hash table that grows is built completely elsewhere in the
+ *	  region and then published with one release store of its offset and
+ *	  size; the old one is abandoned in place.  A value index record is
+ *	  written before the slot's head points to it.
+ *	- Readers only rely on entries whose sequence is at most a snapshot that
+ *	  the writer published after inserting them (db.c: applied_seq), so an
+ *	  entry being inserted, and filter bits or chains of later entries, are
+ *	  either invisible or harmless: a filter bit set early only makes the
+ *	  filter say "maybe"; a chain record of a later entry is skipped by the
+ *	  sequence check.
+ *	- "shadowed" (a newer version of the key precedes the node) is only a
+ *	  hint: a reader confirms it with a search.
+ *	- Counters, the tails and the height are read with relaxed or acquire
+ *	  loads; a stale tail or height only costs a reader a longer search.
  */
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE				/* flock, fdatasync, strdup, timespec */
+#define _GNU_SOURCE
 #endif
+#include <errno.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
+#include "env.h"
 #include "memtable.h"
 #include "vfilter.h"
 
 #define MAX_HEIGHT 12
-#define CHUNK_SIZE (64 * 1024)
+#define MT_MAGIC UINT64_C(0x4c534d4d54524731)	/* "LSMMTRG1" */
+#define UNIT 8					/* bytes per offset unit */
+#define MAX_REGION ((size_t) UINT32_MAX * UNIT)
+
+/*
+ * A private region reserves this much address space (PROT_NONE, no memory
+ * committed) and makes it accessible as it fills, PRIVATE_STEP at first
+ * and then the bytes in use again, up to PRIVATE_MAX_STEP at a time.
+ */
+#define PRIVATE_RESERVE ((size_t) 4 << 30)
+#define PRIVATE_STEP ((size_t) 64 << 10)
+#define PRIVATE_MAX_STEP ((size_t) 8 << 20)
+
+/* An external region asks its backing for blocks this far ahead. */
+#define EXTERNAL_STEP ((size_t) 1 << 20)
 
 /*
  * The key filter's size: 10 bits per key (k = 6, about 1% false positives
  * in the blocked layout) for one key per 128 bytes of the flush threshold,
- * which is about 1% of memtable_bytes, allocated once per memtable.  A node
- * takes 32+ bytes plus its key and value, so a memtable of typical entries
- * (16-byte keys, 100-byte values: about 150 bytes) fills up to its
- * threshold with 10-12 bits per key and never grows its filter.  Smaller
- * entries, or a batch that carries the memtable past its threshold, double
- * the filter when the entries reach what it was sized for (rebuilt from the
- * skip list: one more hash per entry, amortized), so it keeps 5 to 10 bits
- * per entry whatever their size, and its memory stays below 10 bits per
- * entry's 32+ bytes.  Sizing for the threshold rather than starting small
- * spares the common case those rebuilds.
+ * which is about 1% of memtable_bytes.  A node takes 24+ bytes plus its key
+ * and value, so a memtable of typical entries (16-byte keys, 100-byte
+ * values: about 150 bytes) fills up to its threshold with 10-12 bits per
+ * key and never grows its filter.  Smaller entries, or a batch that
+ * carries the memtable past its threshold, double the filter when the
+ * entries reach what it was sized for (rebuilt from the skip list: one more
+ * hash per entry, amortized), so it keeps 5 to 10 bits per entry.
  */
 #define KEY_FILTER_BITS_PER_KEY 10
 #define KEY_FILTER_ENTRY_BYTES 128
 
-/*
- * Value index pages (records and entry pointers, 256 per page: 2 KiB) and
- * its first hash table (64 slots, 512 bytes): small, because a store with
- * a tiny memtable makes a new one at every flush, and a new memtable that
- * allocated 72 KiB of index up front tripled the time of the multi-process
- * write test (test_multiproc, 8 KiB memtables) under the sanitizers.
- */
-#define VINDEX_PAGE_SHIFT 8
-#define VINDEX_PAGE (1u << VINDEX_PAGE_SHIFT)
-#define VINDEX_MAX (UINT32_MAX - 1)	/* records and entries (numbered 1..) */
+/* The value index's first hash table: small (stages make many memtables). */
 #define VINDEX_INITIAL_SLOTS 64	/* a power of two */
+
+typedef uint32_t mt_off;		/* offset in UNITs from the region; 0: none */
 
 typedef struct mt_node
 {
@@ -80,103 +112,178 @@ typedef struct mt_node
 	uint32_t	vlen;
 	uint16_t	height;
 	uint16_t	shadowed;		/* a newer version of the key precedes it */
-	struct mt_node *next[];		/* height pointers, then key, then value */
+	mt_off		next[];			/* height offsets, then key, then value */
 } mt_node;
 
-/* A value index record: the entry holding a value, the next record. */
+/* A value index record: the node holding a value, the next record. */
 typedef struct vrec
 {
-	uint32_t	entry;			/* entry number (index of ventry) */
-	uint32_t	next;			/* record number + 1; 0 ends the chain */
+	mt_off		node;
+	mt_off		next;
 } vrec;
 
-/* A value index slot: a value hash's tag and its newest record. */
+/* A value index slot: a value hash and its newest record (0: empty). */
 typedef struct vslot
 {
-	uint32_t	tag;
-	uint32_t	head;			/* record number + 1; 0: empty slot */
+	uint64_t	hash;
+	mt_off		head;
+	uint32_t	pad;
 } vslot;
 
-typedef struct arena_chunk
+/* The region's header, at its start. */
+typedef struct mt_region
 {
-	struct arena_chunk *prev;
-	size_t		size;
-	size_t		used;
-	uint8_t		data[];
-} arena_chunk;
+	uint64_t	magic;			/* MT_MAGIC once formatted */
+	uint64_t	size;			/* bytes of the region */
+	uint64_t	used;			/* bytes handed out */
+	uint64_t	reserved;		/* external: bytes the backing has blocks for */
+	uint64_t	entries;
+	uint64_t	entry_bytes;	/* bytes of nodes: the flush criterion */
+	uint64_t	index_bytes;	/* bytes of filters and value index */
+	uint32_t	rnd;			/* xorshift32 state of the node heights */
+	uint32_t	height;
+	mt_off		head;
+	mt_off		tail[MAX_HEIGHT];	/* last node of each level, or head */
+	uint32_t	kk;				/* key filter probes; 0: no key filter */
+	uint64_t	kfilter;		/* lines offset << 32 | number of lines */
+	uint64_t	kcap;			/* entries the key filter is sized for */
+	mt_off		vlines;			/* value filter; 0: none */
+	uint32_t	vbits;
+	uint32_t	vk;
+	uint32_t	vfull;			/* the value index stopped (out of room) */
+	uint64_t	unindexed;
+	uint64_t	vindex;			/* slots offset << 32 | mask; 0: none */
+	uint64_t	vused;			/* slots in use */
+} mt_region;
 
 struct lsm_memtable
 {
 	int			refs;
-	arena_chunk *chunks;
-	size_t		arena_bytes;	/* allocated from malloc */
-	size_t		used_bytes;		/* handed out to nodes */
-	size_t		entries;
-	uint32_t	rnd;
-	int			height;
-	mt_node    *head;
-	mt_node    *tail[MAX_HEIGHT];	/* last node of each level, or head */
-	/* value filter over the rows' indexed fields (NULL: none) */
-	uint8_t    *vlines;
-	uint32_t	vbits;
-	int			vk;
-	uint64_t	unindexed;
+	uint8_t    *base;
+	mt_region  *r;
+	size_t		size;			/* of the region */
+	size_t		limit;			/* private: bytes made accessible */
+	bool		own;			/* a private region: unmapped at the end */
+	bool		writable;
+	lsm_memtable_backing backing;
 	lsm_buf		vhashes;		/* scratch */
-	/* key filter (NULL: none) */
-	uint8_t    *klines;			/* in kraw, aligned to a cache line */
-	void	   *kraw;
-	uint32_t	knum_lines;
-	int			kk;
-	size_t		kcap;			/* entries it is sized for */
-	/* value index (vslots NULL: none) */
-	vslot	   *vslots;
-	uint32_t	vmask;			/* slots - 1 (a power of two minus one) */
-	uint32_t	vused;			/* slots in use */
-	bool		vfull;			/* stopped indexing: VINDEX_MAX reached */
-	vrec	  **vrecs;			/* pages of records */
-	uint32_t	nvrecs;
-	mt_node  ***ventries;		/* pages of entry nodes */
-	uint32_t	nventries;
-	uint32_t	vrecs_cap;		/* page table slots */
-	uint32_t	ventries_cap;
-	size_t		vbytes;			/* bytes of the value index */
 };
 
-static void *
-arena_alloc(lsm_memtable *mt, size_t n)
+/* ---------- region access ---------- */
+
+static inline void *
+at(const lsm_memtable *mt, mt_off o)
 {
-	arena_chunk *c = mt->chunks;
-	void	   *p;
-
-	n = (n + 7) & ~(size_t) 7;
-	if (c == NULL || c->size - c->used < n)
-	{
-		size_t		size = n > CHUNK_SIZE / 4 ? n : CHUNK_SIZE;
-
-		c = malloc(sizeof(arena_chunk) + size);
-		if (c == NULL)
-			return NULL;
-		c->size = size;
-		c->used = 0;
-		if (size == n && mt->chunks != NULL)
-		{
-			/* a big entry: keep filling the current chunk afterwards */
-			c->prev = mt->chunks->prev;
-			mt->chunks->prev = c;
-			c->used = n;
-			mt->arena_bytes += sizeof(arena_chunk) + size;
-			mt->used_bytes += n;
-			return c->data;
-		}
-		c->prev = mt->chunks;
-		mt->chunks = c;
-		mt->arena_bytes += sizeof(arena_chunk) + size;
-	}
-	p = c->data + c->used;
-	c->used += n;
-	mt->used_bytes += n;
-	return p;
+	return mt->base + (size_t) o * UNIT;
 }
+
+static inline mt_node *
+node_at(const lsm_memtable *mt, mt_off o)
+{
+	return o ? (mt_node *) at(mt, o) : NULL;
+}
+
+static inline mt_off
+off_of(const lsm_memtable *mt, const void *p)
+{
+	return (mt_off) (((const uint8_t *) p - mt->base) / UNIT);
+}
+
+static inline uint64_t
+load64(const uint64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+static inline void
+store64(uint64_t *p, uint64_t v)
+{
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+
+static inline mt_off
+load_off(const mt_off *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+static inline void
+store_off(mt_off *p, mt_off v)
+{
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+
+static inline mt_node *
+next_of(const lsm_memtable *mt, const mt_node *n, int level)
+{
+	return node_at(mt, load_off(&n->next[level]));
+}
+
+/*
+ * Makes [0, upto) of the region usable: a private region's pages
+ * accessible, an external region's blocks allocated by its backing.
+ * false if it cannot be (the region is full, or the backing failed).
+ */
+static bool
+region_grow(lsm_memtable *mt, size_t upto, lsm_err *e)
+{
+	mt_region  *r = mt->r;
+
+	if (upto > mt->size)
+		return false;
+	if (mt->own)
+	{
+		size_t		lim = mt->limit,
+					step;
+
+		if (upto <= lim)
+			return true;
+		step = lim < PRIVATE_STEP ? PRIVATE_STEP :
+			lim > PRIVATE_MAX_STEP ? PRIVATE_MAX_STEP : lim;
+		if (lim + step < upto)
+			step = upto - lim;
+		step = (step + 4095) & ~(size_t) 4095;
+		if (lim + step > mt->size)
+			step = mt->size - lim;
+		if (mprotect(mt->base + lim, step, PROT_READ | PROT_WRITE) != 0)
+			return false;
+		mt->limit = lim + step;
+		return true;
+	}
+	if (upto <= r->reserved || mt->backing.reserve == NULL)
+		return true;
+	{
+		size_t		want = r->reserved + EXTERNAL_STEP;
+
+		if (want < upto)
+			want = upto;
+		if (want > mt->size)
+			want = mt->size;
+		if (mt->backing.reserve(mt->backing.arg, want, e) != LSM_OK)
+			return false;
+		r->reserved = want;
+		return true;
+	}
+}
+
+/*
+ * n bytes from the region, aligned to align (a power of two, >= UNIT);
+ * NULL when it is full.  Fresh bytes are zero (new pages).
+ */
+static void *
+region_alloc(lsm_memtable *mt, size_t n, size_t align)
+{
+	mt_region  *r = mt->r;
+	size_t		start = (r->used + align - 1) & ~(align - 1);
+
+	if (start + n > r->size || start + n < start ||
+		!region_grow(mt, start + n, NULL))
+		return NULL;
+	r->used = start + n;
+	return mt->base + start;
+}
+
+/* ---------- nodes ---------- */
 
 /* The search tag that sorts before every version visible at snap. */
 static inline uint64_t
@@ -216,78 +323,179 @@ node_cmp(const mt_node *n, const void *key, size_t klen, uint64_t tag)
 	return (n->tag < tag) - (n->tag > tag);
 }
 
-lsm_memtable *
-lsm_memtable_new(void)
+static inline uint16_t
+shadowed_of(const mt_node *n)
+{
+	return __atomic_load_n(&n->shadowed, __ATOMIC_RELAXED);
+}
+
+/* ---------- creation ---------- */
+
+/* Formats an empty memtable in mt's zeroed region; false if too small. */
+static bool
+format(lsm_memtable *mt, size_t size)
+{
+	mt_region  *r = mt->r;
+	mt_node    *head;
+	int			i;
+
+	if (size < 4096 || !region_grow(mt, 4096, NULL))
+		return false;
+	r->size = size;
+	r->used = sizeof(mt_region);
+	if (!mt->own && mt->backing.reserve == NULL)
+		r->reserved = size;
+	r->rnd = 0xdeadbeef;
+	r->height = 1;
+	head = region_alloc(mt, sizeof(mt_node) + MAX_HEIGHT * sizeof(mt_off), UNIT);
+	if (head == NULL)
+		return false;
+	head->height = MAX_HEIGHT;
+	r->head = off_of(mt, head);
+	r->entry_bytes = sizeof(mt_node) + MAX_HEIGHT * sizeof(mt_off);	/* the head */
+	for (i = 0; i < MAX_HEIGHT; i++)
+		r->tail[i] = r->head;
+	store64(&r->magic, MT_MAGIC);
+	return true;
+}
+
+static lsm_memtable *
+handle_new(void *base, size_t size, bool own, bool writable,
+		   const lsm_memtable_backing *b)
 {
 	lsm_memtable *mt = calloc(1, sizeof(lsm_memtable));
-	int			i;
 
 	if (mt == NULL)
 		return NULL;
 	mt->refs = 1;
-	mt->rnd = 0xdeadbeef;
-	mt->height = 1;
-	mt->head = arena_alloc(mt, sizeof(mt_node) + MAX_HEIGHT * sizeof(mt_node *));
-	if (mt->head == NULL)
-	{
-		free(mt);
-		return NULL;
-	}
-	memset(mt->head, 0, sizeof(mt_node) + MAX_HEIGHT * sizeof(mt_node *));
-	mt->head->height = MAX_HEIGHT;
-	mt->head->shadowed = 0;
-	for (i = 0; i < MAX_HEIGHT; i++)
-		mt->tail[i] = mt->head;
+	mt->base = base;
+	mt->size = size;
+	mt->r = base;
+	mt->own = own;
+	mt->writable = writable;
+	if (b)
+		mt->backing = *b;
 	return mt;
 }
 
+lsm_memtable *
+lsm_memtable_new(void)
+{
+	void	   *p = mmap(NULL, PRIVATE_RESERVE, PROT_NONE,
+						 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	lsm_memtable *mt;
+
+	if (p == MAP_FAILED)
+		return NULL;
+	mt = handle_new(p, PRIVATE_RESERVE, true, true, NULL);
+	if (mt == NULL || !format(mt, PRIVATE_RESERVE))
+	{
+		munmap(p, PRIVATE_RESERVE);
+		free(mt);
+		return NULL;
+	}
+	return mt;
+}
+
+lsm_memtable *
+lsm_memtable_format(void *base, size_t size, const lsm_memtable_backing *b)
+{
+	lsm_memtable *mt;
+
+	if (size > MAX_REGION || ((uintptr_t) base & 63) != 0)
+		return NULL;
+	mt = handle_new(base, size, false, true, b);
+	if (mt && !format(mt, size))
+	{
+		free(mt);
+		mt = NULL;
+	}
+	return mt;
+}
+
+lsm_memtable *
+lsm_memtable_attach(void *base, size_t size, bool writable,
+					const lsm_memtable_backing *b, lsm_err *e)
+{
+	mt_region  *r = base;
+	size_t		lines;
+	lsm_memtable *mt;
+	int			i;
+
+	if (size < 4096 || ((uintptr_t) base & 63) != 0 ||
+		load64(&r->magic) != MT_MAGIC || r->size != size ||
+		size > MAX_REGION || r->used > size || r->reserved > size ||
+		r->head == 0 || (size_t) r->head * UNIT >= size ||
+		r->height < 1 || r->height > MAX_HEIGHT)
+	{
+		lsm_err_set(e, LSM_CORRUPTION, "not a memtable region of this layout");
+		return NULL;
+	}
+	for (i = 0; i < MAX_HEIGHT; i++)
+		if ((size_t) r->tail[i] * UNIT >= size)
+			break;
+	lines = (size_t) (uint32_t) r->kfilter;
+	if (i < MAX_HEIGHT ||
+		((r->kfilter >> 32) * UNIT + lines * LSM_BLOOM_LINE > size) ||
+		(r->vlines && (size_t) r->vlines * UNIT +
+		 (size_t) lsm_vfilter_lines(r->vbits) * LSM_BLOOM_LINE > size) ||
+		((r->vindex >> 32) * UNIT + ((r->vindex & UINT32_MAX) + 1) *
+		 sizeof(vslot) > size && r->vindex != 0))
+	{
+		lsm_err_set(e, LSM_CORRUPTION, "memtable region offsets out of bounds");
+		return NULL;
+	}
+	mt = handle_new(base, size, false, writable, b);
+	if (mt == NULL)
+		lsm_err_set(e, LSM_NOMEM, "out of memory");
+	return mt;
+}
+
+size_t
+lsm_memtable_region_bytes_for(size_t memtable_bytes)
+{
+	size_t		n;
+
+	/* the threshold and a batch past it, filters and index: sparse */
+	if (memtable_bytes > MAX_REGION / 8)
+		return MAX_REGION & ~(size_t) 4095;
+	n = memtable_bytes * 8 + ((size_t) 8 << 20);
+	return n > MAX_REGION ? MAX_REGION & ~(size_t) 4095 : n;
+}
+
+/* Atomic counts: threads of a test share one handle (a process has one). */
 void
 lsm_memtable_ref(lsm_memtable *mt)
 {
-	mt->refs++;
+	__atomic_add_fetch(&mt->refs, 1, __ATOMIC_RELAXED);
 }
 
 void
 lsm_memtable_unref(lsm_memtable *mt)
 {
-	arena_chunk *c;
-	uint32_t	i;
-
-	if (mt == NULL || --mt->refs > 0)
+	if (mt == NULL || __atomic_sub_fetch(&mt->refs, 1, __ATOMIC_ACQ_REL) > 0)
 		return;
-	c = mt->chunks;
-	while (c)
-	{
-		arena_chunk *p = c->prev;
-
-		free(c);
-		c = p;
-	}
-	free(mt->vlines);
 	lsm_buf_free(&mt->vhashes);
-	free(mt->kraw);
-	free(mt->vslots);
-	for (i = 0; i < mt->vrecs_cap; i++)
-		free(mt->vrecs[i]);
-	for (i = 0; i < mt->ventries_cap; i++)
-		free(mt->ventries[i]);
-	free(mt->vrecs);
-	free(mt->ventries);
+	if (mt->own)
+		munmap(mt->base, PRIVATE_RESERVE);
+	else if (mt->backing.release)
+		mt->backing.release(mt->backing.arg);
 	free(mt);
 }
 
 static int
 random_height(lsm_memtable *mt)
 {
+	mt_region  *r = mt->r;
 	int			h = 1;
 
 	while (h < MAX_HEIGHT)
 	{
 		/* xorshift32 */
-		mt->rnd ^= mt->rnd << 13;
-		mt->rnd ^= mt->rnd >> 17;
-		mt->rnd ^= mt->rnd << 5;
-		if ((mt->rnd & 3) != 0)
+		r->rnd ^= r->rnd << 13;
+		r->rnd ^= r->rnd >> 17;
+		r->rnd ^= r->rnd << 5;
+		if ((r->rnd & 3) != 0)
 			break;
 		h++;
 	}
@@ -296,25 +504,33 @@ random_height(lsm_memtable *mt)
 
 /*
  * Finds the first node >= (key, tag); fills prev[] with the last node before
- * it on every level when prev is not NULL.
+ * it on every level when prev is not NULL (the writer).
  */
 static mt_node *
 find_ge(const lsm_memtable *mt, const void *key, size_t klen, uint64_t tag,
 		mt_node **prev)
 {
-	mt_node    *x = mt->head;
-	int			level = mt->height - 1;
+	const mt_region *r = mt->r;
+	mt_node    *head = node_at(mt, r->head);
+	mt_node    *x = head;
+	mt_node    *last = node_at(mt, load_off(&r->tail[0]));
+	int			level = (int) __atomic_load_n(&r->height, __ATOMIC_ACQUIRE) - 1;
 
-	if (mt->tail[0] != mt->head && node_cmp(mt->tail[0], key, klen, tag) < 0)
+	if (last != head && node_cmp(last, key, klen, tag) < 0)
 	{
 		/* past the last node */
 		if (prev)
-			memcpy(prev, mt->tail, sizeof(mt_node *) * (size_t) mt->height);
+		{
+			int			l;
+
+			for (l = 0; l <= level; l++)
+				prev[l] = node_at(mt, r->tail[l]);
+		}
 		return NULL;
 	}
 	for (;;)
 	{
-		mt_node    *n = x->next[level];
+		mt_node    *n = next_of(mt, x, level);
 
 		if (n != NULL && node_cmp(n, key, klen, tag) < 0)
 			x = n;
@@ -333,104 +549,106 @@ find_ge(const lsm_memtable *mt, const void *key, size_t klen, uint64_t tag,
 static mt_node *
 find_lt(const lsm_memtable *mt, const void *key, size_t klen, uint64_t tag)
 {
-	mt_node    *x = mt->head;
-	int			level = mt->height - 1;
+	mt_node    *head = node_at(mt, mt->r->head);
+	mt_node    *x = head;
+	int			level = (int) __atomic_load_n(&mt->r->height, __ATOMIC_ACQUIRE) - 1;
 
 	for (;;)
 	{
-		mt_node    *n = x->next[level];
+		mt_node    *n = next_of(mt, x, level);
 
 		if (n != NULL && node_cmp(n, key, klen, tag) < 0)
 			x = n;
 		else if (level == 0)
-			return x == mt->head ? NULL : x;
+			return x == head ? NULL : x;
 		else
 			level--;
 	}
 }
 
+/* ---------- value filter ---------- */
+
 int
 lsm_memtable_index_values(lsm_memtable *mt, uint32_t m, int k,
 						  uint64_t unindexed)
 {
-	LSM_ASSERT(mt->entries == 0);
+	mt_region  *r = mt->r;
+	uint8_t    *lines;
+	vslot	   *slots;
+
+	LSM_ASSERT(r->entries == 0);
 	/* whole 512-bit lines only (the manifest reader and lsm_open see to it) */
 	if (m % 512 != 0 || m > LSM_VFILTER_MAX_BITS ||
 		k < 0 || k > LSM_VFILTER_MAX_HASHES)
 		return LSM_INVALID;
 	if (m == 0 || k == 0)
 		return LSM_OK;
-	mt->vlines = calloc((size_t) lsm_vfilter_lines(m), LSM_BLOOM_LINE);
-	mt->vslots = calloc(VINDEX_INITIAL_SLOTS, sizeof(vslot));
-	if (mt->vlines == NULL || mt->vslots == NULL)
-	{
-		free(mt->vlines);
-		free(mt->vslots);
-		mt->vlines = NULL;
-		mt->vslots = NULL;
+	lines = region_alloc(mt, (size_t) lsm_vfilter_lines(m) * LSM_BLOOM_LINE,
+						 LSM_BLOOM_LINE);
+	slots = region_alloc(mt, VINDEX_INITIAL_SLOTS * sizeof(vslot), UNIT);
+	if (lines == NULL || slots == NULL)
 		return LSM_NOMEM;
-	}
-	mt->vmask = VINDEX_INITIAL_SLOTS - 1;
-	mt->vbytes = VINDEX_INITIAL_SLOTS * sizeof(vslot);
-	mt->vbits = m;
-	mt->vk = k;
-	mt->unindexed = unindexed;
+	r->vbits = m;
+	r->vk = (uint32_t) k;
+	r->unindexed = unindexed;
+	r->index_bytes += (size_t) lsm_vfilter_lines(m) * LSM_BLOOM_LINE +
+		VINDEX_INITIAL_SLOTS * sizeof(vslot);
+	store64(&r->vindex, (uint64_t) off_of(mt, slots) << 32 |
+			(VINDEX_INITIAL_SLOTS - 1));
+	store_off(&r->vlines, off_of(mt, lines));
 	return LSM_OK;
 }
 
 bool
 lsm_memtable_may_hold_value(const lsm_memtable *mt, uint64_t h)
 {
+	const mt_region *r = mt->r;
+	mt_off		o = load_off(&r->vlines);
 	lsm_bloom	f;
 
-	if (mt->vlines == NULL)
-		return mt->entries > 0;
-	f.lines = mt->vlines;
-	f.num_lines = lsm_vfilter_lines(mt->vbits);
-	f.k = mt->vk;
-	return lsm_bloom_may_match(&f, h);
+	if (o == 0)
+		return lsm_memtable_entries(mt) > 0;
+	f.lines = at(mt, o);
+	f.num_lines = lsm_vfilter_lines(r->vbits);
+	f.k = (int) r->vk;
+	return lsm_bloom_may_match_shared(&f, h);
 }
 
 /* ---------- key filter ---------- */
 
-/*
- * Allocates a zeroed key filter of num_lines lines, aligned to a cache line
- * so that a probe touches exactly one; *raw gets the pointer to free.  NULL
- * when out of memory.  calloc, not posix_memalign and memset: a large
- * filter then comes from fresh zero pages that cost no memory until a key
- * lands in them (a read-only handle's memtable never touches its filter).
- */
-static uint8_t *
-key_filter_alloc(uint32_t num_lines, void **raw)
-{
-	uintptr_t	p;
-
-	*raw = calloc((size_t) num_lines + 1, LSM_BLOOM_LINE);
-	if (*raw == NULL)
-		return NULL;
-	p = ((uintptr_t) *raw + LSM_BLOOM_LINE - 1) & ~(uintptr_t) (LSM_BLOOM_LINE - 1);
-	return (uint8_t *) p;
-}
-
 int
 lsm_memtable_filter_keys(lsm_memtable *mt, size_t budget)
 {
+	mt_region  *r = mt->r;
 	uint64_t	keys = budget / KEY_FILTER_ENTRY_BYTES,
 				lines;
+	uint8_t    *p;
 
-	LSM_ASSERT(mt->entries == 0 && mt->klines == NULL);
+	LSM_ASSERT(r->entries == 0 && r->kfilter == 0);
 	if (keys < 64)
 		keys = 64;
 	lines = (keys * KEY_FILTER_BITS_PER_KEY + 511) / 512;
-	if (lines > UINT32_MAX / 2)
-		lines = UINT32_MAX / 2;
-	mt->klines = key_filter_alloc((uint32_t) lines, &mt->kraw);
-	if (mt->klines == NULL)
+	if (lines > UINT32_MAX / 4)
+		lines = UINT32_MAX / 4;
+	p = region_alloc(mt, (size_t) lines * LSM_BLOOM_LINE, LSM_BLOOM_LINE);
+	if (p == NULL)
 		return LSM_NOMEM;
-	mt->knum_lines = (uint32_t) lines;
-	mt->kk = lsm_bloom_choose_k(KEY_FILTER_BITS_PER_KEY);
-	mt->kcap = (size_t) keys;
+	r->kk = (uint32_t) lsm_bloom_choose_k(KEY_FILTER_BITS_PER_KEY);
+	r->kcap = keys;
+	r->index_bytes += (size_t) lines * LSM_BLOOM_LINE;
+	store64(&r->kfilter, (uint64_t) off_of(mt, p) << 32 | lines);
 	return LSM_OK;
+}
+
+/* The key filter as published (f->lines NULL: none). */
+static inline void
+key_filter(const lsm_memtable *mt, lsm_bloom *f)
+{
+	uint64_t	kf = load64(&mt->r->kfilter);
+
+	f->lines = kf ? at(mt, (mt_off) (kf >> 32)) : NULL;
+	f->num_lines = (uint32_t) kf;
+	f->k = (int) mt->r->kk;
 }
 
 bool
@@ -438,286 +656,210 @@ lsm_memtable_may_hold_key(const lsm_memtable *mt, uint64_t h)
 {
 	lsm_bloom	f;
 
-	if (mt->klines == NULL)
-		return mt->entries > 0;
-	f.lines = mt->klines;
-	f.num_lines = mt->knum_lines;
-	f.k = mt->kk;
-	return lsm_bloom_may_match(&f, h);
+	key_filter(mt, &f);
+	if (f.lines == NULL)
+		return lsm_memtable_entries(mt) > 0;
+	return lsm_bloom_may_match_shared(&f, h);
 }
 
 void
 lsm_memtable_prefetch_key(const lsm_memtable *mt, uint64_t h)
 {
-	if (mt->klines != NULL)
-		__builtin_prefetch(mt->klines +
-						   (((uint64_t) (uint32_t) h * mt->knum_lines) >> 32) *
-						   LSM_BLOOM_LINE);
+	lsm_bloom	f;
+
+	key_filter(mt, &f);
+	if (f.lines != NULL)
+		lsm_bloom_prefetch(&f, h);
 }
 
 /*
  * The entries have outgrown the key filter: rebuilds it at twice the size
  * from the skip list (every version's key; a key's versions are adjacent,
- * so it is hashed once).  Out of memory, the old filter stays: fuller, it
- * answers "maybe" more often but never "absent" for a key it holds.
+ * so it is hashed once) and publishes it.  Out of room, the old filter
+ * stays: fuller, it answers "maybe" more often but never "absent" for a key
+ * it holds.
  */
 static void
 grow_key_filter(lsm_memtable *mt)
 {
-	uint32_t	lines = mt->knum_lines;
+	mt_region  *r = mt->r;
+	uint32_t	lines = (uint32_t) r->kfilter;
 	uint8_t    *fresh;
-	void	   *raw;
 	mt_node    *n,
 			   *prev = NULL;
 
-	mt->kcap *= 2;
+	r->kcap *= 2;
 	if (lines > UINT32_MAX / 4 ||
-		(fresh = key_filter_alloc(lines * 2, &raw)) == NULL)
+		(fresh = region_alloc(mt, (size_t) lines * 2 * LSM_BLOOM_LINE,
+							  LSM_BLOOM_LINE)) == NULL)
 		return;
-	for (n = mt->head->next[0]; n != NULL; prev = n, n = n->next[0])
+	for (n = next_of(mt, node_at(mt, r->head), 0); n != NULL;
+		 prev = n, n = next_of(mt, n, 0))
 	{
-		if (prev != NULL && prev->klen == n->klen &&
-			memcmp(node_key(prev), node_key(n), n->klen) == 0)
+		if (prev != NULL && same_key(prev, n))
 			continue;
-		lsm_bloom_set(fresh, lines * 2, mt->kk,
+		lsm_bloom_set_shared(fresh, lines * 2, (int) r->kk,
 					  lsm_key_hash(node_key(n), n->klen));
 	}
-	free(mt->kraw);
-	mt->kraw = raw;
-	mt->klines = fresh;
-	mt->knum_lines = lines * 2;
+	r->index_bytes += (size_t) lines * 2 * LSM_BLOOM_LINE;
+	store64(&r->kfilter, (uint64_t) off_of(mt, fresh) << 32 | (lines * 2));
 }
 
-/* ---------- value filter and value index ---------- */
+/* ---------- value index ---------- */
 
-/* The value index's 32-bit tag of a value hash. */
-static inline uint32_t
-vtag(uint64_t h)
-{
-	return (uint32_t) (h ^ (h >> 32));
-}
-
-static inline vrec *
-vrec_at(const lsm_memtable *mt, uint32_t r)
-{
-	return &mt->vrecs[r >> VINDEX_PAGE_SHIFT][r & (VINDEX_PAGE - 1)];
-}
-
-static inline mt_node **
-ventry_at(const lsm_memtable *mt, uint32_t e)
-{
-	return &mt->ventries[e >> VINDEX_PAGE_SHIFT][e & (VINDEX_PAGE - 1)];
-}
-
-/* The slot of tag: the one holding it, or the empty one where it goes. */
+/* The slot of hash h: the one holding it, or the empty one where it goes. */
 static inline vslot *
-vslot_find(const vslot *slots, uint32_t mask, uint32_t tag)
+vslot_find(vslot *slots, uint32_t mask, uint64_t h)
 {
-	uint32_t	i = tag & mask;
+	uint32_t	i = (uint32_t) (h ^ (h >> 32)) & mask;
 
 	/* linear probing; the table is never more than 70% full */
-	while (slots[i].head != 0 && slots[i].tag != tag)
+	while (load_off(&slots[i].head) != 0 && slots[i].hash != h)
 		i = (i + 1) & mask;
-	return (vslot *) &slots[i];
+	return &slots[i];
 }
 
 /*
- * Makes sure that *pages (a page table of *cap pages, pages of elem-byte
- * elements) has pages for count + extra elements.  LSM_NOMEM leaves what
- * was there; pages added are kept (they are capacity, not content).
+ * Makes room in the value index for ntags more chains: a table at most 70%
+ * full with all of them new, rebuilt at twice the size and published
+ * otherwise.  false when the region is full (the index then stops, and
+ * value searches scan this memtable).
  */
-static int
-reserve_pages(lsm_memtable *mt, void ***pages, uint32_t *cap, uint32_t count,
-			  uint32_t extra, size_t elem)
-{
-	uint32_t	need = (uint32_t) (((uint64_t) count + extra + VINDEX_PAGE - 1) /
-								   VINDEX_PAGE),
-				p;
-
-	if (need > *cap)
-	{
-		uint32_t	ncap = *cap * 2 + 16,
-					i;
-		void	  **g;
-
-		if (ncap < need)
-			ncap = need;
-		g = realloc(*pages, sizeof(void *) * ncap);
-		if (g == NULL)
-			return LSM_NOMEM;
-		for (i = *cap; i < ncap; i++)
-			g[i] = NULL;
-		*pages = g;
-		mt->vbytes += sizeof(void *) * (ncap - *cap);
-		*cap = ncap;
-	}
-	for (p = count / VINDEX_PAGE; p < need; p++)
-		if ((*pages)[p] == NULL)
-		{
-			if (((*pages)[p] = malloc(elem * VINDEX_PAGE)) == NULL)
-				return LSM_NOMEM;
-			mt->vbytes += elem * VINDEX_PAGE;
-		}
-	return LSM_OK;
-}
-
-/*
- * Makes room in the value index for one more entry with ntags distinct
- * tags: pages for the records and the entry, and a hash table that stays
- * at most 70% full with all of them new.  LSM_NOMEM leaves the index as it
- * was (with more capacity, perhaps).
- */
-static int
+static bool
 vindex_reserve(lsm_memtable *mt, uint32_t ntags)
 {
-	uint64_t	slots = (uint64_t) mt->vmask + 1;
-	int			rc;
+	mt_region  *r = mt->r;
+	uint64_t	vi = r->vindex,
+				slots = (vi & UINT32_MAX) + 1,
+				nslots = slots,
+				i;
+	vslot	   *old = at(mt, (mt_off) (vi >> 32)),
+			   *fresh;
 
-	rc = reserve_pages(mt, (void ***) &mt->vrecs, &mt->vrecs_cap, mt->nvrecs,
-					   ntags, sizeof(vrec));
-	if (rc == LSM_OK)
-		rc = reserve_pages(mt, (void ***) &mt->ventries, &mt->ventries_cap,
-						   mt->nventries, 1, sizeof(mt_node *));
-	if (rc != LSM_OK)
-		return rc;
-	if (((uint64_t) mt->vused + ntags) * 10 > slots * 7)
-	{
-		uint64_t	nslots = slots;
-		vslot	   *fresh;
-		uint64_t	i;
-
-		while (((uint64_t) mt->vused + ntags) * 10 > nslots * 7)
-			nslots *= 2;
-		if (nslots > (UINT64_C(1) << 32))
-			return LSM_NOMEM;
-		fresh = calloc((size_t) nslots, sizeof(vslot));
-		if (fresh == NULL)
-			return LSM_NOMEM;
-		for (i = 0; i < slots; i++)
-			if (mt->vslots[i].head != 0)
-				*vslot_find(fresh, (uint32_t) (nslots - 1),
-							mt->vslots[i].tag) = mt->vslots[i];
-		free(mt->vslots);
-		mt->vslots = fresh;
-		mt->vmask = (uint32_t) (nslots - 1);
-		mt->vbytes += (size_t) (nslots - slots) * sizeof(vslot);
-	}
-	return LSM_OK;
+	if ((r->vused + ntags) * 10 <= slots * 7)
+		return true;
+	while ((r->vused + ntags) * 10 > nslots * 7)
+		nslots *= 2;
+	if (nslots > (UINT64_C(1) << 31) ||
+		(fresh = region_alloc(mt, (size_t) nslots * sizeof(vslot), UNIT)) == NULL)
+		return false;
+	for (i = 0; i < slots; i++)
+		if (old[i].head != 0)
+			*vslot_find(fresh, (uint32_t) (nslots - 1), old[i].hash) = old[i];
+	r->index_bytes += (size_t) nslots * sizeof(vslot);
+	store64(&r->vindex, (uint64_t) off_of(mt, fresh) << 32 | (nslots - 1));
+	return true;
 }
 
 static int
-cmp_u32(const void *a, const void *b)
+cmp_u64(const void *a, const void *b)
 {
-	uint32_t	x = *(const uint32_t *) a,
-				y = *(const uint32_t *) b;
+	uint64_t	x = *(const uint64_t *) a,
+				y = *(const uint64_t *) b;
 
 	return (x > y) - (x < y);
 }
 
 /*
- * Sorts tags (insertion sort for the usual few fields) and drops repeats,
- * so that a row is on each of its chains once even if two of its values
- * share a tag; returns how many are left.
+ * Sorts hashes (insertion sort for the usual few fields) and drops repeats,
+ * so that a row is on each of its chains once even if two of its fields
+ * hold the same value; returns how many are left.
  */
 static uint32_t
-unique_tags(uint32_t *tags, uint32_t n)
+unique_hashes(uint64_t *hs, uint32_t n)
 {
 	uint32_t	i,
 				j,
 				out;
 
 	if (n > 32)
-		qsort(tags, n, sizeof(uint32_t), cmp_u32);
+		qsort(hs, n, sizeof(uint64_t), cmp_u64);
 	else
 		for (i = 1; i < n; i++)
 		{
-			uint32_t	t = tags[i];
+			uint64_t	t = hs[i];
 
-			for (j = i; j > 0 && tags[j - 1] > t; j--)
-				tags[j] = tags[j - 1];
-			tags[j] = t;
+			for (j = i; j > 0 && hs[j - 1] > t; j--)
+				hs[j] = hs[j - 1];
+			hs[j] = t;
 		}
 	for (i = 0, out = 0; i < n; i++)
-		if (out == 0 || tags[out - 1] != tags[i])
-			tags[out++] = tags[i];
+		if (out == 0 || hs[out - 1] != hs[i])
+			hs[out++] = hs[i];
 	return out;
 }
 
 /*
  * The first half of adding a row: its value hashes into the value filter,
- * and room in the value index for its distinct tags, which it leaves in
- * mt->vhashes (*ntags of them, as uint32).  LSM_NOMEM leaves the memtable
- * unchanged but for bits of the value filter (which only make it say
- * "maybe" more often).
+ * and room in the value index for its distinct hashes, which it leaves in
+ * mt->vhashes (*nh of them).  LSM_NOMEM (out of memory for the hashes)
+ * leaves the rows as they were but for bits of the value filter.
  */
 static int
 index_values(lsm_memtable *mt, const uint8_t *row, size_t rowlen,
-			 uint32_t *ntags)
+			 uint32_t *nh)
 {
-	uint32_t   *tags;
+	mt_region  *r = mt->r;
+	uint64_t   *hs;
 	size_t		i,
 				n;
 
-	*ntags = 0;
+	*nh = 0;
 	mt->vhashes.len = 0;
-	if (lsm_value_hashes(row, rowlen, mt->unindexed, &mt->vhashes) != LSM_OK)
+	if (lsm_value_hashes(row, rowlen, r->unindexed, &mt->vhashes) != LSM_OK)
 		return LSM_NOMEM;
 	n = mt->vhashes.len / sizeof(uint64_t);
-	tags = (uint32_t *) mt->vhashes.data;
+	hs = (uint64_t *) mt->vhashes.data;
 	for (i = 0; i < n; i++)
-	{
-		uint64_t	h;
-
-		memcpy(&h, mt->vhashes.data + i * sizeof(uint64_t), sizeof(h));
-		lsm_bloom_set(mt->vlines, lsm_vfilter_lines(mt->vbits), mt->vk, h);
-		/* in place: tag i overwrites bytes that hash i has been read from */
-		tags[i] = vtag(h);
-	}
-	if (n == 0 || mt->vslots == NULL || mt->vfull)
+		lsm_bloom_set_shared(at(mt, r->vlines), lsm_vfilter_lines(r->vbits),
+					  (int) r->vk, hs[i]);
+	if (n == 0 || r->vfull)
 		return LSM_OK;
-	*ntags = unique_tags(tags, (uint32_t) n);
-	if ((uint64_t) mt->nvrecs + *ntags > VINDEX_MAX ||
-		(uint64_t) mt->nventries + 1 > VINDEX_MAX)
+	*nh = unique_hashes(hs, (uint32_t) n);
+	if (!vindex_reserve(mt, *nh))
 	{
-		/* past 4G records: the value search scans this memtable */
-		mt->vfull = true;
-		*ntags = 0;
-		return LSM_OK;
+		/* out of room: value searches scan this memtable from now on */
+		__atomic_store_n(&r->vfull, 1, __ATOMIC_RELEASE);
+		*nh = 0;
 	}
-	return vindex_reserve(mt, *ntags);
+	return LSM_OK;
 }
 
 /*
- * The second half: links node n into the chains of its ntags tags (in
- * mt->vhashes), for which index_values made room.  Cannot fail.
+ * The second half: links node n into the chains of its nh hashes (in
+ * mt->vhashes), each record written before the slot points to it.
  */
 static void
-link_values(lsm_memtable *mt, mt_node *n, uint32_t ntags)
+link_values(lsm_memtable *mt, mt_node *n, uint32_t nh)
 {
-	const uint32_t *tags = (const uint32_t *) mt->vhashes.data;
-	uint32_t	e,
-				i;
+	mt_region  *r = mt->r;
+	const uint64_t *hs = (const uint64_t *) mt->vhashes.data;
+	uint64_t	vi = r->vindex;
+	vslot	   *slots = at(mt, (mt_off) (vi >> 32));
+	vrec	   *recs;
+	uint32_t	i;
 
-	if (ntags == 0)
+	if (nh == 0)
 		return;
-	e = mt->nventries++;
-	*ventry_at(mt, e) = n;
-	for (i = 0; i < ntags; i++)
+	recs = region_alloc(mt, (size_t) nh * sizeof(vrec), UNIT);
+	if (recs == NULL)
 	{
-		vslot	   *sl = vslot_find(mt->vslots, mt->vmask, tags[i]);
-		uint32_t	r = mt->nvrecs++;
-		vrec	   *rec = vrec_at(mt, r);
+		__atomic_store_n(&r->vfull, 1, __ATOMIC_RELEASE);
+		return;
+	}
+	r->index_bytes += (size_t) nh * sizeof(vrec);
+	for (i = 0; i < nh; i++)
+	{
+		vslot	   *sl = vslot_find(slots, (uint32_t) (vi & UINT32_MAX), hs[i]);
 
-		rec->entry = e;
+		recs[i].node = off_of(mt, n);
+		recs[i].next = sl->head;
 		if (sl->head == 0)
 		{
-			sl->tag = tags[i];
-			rec->next = 0;
-			mt->vused++;
+			sl->hash = hs[i];
+			r->vused++;
 		}
-		else
-			rec->next = sl->head;
-		sl->head = r + 1;
+		store_off(&sl->head, off_of(mt, &recs[i]));
 	}
 }
 
@@ -725,17 +867,22 @@ int
 lsm_memtable_value_rows(const lsm_memtable *mt, uint64_t h, uint64_t snap,
 						lsm_memtable_row_fn fn, void *arg)
 {
-	const vslot *sl;
-	uint32_t	r;
+	const mt_region *r = mt->r;
+	uint64_t	vi = load64(&r->vindex);
+	vslot	   *sl;
+	mt_off		o;
 
-	if (mt->vslots == NULL || mt->vfull)
+	if (vi == 0 || __atomic_load_n(&r->vfull, __ATOMIC_ACQUIRE))
 		return LSM_NOTFOUND;
-	sl = vslot_find(mt->vslots, mt->vmask, vtag(h));
-	for (r = sl->head; r != 0; r = vrec_at(mt, r - 1)->next)
+	sl = vslot_find(at(mt, (mt_off) (vi >> 32)), (uint32_t) (vi & UINT32_MAX),
+					h);
+	for (o = load_off(&sl->head); o != 0;)
 	{
-		const mt_node *n = *ventry_at(mt, vrec_at(mt, r - 1)->entry);
+		const vrec *rec = at(mt, o);
+		const mt_node *n = node_at(mt, rec->node);
 		int			rc;
 
+		o = rec->next;
 		if ((n->tag >> 8) > snap || (n->tag & 0xff) != LSM_KIND_PUT)
 			continue;
 
@@ -743,7 +890,7 @@ lsm_memtable_value_rows(const lsm_memtable *mt, uint64_t h, uint64_t snap,
 		 * The newest version of its key in the snapshot?  Surely if it is
 		 * the newest of all (the usual case); else a search tells.
 		 */
-		if (n->shadowed &&
+		if (shadowed_of(n) &&
 			find_ge(mt, node_key(n), n->klen, snap_tag(snap), NULL) != n)
 			continue;
 		rc = fn(arg, node_key(n), n->klen, node_val(n), n->vlen, n->tag >> 8);
@@ -756,65 +903,112 @@ lsm_memtable_value_rows(const lsm_memtable *mt, uint64_t h, uint64_t snap,
 size_t
 lsm_memtable_index_bytes(const lsm_memtable *mt)
 {
-	return mt->vbytes + (size_t) mt->knum_lines * LSM_BLOOM_LINE +
-		(mt->vlines ? (size_t) lsm_vfilter_lines(mt->vbits) * LSM_BLOOM_LINE : 0);
+	return (size_t) __atomic_load_n(&mt->r->index_bytes, __ATOMIC_RELAXED);
+}
+
+/* ---------- adding and finding ---------- */
+
+int
+lsm_memtable_reserve(lsm_memtable *mt, size_t entries, size_t bytes,
+					 lsm_err *e)
+{
+	mt_region  *r = mt->r;
+	size_t		need,
+				kf = (size_t) (uint32_t) r->kfilter * LSM_BLOOM_LINE,
+				vi = r->vindex ? ((size_t) (r->vindex & UINT32_MAX) + 1) *
+		sizeof(vslot) : 0;
+
+	/*
+	 * Nodes (header, the tallest next[], alignment) and their bytes; value
+	 * index records (at most one per 2 bytes of a row: 4x); a key filter
+	 * and a hash table that double, twice.
+	 */
+	need = entries * (sizeof(mt_node) + MAX_HEIGHT * sizeof(mt_off) + UNIT) +
+		bytes + (r->vindex ? bytes * 4 + entries * UNIT : 0) +
+		(kf + vi) * 6 + LSM_BLOOM_LINE * 2;
+	if (need > r->size || r->used + need > r->size)
+		return lsm_err_set(e, LSM_NOMEM,
+						   "the memtable has no room for a batch of %zu bytes",
+						   bytes);
+	if (!region_grow(mt, r->used + need, e))
+		return e && e->rc != LSM_OK ? e->rc :
+			lsm_err_set(e, LSM_NOMEM, "out of memory for the memtable");
+	return LSM_OK;
 }
 
 int
 lsm_memtable_add(lsm_memtable *mt, uint64_t seq, int kind,
 				 const void *key, size_t klen, const void *val, size_t vlen)
 {
+	mt_region  *r = mt->r;
 	mt_node    *prev[MAX_HEIGHT];
-	mt_node    *n;
+	mt_node    *n,
+			   *next0;
 	uint64_t	tag = seq << 8 | (uint64_t) kind;
-	uint32_t	ntags = 0;
+	uint32_t	nh = 0;
+	size_t		size;
 	int			h = random_height(mt);
+	int			height = (int) r->height;
 	int			i;
 
+	LSM_ASSERT(mt->writable);
 	/* the value filter and index first: a failure leaves the rows as they were */
-	if (mt->vlines && kind == LSM_KIND_PUT &&
-		index_values(mt, val, vlen, &ntags) != LSM_OK)
+	if (r->vlines && kind == LSM_KIND_PUT &&
+		index_values(mt, val, vlen, &nh) != LSM_OK)
 		return LSM_NOMEM;
-	n = arena_alloc(mt, sizeof(mt_node) + h * sizeof(mt_node *) + klen + vlen);
+	size = sizeof(mt_node) + (size_t) h * sizeof(mt_off) + klen + vlen;
+	n = region_alloc(mt, size, UNIT);
 	if (n == NULL)
 		return LSM_NOMEM;
 	n->tag = tag;
 	n->klen = (uint32_t) klen;
 	n->vlen = (uint32_t) vlen;
 	n->height = (uint16_t) h;
-	n->shadowed = 0;
 	memcpy((uint8_t *) node_key(n), key, klen);
 	if (vlen)
 		memcpy((uint8_t *) node_val(n), val, vlen);
-	if (mt->klines)
+	if (r->kfilter)
 	{
+		lsm_bloom	f;
+
 		/* tombstones too: a get must find them and stop there */
-		if (mt->entries >= mt->kcap)
+		if (r->entries >= r->kcap)
 			grow_key_filter(mt);
-		lsm_bloom_set(mt->klines, mt->knum_lines, mt->kk,
+		key_filter(mt, &f);
+		lsm_bloom_set_shared((uint8_t *) f.lines, f.num_lines, f.k,
 					  lsm_key_hash(key, klen));
 	}
+	lsm_env_crash_point();		/* written, not linked (tests) */
 	find_ge(mt, key, klen, tag, prev);
-	if (h > mt->height)
+	if (h > height)
 	{
-		for (i = mt->height; i < h; i++)
-			prev[i] = mt->head;
-		mt->height = h;
+		for (i = height; i < h; i++)
+			prev[i] = node_at(mt, r->head);
 	}
+	/* the node's own links, then bottom-up into the list */
+	for (i = 0; i < h; i++)
+		n->next[i] = prev[i]->next[i];
+	next0 = node_at(mt, n->next[0]);
+	/* versions of one key are adjacent, newest first */
+	if (prev[0] != node_at(mt, r->head) && same_key(prev[0], n))
+		n->shadowed = 1;
+	if (h > height)
+		__atomic_store_n(&r->height, (uint32_t) h, __ATOMIC_RELEASE);
 	for (i = 0; i < h; i++)
 	{
-		n->next[i] = prev[i]->next[i];
-		prev[i]->next[i] = n;
-		if (n->next[i] == NULL)
-			mt->tail[i] = n;
+		store_off(&prev[i]->next[i], off_of(mt, n));
+		if (n->next[i] == 0)
+			store_off(&r->tail[i], off_of(mt, n));
+		if (i == 0)
+			lsm_env_crash_point();	/* linked on level 0 only (tests) */
 	}
-	/* versions of one key are adjacent, newest first */
-	if (prev[0] != mt->head && same_key(prev[0], n))
-		n->shadowed = 1;
-	if (n->next[0] != NULL && same_key(n->next[0], n))
-		n->next[0]->shadowed = 1;
-	link_values(mt, n, ntags);
-	mt->entries++;
+	if (next0 != NULL && same_key(next0, n))
+		__atomic_store_n(&next0->shadowed, 1, __ATOMIC_RELAXED);
+	link_values(mt, n, nh);
+	__atomic_store_n(&r->entry_bytes,
+					 r->entry_bytes + ((size + UNIT - 1) & ~(size_t) (UNIT - 1)),
+					 __ATOMIC_RELAXED);
+	__atomic_store_n(&r->entries, r->entries + 1, __ATOMIC_RELEASE);
 	return LSM_OK;
 }
 
@@ -825,7 +1019,7 @@ lsm_memtable_get(const lsm_memtable *mt, const void *key, size_t klen,
 {
 	mt_node    *n;
 
-	if (mt->entries == 0)
+	if (lsm_memtable_entries(mt) == 0)
 		return false;
 	/* the tag of (snap, highest kind) sorts before every visible version */
 	n = find_ge(mt, key, klen, snap_tag(snap), NULL);
@@ -841,42 +1035,46 @@ lsm_memtable_get(const lsm_memtable *mt, const void *key, size_t klen,
 size_t
 lsm_memtable_bytes(const lsm_memtable *mt)
 {
-	return mt->used_bytes;
+	return (size_t) __atomic_load_n(&mt->r->entry_bytes, __ATOMIC_RELAXED);
 }
 
 size_t
 lsm_memtable_arena_bytes(const lsm_memtable *mt)
 {
-	return mt->arena_bytes;
+	return (size_t) __atomic_load_n(&mt->r->used, __ATOMIC_RELAXED);
 }
 
 size_t
 lsm_memtable_entries(const lsm_memtable *mt)
 {
-	return mt->entries;
+	return (size_t) __atomic_load_n(&mt->r->entries, __ATOMIC_ACQUIRE);
 }
 
 bool
 lsm_memtable_check(const lsm_memtable *mt)
 {
+	const mt_region *r = mt->r;
+	mt_node    *head = node_at(mt, r->head);
 	int			l;
 
 	for (l = 0; l < MAX_HEIGHT; l++)
 	{
-		mt_node    *x = mt->head;
+		mt_node    *x = head;
+		size_t		steps = 0;
 
-		while (x->next[l] != NULL)
+		while (x->next[l] != 0)
 		{
-			mt_node    *n = x->next[l];
+			mt_node    *n = node_at(mt, x->next[l]);
 
-			if (x != mt->head &&
-				node_cmp(x, node_key(n), n->klen, n->tag) >= 0)
+			if ((size_t) x->next[l] * UNIT >= r->used || ++steps > r->entries)
 				return false;
-			if (l == 0 && n->shadowed != (x != mt->head && same_key(x, n)))
+			if (x != head && node_cmp(x, node_key(n), n->klen, n->tag) >= 0)
+				return false;
+			if (l == 0 && n->shadowed != (x != head && same_key(x, n)))
 				return false;
 			x = n;
 		}
-		if (mt->tail[l] != x)
+		if (node_at(mt, r->tail[l]) != x)
 			return false;
 	}
 	return true;
@@ -897,7 +1095,7 @@ static void
 mt_iter_settle(mt_iter *it, mt_node *n)
 {
 	while (n != NULL && (n->tag >> 8) > it->snap)
-		n = n->next[0];
+		n = next_of(it->mt, n, 0);
 	it->node = n;
 	it->base.valid = n != NULL;
 	if (n)
@@ -917,7 +1115,7 @@ mt_iter_seek(lsm_iiter *base, const uint8_t *key, size_t klen)
 	mt_iter    *it = (mt_iter *) base;
 
 	if (key == NULL)
-		mt_iter_settle(it, it->mt->head->next[0]);
+		mt_iter_settle(it, next_of(it->mt, node_at(it->mt, it->mt->r->head), 0));
 	else
 		mt_iter_settle(it, find_ge(it->mt, key, klen, snap_tag(it->snap), NULL));
 }
@@ -926,12 +1124,11 @@ static void
 mt_iter_next(lsm_iiter *base)
 {
 	mt_iter    *it = (mt_iter *) base;
-	mt_node    *n = it->node->next[0];
+	mt_node    *n = next_of(it->mt, it->node, 0);
 
 	/* skip older versions of the current key */
-	while (n != NULL && n->klen == it->node->klen &&
-		   memcmp(node_key(n), node_key(it->node), n->klen) == 0)
-		n = n->next[0];
+	while (n != NULL && same_key(n, it->node))
+		n = next_of(it->mt, n, 0);
 	mt_iter_settle(it, n);
 }
 
@@ -948,8 +1145,7 @@ mt_iter_settle_back(mt_iter *it, mt_node *n)
 		mt_node    *v = find_ge(it->mt, node_key(n), n->klen,
 								snap_tag(it->snap), NULL);
 
-		if (v != NULL && v->klen == n->klen &&
-			memcmp(node_key(v), node_key(n), n->klen) == 0)
+		if (v != NULL && same_key(v, n))
 			return mt_iter_settle(it, v);
 		/* every version of this key is newer than the snapshot */
 		n = find_lt(it->mt, node_key(n), n->klen, UINT64_MAX);
@@ -964,7 +1160,11 @@ mt_iter_seek_back(lsm_iiter *base, const uint8_t *key, size_t klen)
 	lsm_memtable *mt = it->mt;
 
 	if (key == NULL)
-		mt_iter_settle_back(it, mt->tail[0] != mt->head ? mt->tail[0] : NULL);
+	{
+		mt_off		last = load_off(&mt->r->tail[0]);
+
+		mt_iter_settle_back(it, last != mt->r->head ? node_at(mt, last) : NULL);
+	}
 	else						/* tag 0 sorts after every version of key */
 		mt_iter_settle_back(it, find_lt(mt, key, klen, 0));
 }

@@ -5,7 +5,8 @@
  * Entries are (key, sequence, kind, value), ordered by key ascending and
  * sequence descending, so the newest version of a key comes first.  A
  * memtable is reference counted: iterators keep the one they started on
- * alive across flushes.  Single-threaded (one handle, one thread).
+ * alive across flushes.  One writer at a time; readers, in this or other
+ * processes, need no lock (memtable.c has the rules).
  *
  * A memtable can also keep a key filter (lsm_memtable_filter_keys) and a
  * value filter with a value index (lsm_memtable_index_values), so that an
@@ -24,8 +25,54 @@
 
 typedef struct lsm_memtable lsm_memtable;
 
-/* A new empty memtable with one reference; NULL when out of memory. */
+/*
+ * A new empty memtable of the caller's own, with one reference: a private
+ * region (memtable.c) that takes memory as it fills.  NULL when out of
+ * memory.
+ */
 lsm_memtable *lsm_memtable_new(void);
+
+/*
+ * An external region's owner: release(arg) when the last reference goes
+ * (unmap it); reserve(arg, upto, e), if not NULL, makes the first upto
+ * bytes of the region safe to write (a file's blocks allocated, so that a
+ * full disk fails here rather than as SIGBUS on a mapped page).
+ */
+typedef struct lsm_memtable_backing
+{
+	void		(*release) (void *arg);
+	int			(*reserve) (void *arg, size_t upto, lsm_err *e);
+	void	   *arg;
+} lsm_memtable_backing;
+
+/*
+ * Formats a new empty memtable in the zeroed, writable memory [base, base +
+ * size) (64-byte aligned, size < 32 GiB), for other processes to attach
+ * to; NULL if size is too small or out of memory.  The region is fully
+ * self-describing: nothing of it refers to base.
+ */
+lsm_memtable *lsm_memtable_format(void *base, size_t size,
+								  const lsm_memtable_backing *b);
+
+/*
+ * Attaches to the memtable another handle formatted in [base, base + size),
+ * mapped writable or not (a handle attached read-only must not add).
+ * LSM_CORRUPTION in e and NULL if the region is not one of this layout.
+ * The caller still owns the mapping if this fails.
+ */
+lsm_memtable *lsm_memtable_attach(void *base, size_t size, bool writable,
+								  const lsm_memtable_backing *b, lsm_err *e);
+
+/* The region size to give a store whose flush threshold is memtable_bytes. */
+size_t		lsm_memtable_region_bytes_for(size_t memtable_bytes);
+
+/*
+ * Makes sure that a batch of entries with bytes of keys and values in all
+ * can be added without running out of region: LSM_NOMEM (no room: flush
+ * first) or the backing's error, adding nothing; else LSM_OK.
+ */
+int			lsm_memtable_reserve(lsm_memtable *mt, size_t entries,
+								 size_t bytes, lsm_err *e);
 void		lsm_memtable_ref(lsm_memtable *mt);
 void		lsm_memtable_unref(lsm_memtable *mt);
 
@@ -74,7 +121,10 @@ bool		lsm_memtable_may_hold_key(const lsm_memtable *mt, uint64_t h);
 /* Prefetches the key filter's line for hash h (for multi-gets). */
 void		lsm_memtable_prefetch_key(const lsm_memtable *mt, uint64_t h);
 
-/* Adds one version.  LSM_NOMEM leaves the memtable unchanged. */
+/*
+ * Adds one version.  LSM_NOMEM (region full) leaves the memtable unchanged
+ * and readable.
+ */
 int			lsm_memtable_add(lsm_memtable *mt, uint64_t seq, int kind,
 							 const void *key, size_t klen,
 							 const void *val, size_t vlen);

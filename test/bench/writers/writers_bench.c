@@ -5,8 +5,9 @@
  *		without a sync per commit: the total commit rate and its ratio to
  *		N = 1.  Group commit makes one fdatasync cover the commits of every
  *		process that appended before it, so with sync the rate should grow
- *		with N; without sync, the writers share one write lock, and each
- *		replays the others' records into its own memtable.
+ *		with N; without sync, the writers share one write lock and one
+ *		memtable (the store's shared memtable: no process replays the
+ *		others' records).
  *
  * usage: writers_bench [seconds per run, default 5]
  * Each run uses a fresh mktemp -d directory under $TMPDIR (or /tmp), removed
