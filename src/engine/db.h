@@ -115,6 +115,8 @@ struct lsm_db
 								 * NULL: mem is this handle's own */
 	uint64_t	mem_failed;		/* log whose shared memtable this handle
 								 * could not set up (not tried again) */
+	uint64_t	log_checked;	/* log this handle has read back whole
+								 * (check_log) */
 	size_t		mem_need;		/* a flush gives the next shared memtable
 								 * room for this many bytes of batch */
 	uint64_t	log_number;		/* the WAL mem was replayed from */
