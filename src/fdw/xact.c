@@ -169,6 +169,8 @@ typedef struct PendingStore
 	lsm_stage  *bases;			/* key -> version of the committed row, for
 								 * the keys in a stage whose first write was
 								 * an UPDATE or DELETE; or NULL */
+	bool		launch_compactor;	/* written, and calls for a background
+									 * compaction once committed */
 } PendingStore;
 
 /* Where the first write of a subtransaction went in the undo log */
@@ -706,6 +708,7 @@ get_pending_store(LsmFdwStore *s, const char *relname)
 		ps->cmd_stage = NULL;
 		ps->cmd_cid = InvalidCommandId;
 		ps->bases = NULL;
+		ps->launch_compactor = false;
 		LsmFdwPinStore(s);
 		ps->first_seq_known = last_sequence(ps, &ps->first_seq);
 	}
@@ -1571,6 +1574,9 @@ end_xact(bool commit)
 			if (ps->store != NULL)
 			{
 				lsm_unlock(ps->store->db);
+				/* now the worker sees the table (a new one too) */
+				if (commit && ps->launch_compactor)
+					LsmFdwLaunchCompactor(ps->store, ps->relname);
 				LsmFdwUnpinStore(ps->store);
 			}
 		}
@@ -1626,6 +1632,11 @@ xact_callback(XactEvent event, void *arg)
 				for (i = 0; i < n; i++)
 					write_store(order[i]);
 				wait_stores(order, n);
+				/* the locks are free: the compactions the writes call for */
+				for (i = 0; i < n; i++)
+					order[i]->launch_compactor =
+						LsmFdwCompactionAfterCommit(order[i]->store,
+													order[i]->relname);
 				pfree(order);
 			}
 			break;
