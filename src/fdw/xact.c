@@ -59,6 +59,11 @@
  * Every store the transaction wrote is locked and checked before any is
  * written, so a failed check leaves all of them untouched.
  *
+ * Compaction: once the locks are released and the writes durable, each
+ * store written is asked whether it needs a compaction (compactor.c); a
+ * background worker for it is launched only at XACT_EVENT_COMMIT, when the
+ * table is visible to the worker's transaction (it may be new).
+ *
  * Store directories scheduled for removal (the store of a table dropped by
  * this transaction, or created by it for a table that the transaction
  * created: ddl.c, store.c) follow the subtransactions as well: each entry
