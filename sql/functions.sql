@@ -5,6 +5,9 @@
 -- and privilege checks.  Level layouts depend on the engine's compaction
 -- policy, so the results are checked with stable predicates.
 --
+-- compaction in this session, as the commits call for it: the level layouts
+-- and lsm_verify's notices must not depend on when a background worker runs
+SET lsm_fdw.compaction = inline;
 CREATE SERVER lsm_func_srv FOREIGN DATA WRAPPER lsm_fdw;
 -- a 16kB memtable and 4kB files make several levels out of 20000 rows; small
 -- value filters and order 2 give the filter hierarchy internal nodes

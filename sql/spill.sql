@@ -4,6 +4,9 @@
 -- transaction still sees them; the commit installs them atomically, a
 -- rollback forgets them.  Compared with a native table throughout.
 --
+-- compaction in this session, as the commits call for it: the level layouts
+-- and lsm_verify's notices must not depend on when a background worker runs
+SET lsm_fdw.compaction = inline;
 CREATE SERVER lsm_spill_srv FOREIGN DATA WRAPPER lsm_fdw;
 CREATE FOREIGN TABLE big (id int8 OPTIONS (key 'true'), grp int, pad text)
   SERVER lsm_spill_srv;

@@ -6,6 +6,9 @@
 -- instead, so that ROLLBACK TO can bring them back.  Compared with a native
 -- table throughout.
 --
+-- compaction in this session, as the commits call for it: the level layouts
+-- and lsm_verify's notices must not depend on when a background worker runs
+SET lsm_fdw.compaction = inline;
 CREATE SERVER lsm_trunc_srv FOREIGN DATA WRAPPER lsm_fdw;
 -- a small memtable: the rows are in tables and in the memtable
 CREATE FOREIGN TABLE tr (id int8 OPTIONS (key 'true'), grp int, pad text)

@@ -1952,6 +1952,66 @@ TEST(flush_compaction_counters)
 }
 
 /*
+ * Compaction left to the caller (auto_compact = 0), as a background
+ * compactor does it: lsm_compaction_needed says when, lsm_compaction_running
+ * sees another handle's LOCK.compact, and lsm_compact_try leaves at once
+ * (LSM_BUSY) while another handle holds it, then compacts until nothing is
+ * due.
+ */
+TEST(compaction_left_to_caller)
+{
+	char	   *dir = harness_tmpdir("cmpcall");
+	lsm_options o;
+	lsm_db	   *db,
+			   *other;
+	lsm_stats	st;
+	model		m;
+	int			i;
+
+	small_options(&o);
+	o.auto_compact = 0;
+	db = open_db(dir, &o);
+	other = open_db(dir, &o);
+	model_init(&m, 1000);
+	CHECK(!lsm_compaction_needed(db));
+	CHECK(!lsm_compaction_running(db));
+	for (i = 0; i < o.l0_compaction_trigger; i++)
+	{
+		CHECK(!lsm_compaction_needed(db));
+		do_put(db, &m, i, 0);
+		CHECK_DB_OK(db, lsm_flush(db));
+	}
+	get_stats(db, &st);
+	CHECK_EQ(st.level[0].files, o.l0_compaction_trigger);
+	CHECK_EQ_U(st.compactions, 0);
+	CHECK(lsm_compaction_needed(db));
+
+	/* another handle holds LOCK.compact: busy, nothing done */
+	CHECK_DB_OK(other, lsm_lock(other, LSM_LOCK_COMPACTION));
+	CHECK(lsm_compaction_running(db));
+	CHECK(!lsm_compaction_running(other));	/* its own lock: not "another" */
+	CHECK_EQ(lsm_compact_try(db), LSM_BUSY);
+	get_stats(db, &st);
+	CHECK_EQ_U(st.compactions, 0);
+	lsm_unlock(other);
+	CHECK(!lsm_compaction_running(db));
+
+	CHECK_DB_OK(db, lsm_compact_try(db));
+	get_stats(db, &st);
+	CHECK_GE(st.compactions, 1);
+	CHECK(!lsm_compaction_needed(db));
+	CHECK_LT(st.level[0].files, o.l0_compaction_trigger);
+	check_model(db, &m);
+	/* the other handle catches up and sees nothing due either */
+	CHECK_DB_OK(other, lsm_refresh(other));
+	CHECK(!lsm_compaction_needed(other));
+	check_model(other, &m);
+	model_free(&m);
+	CHECK_OK(lsm_close(other));
+	CHECK_OK(lsm_close(db));
+}
+
+/*
  * Hash sharing: every lsm_get hashes its key exactly once, for the
  * memtable's key filter and however many SSTables it probes (here three
  * level-0 files over the whole key range plus deeper levels); a memtable
@@ -2305,6 +2365,7 @@ main(int argc, char **argv)
 	RUN(value_search);
 	RUN(stats_consistent);
 	RUN(flush_compaction_counters);
+	RUN(compaction_left_to_caller);
 	RUN(counters_hash_sharing);
 	RUN(memtable_key_filter);
 	RUN(two_handles_refresh);

@@ -33,6 +33,7 @@
 
 typedef struct compaction compaction;
 static int	step(lsm_db *db, int level, bool *did, lsm_err *e);
+static int	compact_locked(lsm_db *db, lsm_err *e);
 
 struct compaction
 {
@@ -79,24 +80,20 @@ add_overlapping(const lsm_version *v, int level, const uint8_t *lo, size_t lolen
 	return LSM_OK;
 }
 
-/* Chooses the most urgent compaction; false if none is needed. */
-static bool
-pick(lsm_db *db, compaction *c, int *rc)
+/*
+ * The level most in need of compaction in the handle's current version, or
+ * -1 if none is due: level 0 at l0_compaction_trigger files or more, a
+ * deeper level at or over its target bytes (the highest ratio wins).  The
+ * one criterion of pick and lsm_compaction_needed.
+ */
+static int
+urgent_level(const lsm_db *db)
 {
 	const lsm_version *v = db->current;
 	double		best = 1.0;
 	int			level = -1,
-				l,
-				i;
-	const uint8_t *lo,
-			   *hi;
-	size_t		lolen,
-				hilen;
+				l;
 
-	memset(c, 0, sizeof(*c));
-	*rc = LSM_OK;
-	c->base = db->current;
-	lsm_version_ref(c->base);
 	for (l = 0; l < LSM_MAX_LEVELS - 1; l++)
 	{
 		double		score = l == 0 ?
@@ -109,6 +106,29 @@ pick(lsm_db *db, compaction *c, int *rc)
 			level = l;
 		}
 	}
+	return level;
+}
+
+/*
+ * Sets c up for the most urgent compaction of the handle's current version.
+ * False if no level is due (or on failure: *rc).
+ */
+static bool
+pick(lsm_db *db, compaction *c, int *rc)
+{
+	const lsm_version *v = db->current;
+	int			level,
+				i;
+	const uint8_t *lo,
+			   *hi;
+	size_t		lolen,
+				hilen;
+
+	memset(c, 0, sizeof(*c));
+	*rc = LSM_OK;
+	c->base = db->current;
+	lsm_version_ref(c->base);
+	level = urgent_level(db);
 	if (level < 0)
 		return false;
 	c->level = level;
@@ -624,6 +644,18 @@ lsm_db_compact(lsm_db *db, bool wait, lsm_err *e)
 		return LSM_OK;			/* someone else is compacting */
 	if (rc != LSM_OK)
 		return rc;
+	return compact_locked(db, e);
+}
+
+/*
+ * Compacts until no level is due, removes what dead processes left, and
+ * releases LOCK.compact.  REQUIRES: LOCK.compact held.
+ */
+static int
+compact_locked(lsm_db *db, lsm_err *e)
+{
+	int			rc;
+
 	for (;;)
 	{
 		bool		did;
@@ -755,4 +787,45 @@ lsm_compact(lsm_db *db)
 	lsm_err_clear(&e);
 	rc = lsm_db_compact(db, true, &e);
 	return lsm_db_fail(db, rc, &e);
+}
+
+int
+lsm_compact_try(lsm_db *db)
+{
+	lsm_err		e;
+	int			rc;
+
+	if (db == NULL)
+		return LSM_INVALID;
+	lsm_err_clear(&e);
+	rc = lsm_db_compact_lock(db, false, &e);
+	if (rc == LSM_BUSY)
+		return lsm_err_set(&db->err, LSM_BUSY,
+						   "another process is compacting the store (\"%s\" is locked)",
+						   "LOCK.compact");
+	if (rc == LSM_OK)
+		rc = compact_locked(db, &e);
+	return lsm_db_fail(db, rc, &e);
+}
+
+int
+lsm_compaction_needed(lsm_db *db)
+{
+	return db != NULL && db->current != NULL && urgent_level(db) >= 0;
+}
+
+int
+lsm_compaction_running(lsm_db *db)
+{
+	lsm_err		e;
+	int			rc;
+
+	/* our own LOCK.compact: a second flock would succeed and unlocking drop it */
+	if (db == NULL || db->opt.read_only || db->user_locked)
+		return false;
+	lsm_err_clear(&e);
+	rc = lsm_db_compact_lock(db, false, &e);
+	if (rc == LSM_OK)
+		lsm_env_unlock(db->compact_fd);
+	return rc == LSM_BUSY;
 }

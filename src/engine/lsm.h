@@ -553,6 +553,37 @@ typedef struct lsm_hierarchy_stats
 int			lsm_flush(lsm_db *db);	/* memtable -> SSTable now */
 int			lsm_compact(lsm_db *db);	/* compact until no level is over
 										 * target */
+
+/*
+ * Like lsm_compact, but when another handle (in any process) holds the
+ * store's compaction lock (LOCK.compact) it returns LSM_BUSY at once,
+ * having done nothing, instead of waiting: what a background compactor
+ * calls, so that a second one started meanwhile leaves at once.  Polls the
+ * interrupt callback while it merges (LSM_INTERRUPTED: the step under way
+ * is abandoned, its output files removed, the store as the previous step
+ * left it).
+ */
+int			lsm_compact_try(lsm_db *db);
+
+/*
+ * Nonzero if a compaction is due in the state the handle last caught up with
+ * (by a write, lsm_refresh or lsm_lock): level 0 holds
+ * l0_compaction_trigger files or more, or a deeper level is over its target
+ * bytes; the criterion lsm_compact works to.  No I/O, no locks.  With
+ * auto_compact = 0 nothing else starts a compaction: this tells a caller
+ * when to.
+ */
+int			lsm_compaction_needed(lsm_db *db);
+
+/*
+ * Nonzero if another handle (in any process) is compacting the store right
+ * now, i.e. holds LOCK.compact (probed with a non-blocking flock, released
+ * at once).  Zero on a read-only handle, and between lsm_lock and
+ * lsm_unlock (the handle may hold the lock itself).  A hint only: the
+ * compaction may end, or another begin, as soon as it returns.
+ */
+int			lsm_compaction_running(lsm_db *db);
+
 /*
  * Checks every checksum and invariant: LSM_OK or LSM_CORRUPTION (with the
  * damage in lsm_errmsg).  What is not damage goes to the log callback: an

@@ -31,7 +31,8 @@ PG_FUNCTION_INFO_V1(lsm_fdw_handler);
 
 /*
  * Module load: the per-module initialisations (store cache, transaction
- * callbacks, settings, DDL hooks).  LsmFdwInitDdl comes after
+ * callbacks, settings, DDL hooks).  It runs in compaction workers too
+ * (compactor.c), which the postmaster starts by loading this library.  LsmFdwInitDdl comes after
  * LsmFdwInitXact: transaction callbacks run newest first, and a store's
  * metadata must be written before its rows at pre-commit (ddl.c).
  */
@@ -41,6 +42,7 @@ _PG_init(void)
 	LsmFdwInitStores();
 	LsmFdwInitXact();
 	LsmFdwDefinePlannerGUCs();
+	LsmFdwInitCompaction();
 	LsmFdwInitDdl();
 }
 

@@ -30,6 +30,8 @@
  *	modify.c	INSERT, UPDATE, DELETE, COPY FROM and TRUNCATE
  *	analyze.c	ANALYZE: a sample of the store's rows
  *	functions.c	the lsm_ SQL functions: statistics, flush, compact, verify
+ *	compactor.c	who compacts a store after a commit: a background worker
+ *				(lsm_fdw.compaction), or the committing backend
  *
  * A foreign table is stored in one engine store.  The engine key is the
  * table's key column encoded so that memcmp order is the type's btree order;
@@ -223,6 +225,7 @@ typedef struct LsmFdwStore
 	LocalTransactionId snapshot_lxid;	/* the transaction whose snapshot the
 										 * handle holds (REPEATABLE READ and
 										 * SERIALIZABLE), or invalid */
+	int			l0_trigger;		/* the handle's l0_compaction_trigger */
 } LsmFdwStore;
 
 /* How a scan reads its store: plan.c chooses, scan.c carries out. */
@@ -421,6 +424,11 @@ extern lsm_iter *LsmFdwPendingStageIter(Oid relid, CommandId curcid);
 extern bool LsmFdwPendingDropped(Oid relid);
 extern void LsmFdwXactRemoveDirLater(Oid relid, const char *path,
 									 SubTransactionId subid, bool at_commit);
+
+/* compactor.c */
+extern void LsmFdwInitCompaction(void);
+extern bool LsmFdwCompactionAfterCommit(LsmFdwStore *s, const char *relname);
+extern void LsmFdwLaunchCompactor(LsmFdwStore *s, const char *relname);
 
 /* merge.c: a table as its transaction sees it, in key order */
 typedef struct LsmFdwMerge

@@ -170,6 +170,8 @@ LsmFdwOpenStore(LsmFdwTable *t, bool refresh)
 		opts.interrupt_arg = NULL;
 		opts.log = engine_log;
 		opts.log_arg = relname;
+		/* commits never compact in the engine: compactor.c decides who does */
+		opts.auto_compact = 0;
 		rc = lsm_open(t->path, &opts, &db);
 		if (rc != LSM_OK)
 		{
@@ -183,6 +185,7 @@ LsmFdwOpenStore(LsmFdwTable *t, bool refresh)
 		s->stale = false;
 		s->doomed = false;
 		s->snapshot_lxid = MyProc->lxid;
+		s->l0_trigger = opts.l0_compaction_trigger;
 		check_layout(s, t, &meta);
 		return s;				/* just opened: nothing to catch up with */
 	}
@@ -687,6 +690,7 @@ open_handle(LsmFdwTable *t, bool create)
 	opts.interrupt_arg = NULL;
 	opts.log = engine_log;
 	opts.log_arg = t->relname;
+	opts.auto_compact = 0;		/* see LsmFdwOpenStore */
 	opts.create_if_missing = create ? 1 : 0;
 	rc = lsm_open(t->path, &opts, &db);
 	if (rc == LSM_NOTFOUND && !create)

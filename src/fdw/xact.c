@@ -59,6 +59,11 @@
  * Every store the transaction wrote is locked and checked before any is
  * written, so a failed check leaves all of them untouched.
  *
+ * Compaction: once the locks are released and the writes durable, each
+ * store written is asked whether it needs a compaction (compactor.c); a
+ * background worker for it is launched only at XACT_EVENT_COMMIT, when the
+ * table is visible to the worker's transaction (it may be new).
+ *
  * Store directories scheduled for removal (the store of a table dropped by
  * this transaction, or created by it for a table that the transaction
  * created: ddl.c, store.c) follow the subtransactions as well: each entry
@@ -169,6 +174,8 @@ typedef struct PendingStore
 	lsm_stage  *bases;			/* key -> version of the committed row, for
 								 * the keys in a stage whose first write was
 								 * an UPDATE or DELETE; or NULL */
+	bool		launch_compactor;	/* written, and calls for a background
+									 * compaction once committed */
 } PendingStore;
 
 /* Where the first write of a subtransaction went in the undo log */
@@ -706,6 +713,7 @@ get_pending_store(LsmFdwStore *s, const char *relname)
 		ps->cmd_stage = NULL;
 		ps->cmd_cid = InvalidCommandId;
 		ps->bases = NULL;
+		ps->launch_compactor = false;
 		LsmFdwPinStore(s);
 		ps->first_seq_known = last_sequence(ps, &ps->first_seq);
 	}
@@ -1571,6 +1579,9 @@ end_xact(bool commit)
 			if (ps->store != NULL)
 			{
 				lsm_unlock(ps->store->db);
+				/* now the worker sees the table (a new one too) */
+				if (commit && ps->launch_compactor)
+					LsmFdwLaunchCompactor(ps->store, ps->relname);
 				LsmFdwUnpinStore(ps->store);
 			}
 		}
@@ -1626,6 +1637,11 @@ xact_callback(XactEvent event, void *arg)
 				for (i = 0; i < n; i++)
 					write_store(order[i]);
 				wait_stores(order, n);
+				/* the locks are free: the compactions the writes call for */
+				for (i = 0; i < n; i++)
+					order[i]->launch_compactor =
+						LsmFdwCompactionAfterCommit(order[i]->store,
+													order[i]->relname);
 				pfree(order);
 			}
 			break;

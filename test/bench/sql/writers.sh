@@ -26,6 +26,8 @@
 #   WRITERS_SECONDS  seconds of each pgbench run (default 10)
 #   WRITERS_RUNS     runs of each workload and side (default 3)
 #   WRITERS_PGPORT   port of the cluster (default 54351)
+#   WRITERS_ONLY     run only the workloads whose name contains this
+#                    (e.g. "INSERT, 8 clients, sync off"; default: all)
 #   PG_CONFIG        default /usr/lib/postgresql/15/bin/pg_config
 #   BENCH_OUT        where the result file goes (default test/bench/results)
 #
@@ -249,6 +251,10 @@ one_run() {
 workload() {
 	local name=$1 script=$2 clients=$3 sync=$4 r side tl th
 
+	case $name in
+		*"${WRITERS_ONLY:-}"*) ;;
+		*) return 0 ;;
+	esac
 	tps=([lsm]="" [heap]="")
 	p50=([lsm]="" [heap]="")
 	p99=([lsm]="" [heap]="")

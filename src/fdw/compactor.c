@@ -1,0 +1,335 @@
+/*-------------------------------------------------------------------------
+ *
+ * compactor.c
+ *		  Who compacts a store after a commit: a dynamic background worker,
+ *		  or the committing backend itself.
+ *
+ * Every handle this backend writes through is opened with auto_compact = 0
+ * (store.c), so the engine never compacts on its own: a commit whose flush
+ * left level 0 at its trigger would otherwise merge it in the committing
+ * backend, and the client's COMMIT would take as long as the compaction.
+ * Instead, after the commit has released the store's write lock (xact.c),
+ * LsmFdwCompactionAfterCommit asks the engine whether a compaction is due
+ * (lsm_compaction_needed) and, under lsm_fdw.compaction = 'background' (the
+ * default), the transaction launches at its end a dynamic background worker
+ * (LsmFdwLaunchCompactor) that does the merging on another core.  The
+ * worker protocol:
+ *
+ *	1. The backend registers the worker with RegisterDynamicBackgroundWorker
+ *	   (no shared_preload_libraries needed: the postmaster loads this
+ *	   library by name and calls lsm_fdw_compactor_main), passing the table's
+ *	   OID as bgw_main_arg and its database's OID in bgw_extra.
+ *	2. The worker connects to the database, starts a transaction, opens the
+ *	   relation with AccessShareLock (so a DROP or ALTER of the table waits
+ *	   for the compaction to end: its store stays where it is) and the store
+ *	   through store.c, with the same checks of the store's identity and
+ *	   layout as any backend.  A table gone by then ends the worker quietly.
+ *	3. It calls lsm_compact_try, which compacts until no level is due, or
+ *	   returns at once if another process holds the store's LOCK.compact (a
+ *	   worker launched by another backend, a backend compacting inline, an
+ *	   lsm_compact call): that one compacts meanwhile.
+ *	4. SIGTERM (die) makes the engine's interrupt callback (store.c) stop
+ *	   the merge at its next poll; the step under way is abandoned and its
+ *	   output files removed, and the worker exits through
+ *	   CHECK_FOR_INTERRUPTS.  A worker killed outright (SIGKILL, a crash)
+ *	   leaves output files that no manifest names: a compaction installs its
+ *	   result with one manifest switch, so the store is as the last
+ *	   installed step left it, and the next compaction removes the files.
+ *
+ * No storm of workers: a backend launches none for a store while the last
+ * one it launched for it runs (GetBackgroundWorkerPid), nor while another
+ * process holds LOCK.compact (lsm_compaction_running); workers that start
+ * together find the lock taken and leave at once.  Every commit to a store
+ * looks again, so a compaction that became due while a worker was
+ * finishing is picked up by the next commit.
+ *
+ * Fallbacks, in the committing backend: when no worker can be registered
+ * (max_worker_processes exhausted, single-user mode) it compacts inline, as
+ * the engine would, and says so in the log; and when level 0 holds
+ * LSMFDW_L0_STALL times its trigger or more (writers outpace the worker,
+ * and every level-0 table makes reads slower) it waits for LOCK.compact
+ * and compacts itself: backpressure, as RocksDB's write stalls.
+ * lsm_fdw.compaction = 'inline' compacts in the committing backend always
+ * (without waiting for another compaction), 'off' never (lsm_compact
+ * remains).
+ *
+ * src/fdw/compactor.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/relation.h"
+#include "access/xact.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "storage/ipc.h"
+#include "tcop/tcopprot.h"
+#include "utils/guc.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "lsm_fdw.h"
+
+/* The library's name (MODULE_big in the Makefile), for bgw_library_name */
+#define LSMFDW_LIBRARY		"fdw"
+
+/* Level 0 at this many times its trigger: the committing backend compacts */
+#define LSMFDW_L0_STALL		3
+
+/* lsm_fdw.compaction */
+typedef enum LsmFdwCompactionMode
+{
+	LSMFDW_COMPACTION_BACKGROUND,
+	LSMFDW_COMPACTION_INLINE,
+	LSMFDW_COMPACTION_OFF
+} LsmFdwCompactionMode;
+
+static const struct config_enum_entry compaction_options[] = {
+	{"background", LSMFDW_COMPACTION_BACKGROUND, false},
+	{"inline", LSMFDW_COMPACTION_INLINE, false},
+	{"off", LSMFDW_COMPACTION_OFF, false},
+	{NULL, 0, false}
+};
+
+static int	compaction_mode = LSMFDW_COMPACTION_BACKGROUND;
+
+/* The last worker this backend launched for a store, by relation OID */
+typedef struct LaunchedWorker
+{
+	Oid			relid;			/* hash key */
+	BackgroundWorkerHandle *handle; /* in TopMemoryContext, or NULL */
+} LaunchedWorker;
+
+static HTAB *launched = NULL;
+
+PGDLLEXPORT void lsm_fdw_compactor_main(Datum main_arg);
+
+static bool worker_running(Oid relid);
+static void compact_inline(LsmFdwStore *s, const char *relname, bool wait);
+
+/* Defines lsm_fdw.compaction (from _PG_init). */
+void
+LsmFdwInitCompaction(void)
+{
+	DefineCustomEnumVariable("lsm_fdw.compaction",
+							 "Who compacts an lsm_fdw store after a commit calls for it.",
+							 "background launches a background worker, so that the "
+							 "commit does not wait for the compaction; inline compacts "
+							 "in the committing session; off leaves it to lsm_compact.",
+							 &compaction_mode,
+							 LSMFDW_COMPACTION_BACKGROUND,
+							 compaction_options,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+}
+
+/*
+ * Called for each store a transaction wrote, at pre-commit once its write
+ * lock is released and the writes are durable: decides what compaction the
+ * store needs.  Compacts here (inline mode, or level 0 far over its
+ * trigger), or returns true if a background worker is to be launched when
+ * the transaction has committed (LsmFdwLaunchCompactor).  Does not raise
+ * errors: the writes are committed, a failed compaction is retried after a
+ * later commit.
+ */
+bool
+LsmFdwCompactionAfterCommit(LsmFdwStore *s, const char *relname)
+{
+	lsm_stats	st;
+
+	if (compaction_mode == LSMFDW_COMPACTION_OFF || s->db == NULL ||
+		!lsm_compaction_needed(s->db))
+		return false;
+	if (compaction_mode == LSMFDW_COMPACTION_INLINE)
+	{
+		compact_inline(s, relname, false);
+		return false;
+	}
+	if (lsm_get_stats(s->db, &st) == LSM_OK &&
+		st.level[0].files >= LSMFDW_L0_STALL * s->l0_trigger)
+	{
+		ereport(DEBUG1,
+				(errmsg_internal("lsm_fdw: level 0 of \"%s\" holds %d tables (trigger %d): compacting in the committing session",
+								 relname, st.level[0].files, s->l0_trigger)));
+		compact_inline(s, relname, true);
+		return false;
+	}
+	/* at most one worker at a time per store */
+	if (worker_running(s->relid) || lsm_compaction_running(s->db))
+		return false;
+	return true;
+}
+
+/*
+ * Launches a background worker that compacts the store of table relid, in
+ * the current database; compacts inline instead if none can be registered.
+ * Called once the transaction has committed (so that the worker sees the
+ * table).  Does not raise errors.
+ */
+void
+LsmFdwLaunchCompactor(LsmFdwStore *s, const char *relname)
+{
+	BackgroundWorker worker;
+	BackgroundWorkerHandle *handle;
+	LaunchedWorker *w;
+	MemoryContext old;
+	bool		found;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS |
+		BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = BGW_NEVER_RESTART;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "%s", LSMFDW_LIBRARY);
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "lsm_fdw_compactor_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "lsm_fdw compactor of \"%s\" (%u)",
+			 relname, s->relid);
+	snprintf(worker.bgw_type, BGW_MAXLEN, "lsm_fdw compactor");
+	worker.bgw_main_arg = ObjectIdGetDatum(s->relid);
+	memcpy(worker.bgw_extra, &MyDatabaseId, sizeof(Oid));
+	worker.bgw_notify_pid = 0;
+
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
+	{
+		MemoryContextSwitchTo(old);
+		ereport(LOG,
+				(errmsg("lsm_fdw: could not start a background worker to compact \"%s\": compacting in the committing session",
+						relname),
+				 errhint("Consider raising max_worker_processes.")));
+		compact_inline(s, relname, false);
+		return;
+	}
+	MemoryContextSwitchTo(old);
+
+	if (launched == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(LaunchedWorker);
+		ctl.hcxt = TopMemoryContext;
+		launched = hash_create("lsm_fdw compactors", 16, &ctl,
+							   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	w = hash_search(launched, &s->relid, HASH_ENTER, &found);
+	if (found && w->handle != NULL)
+		pfree(w->handle);
+	w->handle = handle;
+	ereport(DEBUG1,
+			(errmsg_internal("lsm_fdw: started a background worker to compact \"%s\"",
+							 relname)));
+}
+
+/*
+ * Whether the last worker this backend launched for table relid has not
+ * ended yet (or not started); forgets it once it has.
+ */
+static bool
+worker_running(Oid relid)
+{
+	LaunchedWorker *w;
+	pid_t		pid;
+
+	if (launched == NULL)
+		return false;
+	w = hash_search(launched, &relid, HASH_FIND, NULL);
+	if (w == NULL || w->handle == NULL)
+		return false;
+	switch (GetBackgroundWorkerPid(w->handle, &pid))
+	{
+		case BGWH_STARTED:
+		case BGWH_NOT_YET_STARTED:
+			return true;
+		default:
+			pfree(w->handle);
+			w->handle = NULL;
+			return false;
+	}
+}
+
+/*
+ * Compacts s's store in this backend until nothing is due; with wait, after
+ * waiting (bounded by the handle's lock timeout) for a compaction in another
+ * process to end, else not if one runs.  A failure is only logged at DEBUG1:
+ * the commit is done, and the next one tries again.
+ */
+static void
+compact_inline(LsmFdwStore *s, const char *relname, bool wait)
+{
+	int			rc;
+
+	rc = wait ? lsm_compact(s->db) : lsm_compact_try(s->db);
+	if (rc != LSM_OK && rc != LSM_BUSY)
+		ereport(DEBUG1,
+				(errmsg_internal("lsm_fdw: compaction of \"%s\" failed: %s: %s",
+								 relname, lsm_strerror(rc),
+								 lsm_errmsg(s->db))));
+}
+
+/*
+ * Main function of the compaction worker (see the file header): compacts
+ * the store of the foreign table whose OID is main_arg, in the database
+ * whose OID is in bgw_extra, until nothing is due, then exits.  Errors end
+ * the worker (they go to the server log); it is never restarted.
+ */
+void
+lsm_fdw_compactor_main(Datum main_arg)
+{
+	Oid			relid = DatumGetObjectId(main_arg);
+	Oid			dboid;
+	Relation	rel;
+	LsmFdwTable *t;
+	LsmFdwStore *s;
+	int			rc = LSM_OK;
+
+	memcpy(&dboid, MyBgworkerEntry->bgw_extra, sizeof(Oid));
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	rel = try_relation_open(relid, AccessShareLock);
+	if (rel == NULL || !LsmFdwIsOurTable(relid))
+	{
+		/* dropped (or its OID reused) since the commit that launched us */
+		if (rel != NULL)
+			relation_close(rel, AccessShareLock);
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+		proc_exit(0);
+	}
+	t = LsmFdwGetTable(rel);
+	pgstat_report_activity(STATE_RUNNING, psprintf("compacting \"%s\"",
+												   t->relname));
+	s = LsmFdwOpenStore(t, false);
+	LsmFdwPinStore(s);
+	PG_TRY();
+	{
+		rc = lsm_compact_try(s->db);
+		if (rc != LSM_OK && rc != LSM_BUSY)
+			LsmFdwReportError(rc, s->db, t->relname, "compact");
+	}
+	PG_FINALLY();
+	{
+		LsmFdwUnpinStore(s);
+	}
+	PG_END_TRY();
+	ereport(DEBUG1,
+			(errmsg_internal(rc == LSM_BUSY
+							 ? "lsm_fdw: another process compacts \"%s\""
+							 : "lsm_fdw: compacted \"%s\"",
+							 t->relname)));
+	relation_close(rel, AccessShareLock);
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	pgstat_report_activity(STATE_IDLE, NULL);
+	proc_exit(0);
+}

@@ -1,0 +1,258 @@
+#!/usr/bin/env bash
+# test/pg/compactor.sh: compaction in background workers (src/fdw/compactor.c).
+#
+# A commit that calls for a compaction launches a dynamic background worker
+# (lsm_fdw.compaction = 'background', the default) instead of compacting in
+# the committing session.  What must hold:
+#
+#   background_commit   ten commits that each flush a memtable (level 0
+#                       stays under 3x its trigger, so the session never
+#                       compacts itself): the store ends up compacted into
+#                       levels >= 1 while the writing session's own
+#                       counters show no compaction; the rows equal a heap
+#                       copy's and lsm_verify passes;
+#   kill_worker         a worker killed with SIGKILL in the middle of a
+#                       compaction (level 0 still whole: the step had not
+#                       installed): the postmaster restarts the cluster, and
+#                       the store is intact (lsm_verify, rows equal the heap
+#                       copy's); the files the killed step wrote are
+#                       removed by the next compaction (lsm_verify then
+#                       notices no stray file) and level 0 is merged;
+#   term_worker         a worker sent SIGTERM (pg_terminate_backend) in the
+#                       middle of a compaction stops without completing it
+#                       and without a cluster restart; the store is intact,
+#                       and the next commit's worker completes the work.
+#
+# The kills must catch a worker while it merges: the store is loaded with
+# lsm_fdw.compaction = 'off' (ten level-0 tables of about 3 MB over the
+# whole key range, under the inline threshold of 12), then one commit with
+# 'background' launches the worker, found by its backend_type and activity
+# in pg_stat_activity.  If it was not caught (it ended first, on a fast
+# machine), the case is tried again with more data.  No assertion depends
+# on timing; waits are bounded polls.
+#
+# Environment: see common.bash.
+
+# shellcheck source-path=SCRIPTDIR source=common.bash
+source "$(dirname "${BASH_SOURCE[0]}")/common.bash"
+
+db=lsm_compactor
+
+# wait_for DESCRIPTION SQL: polls SQL (in $db) until it prints "t", for at
+# most 300 s; returns non-zero if it never does.
+wait_for() {
+	local what=$1 q=$2 i
+
+	for ((i = 0; i < 3000; i++)); do
+		[ "$(sql "$db" "$q" 2>/dev/null || true)" = t ] && return 0
+		sleep 0.1
+	done
+	diag "gave up waiting for $what"
+	return 1
+}
+
+# wait_up: waits until the cluster accepts connections again (after the
+# postmaster's restart that a killed worker causes).
+wait_up() {
+	local i
+
+	for ((i = 0; i < 3000; i++)); do
+		sql postgres "SELECT 1" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	diag "the cluster did not come back"
+	return 1
+}
+
+# No compactor at work, and none due (in a fresh session's view).
+idle_sql="SELECT NOT EXISTS (SELECT FROM pg_stat_activity WHERE backend_type = 'lsm_fdw compactor')"
+
+# same TABLE HEAP: "t" if the foreign table and the heap table hold the same
+# rows.
+same() {
+	sql "$db" "SELECT (SELECT count(*) || ':' || md5(string_agg(id || '=' || v, ',' ORDER BY id)) FROM $1) =
+	                  (SELECT count(*) || ':' || md5(string_agg(id || '=' || v, ',' ORDER BY id)) FROM $2)"
+}
+
+# level0 TABLE: the number of level-0 tables of TABLE's store.
+level0() {
+	sql "$db" "SELECT coalesce((SELECT files FROM lsm_stats('$1') WHERE level = 0), 0)"
+}
+
+# verify_notices TABLE: lsm_verify's result, then its notices (files the
+# manifest does not name), one line each.
+verify_notices() {
+	"${PSQL[@]}" -d "$db" -c "SET client_min_messages = notice" \
+		-c "SELECT lsm_verify('$1')" 2>&1
+}
+
+setup() {
+	create_db "$db"
+	sql "$db" "CREATE FOREIGN TABLE f (id int OPTIONS (key 'true'), v text)
+	             SERVER lsm OPTIONS (memtable_size '16kB', file_size '8kB')" \
+		"CREATE TABLE f_heap (id int PRIMARY KEY, v text)"
+}
+
+background_commit() {
+	local out
+
+	# one session: ten commits of 1000 rows (40 kB, one flush each)
+	out=$("${PSQL[@]}" -d "$db" <<-'EOF'
+		SET lsm_fdw.compaction = background;
+		SELECT lsm_reset_counters('f') \g /dev/null
+		DO $$
+		BEGIN
+		  FOR i IN 0..9 LOOP
+		    INSERT INTO f SELECT (g * 7919) % 100003, 'row ' || g
+		      FROM generate_series(i * 1000 + 1, i * 1000 + 1000) g;
+		    INSERT INTO f_heap SELECT (g * 7919) % 100003, 'row ' || g
+		      FROM generate_series(i * 1000 + 1, i * 1000 + 1000) g;
+		    COMMIT;
+		  END LOOP;
+		END $$;
+		SELECT flushes, compactions FROM lsm_counters('f');
+	EOF
+	)
+	check background_session_did_not_compact "10|0" "$out"
+	wait_for "the compactors to end" "$idle_sql" || true
+	check background_store_compacted t \
+		"$(sql "$db" "SELECT coalesce(sum(files), 0) > 0 FROM lsm_stats('f') WHERE level >= 1")"
+	check background_level0_below_trigger t \
+		"$(sql "$db" "SELECT coalesce((SELECT files FROM lsm_stats('f') WHERE level = 0), 0) < 4")"
+	check background_rows_equal_heap t "$(same f f_heap)"
+	check background_verify t "$(sql "$db" "SELECT lsm_verify('f')")"
+}
+
+# load TABLE COMMITS ROWS FIRST: COMMITS commits of ROWS rows each, with
+# compaction off, into TABLE and TABLE_heap; row numbers g from FIRST on,
+# keys g * 7919 mod a prime (distinct for distinct g, spread over the whole
+# range, so that every level-0 table overlaps every other).
+load() {
+	"${PSQL[@]}" -d "$db" <<-EOF
+		SET lsm_fdw.compaction = off;
+		DO \$\$
+		BEGIN
+		  FOR i IN 0..$(($2 - 1)) LOOP
+		    INSERT INTO $1 SELECT (g::int8 * 7919 % 10000019)::int, 'row ' || g || repeat('.', 60)
+		      FROM generate_series($4 + i * $3, $4 + i * $3 + $3 - 1) g;
+		    INSERT INTO $1_heap SELECT (g::int8 * 7919 % 10000019)::int, 'row ' || g || repeat('.', 60)
+		      FROM generate_series($4 + i * $3, $4 + i * $3 + $3 - 1) g;
+		    COMMIT;
+		  END LOOP;
+		END \$\$;
+	EOF
+}
+
+# catch_worker TABLE SIGNAL ROWS FIRST: loads TABLE (compaction off, commits
+# of ROWS rows numbered from FIRST) until level 0 holds ten tables, then commits one row with compaction on, waits for the worker
+# to be compacting and sends it SIGNAL (KILL: kill -9, TERM:
+# pg_terminate_backend).  Prints the pid it signalled, or nothing if the
+# worker ended before it was caught.
+catch_worker() {
+	local t=$1 signal=$2 rows=$3 first=$4 l0 pid i
+
+	l0=$(level0 "$t")
+	load "$t" $((10 - l0)) "$rows" "$first" >/dev/null
+	sql "$db" "SET lsm_fdw.compaction = background" \
+		"INSERT INTO $t VALUES (-1, 'trigger') ON CONFLICT DO NOTHING" \
+		"INSERT INTO ${t}_heap VALUES (-1, 'trigger') ON CONFLICT DO NOTHING" >/dev/null
+	pid=
+	for ((i = 0; i < 3000; i++)); do
+		pid=$(sql "$db" "SELECT pid FROM pg_stat_activity
+		                   WHERE backend_type = 'lsm_fdw compactor'
+		                     AND query LIKE 'compacting%'")
+		[ -n "$pid" ] && break
+		# it ended (or never found anything to do) before we saw it
+		[ "$(level0 "$t")" -lt 10 ] && return 0
+		sleep 0.01
+	done
+	[ -n "$pid" ] || return 0
+	if [ "$signal" = KILL ]; then
+		kill -KILL "$pid" 2>/dev/null || return 0
+	else
+		[ "$(sql "$db" "SELECT pg_terminate_backend($pid)")" = t ] || return 0
+	fi
+	echo "$pid"
+}
+
+kill_worker() {
+	local pid attempt rows=30000 notices
+
+	sql "$db" "CREATE FOREIGN TABLE k (id int OPTIONS (key 'true'), v text)
+	             SERVER lsm OPTIONS (memtable_size '1MB', file_size '2MB')" \
+		"CREATE TABLE k_heap (id int PRIMARY KEY, v text)"
+	for attempt in 1 2 3; do
+		pid=$(catch_worker k KILL "$rows" $((attempt * 2000000)))
+		[ -n "$pid" ] && break
+		diag "kill_worker: attempt $attempt: the worker ended before it was caught"
+		rows=$((rows * 2))
+		wait_for "the compactors to end" "$idle_sql" || true
+	done
+	if [ -z "$pid" ]; then
+		fail kill_worker_caught "never caught a worker while it compacted"
+		return
+	fi
+	ok kill_worker_caught
+	wait_up || return
+	check kill_worker_level0_whole 10 "$(level0 k)" \
+		"the killed step must not have installed"
+	check kill_worker_verify t "$(sql "$db" "SELECT lsm_verify('k')")"
+	check kill_worker_rows_equal_heap t "$(same k k_heap)"
+	# the next compaction merges level 0 and removes what the killed one left
+	sql "$db" "SELECT lsm_compact('k')" >/dev/null
+	check kill_worker_compacted_after t \
+		"$(sql "$db" "SELECT $(level0 k) < 4")"
+	notices=$(verify_notices k)
+	check kill_worker_no_stray_files "t" "$notices"
+	check kill_worker_rows_after_compaction t "$(same k k_heap)"
+}
+
+term_worker() {
+	local pid attempt rows=30000 started
+
+	sql "$db" "CREATE FOREIGN TABLE m (id int OPTIONS (key 'true'), v text)
+	             SERVER lsm OPTIONS (memtable_size '1MB', file_size '2MB')" \
+		"CREATE TABLE m_heap (id int PRIMARY KEY, v text)"
+	started=$(sql postgres "SELECT pg_postmaster_start_time()")
+	for attempt in 1 2 3; do
+		pid=$(catch_worker m TERM "$rows" $((attempt * 2000000)))
+		[ -n "$pid" ] && break
+		diag "term_worker: attempt $attempt: the worker ended before it was caught"
+		rows=$((rows * 2))
+		wait_for "the compactors to end" "$idle_sql" || true
+	done
+	if [ -z "$pid" ]; then
+		fail term_worker_caught "never caught a worker while it compacted"
+		return
+	fi
+	ok term_worker_caught
+	if wait_for "the terminated worker to exit" \
+		"SELECT NOT EXISTS (SELECT FROM pg_stat_activity WHERE pid = $pid)"; then
+		ok term_worker_exited
+	else
+		fail term_worker_exited
+	fi
+	check term_worker_no_restart "$started" \
+		"$(sql postgres "SELECT pg_postmaster_start_time()")"
+	check term_worker_level0_whole 10 "$(level0 m)" \
+		"the terminated step must not have installed"
+	check term_worker_verify t "$(sql "$db" "SELECT lsm_verify('m')")"
+	check term_worker_rows_equal_heap t "$(same m m_heap)"
+	# the next commit launches a worker again, which completes the work
+	sql "$db" "INSERT INTO m VALUES (-2, 'again')" \
+		"INSERT INTO m_heap VALUES (-2, 'again')" >/dev/null
+	wait_for "level 0 to be compacted" \
+		"SELECT coalesce((SELECT files FROM lsm_stats('m') WHERE level = 0), 0) < 4" || true
+	wait_for "the compactors to end" "$idle_sql" || true
+	check term_worker_compacted_after t \
+		"$(sql "$db" "SELECT $(level0 m) < 4")"
+	check term_worker_rows_after_compaction t "$(same m m_heap)"
+	check term_worker_verify_after t "$(verify_notices m)"
+}
+
+setup
+background_commit
+kill_worker
+term_worker
+wait_for "the compactors to end" "$idle_sql" || true
+drop_db "$db"
