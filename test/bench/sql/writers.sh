@@ -28,6 +28,9 @@
 #   WRITERS_PGPORT   port of the cluster (default 54351)
 #   WRITERS_ONLY     run only the workloads whose name contains this
 #                    (e.g. "INSERT, 8 clients, sync off"; default: all)
+#   WRITERS_PERF     a directory: each lsm-side run is also profiled,
+#                    system-wide (perf record -a -g, the middle of the run),
+#                    into WRITERS_PERF/perf-<script>-<clients>c-<sync>-<time>.data
 #   PG_CONFIG        default /usr/lib/postgresql/15/bin/pg_config
 #   BENCH_OUT        where the result file goes (default test/bench/results)
 #
@@ -227,6 +230,11 @@ one_run() {
 		pgbench -n -M prepared -c "$clients" -j "$clients" -T "$seconds" \
 		--max-tries=10 -l --log-prefix="$logp" -f "$w/${script}_$side.sql" 2>&1 &
 		pid=$!
+		if [ -n "${WRITERS_PERF:-}" ] && [ "$side" = lsm ]; then
+			sleep 1
+			perf record -a -g -q -o "$WRITERS_PERF/perf-$script-${clients}c-$sync-$(date +%H%M%S).data" \
+				-- sleep $((seconds - 3)) >/dev/null 2>&1 &
+		fi
 		if [ "$script" = ins ] && [ "$clients" -eq 8 ]; then
 			sleep $((seconds - 1))
 			rss_of_backends >"$w/rss_$side"
