@@ -83,6 +83,20 @@ typedef struct lsm_lock_page
 	uint64_t	group_boot;		/* ... on this boot of the machine */
 	uint64_t	group_log_dev;	/* ... for this file as the log */
 	uint64_t	group_log_ino;
+
+	/*
+	 * The inode of MANIFEST, kept by the holders of the write lock (set
+	 * after every switch, and by a holder that loaded it): while the
+	 * generation is even it is the current MANIFEST's, or 0 (db.c
+	 * load_manifest).
+	 */
+	uint64_t	manifest_ino;
+
+	/*
+	 * Bumped by each release of LOCK.sync, which then wakes every handle
+	 * sleeping on it (db.c wait_durable): a wake-up hint only.
+	 */
+	uint32_t	sync_wake;
 } lsm_lock_page;
 
 #define LSM_GROUP_MAGIC UINT64_C(0x4c534d47524f5550)

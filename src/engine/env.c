@@ -14,6 +14,10 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#endif
 
 #include "env.h"
 
@@ -473,4 +477,32 @@ void
 lsm_env_unlock(int fd)
 {
 	(void) flock(fd, LOCK_UN);
+}
+
+void
+lsm_env_wait(uint32_t *word, uint32_t val, long timeout_us)
+{
+#ifdef __linux__
+	struct timespec ts;
+
+	ts.tv_sec = timeout_us / 1000000;
+	ts.tv_nsec = (timeout_us % 1000000) * 1000;
+	/* not FUTEX_PRIVATE_FLAG: the word is shared between processes */
+	(void) syscall(SYS_futex, word, FUTEX_WAIT, val, &ts, NULL, 0);
+#else
+	(void) word;
+	(void) val;
+	usleep((useconds_t) timeout_us);
+#endif
+}
+
+void
+lsm_env_wake(uint32_t *word, int n)
+{
+#ifdef __linux__
+	(void) syscall(SYS_futex, word, FUTEX_WAKE, n, NULL, NULL, 0);
+#else
+	(void) word;
+	(void) n;
+#endif
 }

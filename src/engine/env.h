@@ -71,6 +71,16 @@ int			lsm_env_lock(int fd, const char *name, lsm_err *e);
 int			lsm_env_trylock(int fd, const char *name, lsm_err *e);
 void		lsm_env_unlock(int fd);
 
+/*
+ * A wake-up hint between processes on a 32-bit word in memory they share
+ * (a MAP_SHARED file mapping): lsm_env_wait sleeps while *word == val, at
+ * most timeout_us, or until lsm_env_wake wakes it (it may also return
+ * early for no reason); lsm_env_wake wakes up to n sleepers.  Linux
+ * futexes; elsewhere the wait is a plain sleep and the wake does nothing.
+ */
+void		lsm_env_wait(uint32_t *word, uint32_t val, long timeout_us);
+void		lsm_env_wake(uint32_t *word, int n);
+
 /* ---------- fault injection (tests) ---------- */
 
 typedef struct lsm_fault

@@ -231,9 +231,9 @@ one_run() {
 		--max-tries=10 -l --log-prefix="$logp" -f "$w/${script}_$side.sql" 2>&1 &
 		pid=$!
 		if [ -n "${WRITERS_PERF:-}" ] && [ "$side" = lsm ]; then
-			sleep 1
-			perf record -a -g -q -o "$WRITERS_PERF/perf-$script-${clients}c-$sync-$(date +%H%M%S).data" \
-				-- sleep $((seconds - 3)) >/dev/null 2>&1 &
+			(sleep 1
+			 perf record -a -g -q -o "$WRITERS_PERF/perf-$script-${clients}c-$sync-$(date +%H%M%S).data" \
+				-- sleep $((seconds - 3)) >/dev/null 2>&1) &
 		fi
 		if [ "$script" = ins ] && [ "$clients" -eq 8 ]; then
 			sleep $((seconds - 1))
