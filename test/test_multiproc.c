@@ -2113,6 +2113,110 @@ TEST(shared_memtable_kill_points)
 	munmap(sh, sizeof(*sh));
 }
 
+/*
+ * A flush killed at every crash point, among them the one between the
+ * MANIFEST switch and LOCK's page naming the new inode (which lets
+ * catch-ups skip the stat of MANIFEST): a reader that stays open sees, after
+ * a refresh, the same tables and rows as a handle opened afterwards.
+ */
+static void
+ms_flusher(const char *dir, long at)
+{
+	lsm_options o = busy_options();
+	lsm_fault	f;
+	lsm_db	   *db;
+	char		k[32];
+	size_t		kl = (size_t) sprintf(k, "m-%06ld", at);
+
+	CHECK_OK(lsm_open(dir, &o, &db));
+	memset(&f, 0, sizeof(f));
+	f.kill_at = at;
+	lsm_fault_install(&f);
+	CHECK_DB_OK(db, lsm_put(db, k, kl, k, kl));
+	CHECK_DB_OK(db, lsm_flush(db));
+	lsm_fault_install(NULL);
+	CHECK_DB_OK(db, lsm_close(db));
+}
+
+/* Same number of SSTables, and key m-<at> in both or in neither. */
+static void
+ms_same_view(lsm_db *a, lsm_db *b, long at)
+{
+	lsm_stats	sa,
+				sb;
+	char		k[32];
+	size_t		kl = (size_t) sprintf(k, "m-%06ld", at);
+	void	   *v;
+	size_t		vl;
+	int			ra,
+				rb,
+				l,
+				fa = 0,
+				fb = 0;
+
+	CHECK_DB_OK(a, lsm_get_stats(a, &sa));
+	CHECK_DB_OK(b, lsm_get_stats(b, &sb));
+	for (l = 0; l < LSM_MAX_LEVELS; l++)
+	{
+		fa += sa.level[l].files;
+		fb += sb.level[l].files;
+	}
+	CHECK_MSG(fa == fb, "kill point %ld: the open reader has %d tables, a new handle %d",
+			  at, fa, fb);
+	ra = lsm_get(a, k, kl, &v, &vl);
+	if (ra == LSM_OK)
+		lsm_free(v);
+	rb = lsm_get(b, k, kl, &v, &vl);
+	if (rb == LSM_OK)
+		lsm_free(v);
+	CHECK_MSG(ra == rb, "kill point %ld: the open reader %s the key, a new handle %s",
+			  at, lsm_strerror(ra), lsm_strerror(rb));
+}
+
+TEST(manifest_switch_kill_points)
+{
+	char	   *dir = harness_tmpdir("mskill");
+	lsm_options o = busy_options();
+	lsm_db	   *reader,
+			   *db;
+	long		at;
+	int			kills = 0;
+
+	CHECK_OK(lsm_open(dir, &o, &reader));
+	for (at = 1;; at++)
+	{
+		pid_t		pids[1];
+		int			np = 0,
+					status;
+
+		SPAWN(pids, np, ms_flusher(dir, at));
+		CHECK_EQ(waitpid(pids[0], &status, 0), pids[0]);
+		CHECK(WIFSIGNALED(status) || (WIFEXITED(status) &&
+									  WEXITSTATUS(status) == 0));
+		CHECK_DB_OK(reader, lsm_refresh(reader));
+		CHECK_OK(lsm_open(dir, &o, &db));
+		ms_same_view(reader, db, at);
+		/* and once a writer has been through (it evens the generation) */
+		{
+			char		k[32];
+			size_t		kl = (size_t) sprintf(k, "w-%06ld", at);
+
+			CHECK_DB_OK(db, lsm_put(db, k, kl, k, kl));
+		}
+		CHECK_DB_OK(reader, lsm_refresh(reader));
+		ms_same_view(reader, db, at);
+		CHECK_DB_OK(db, lsm_close(db));
+		if (!WIFSIGNALED(status))
+			break;
+		kills++;
+		CHECK(at < 1000);
+	}
+	CHECK_GT(kills, 3);
+	printf("# %d kill points\n", kills);
+	CHECK_DB_OK(reader, lsm_verify(reader));
+	CHECK_DB_OK(reader, lsm_close(reader));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -2120,6 +2224,7 @@ main(int argc, char **argv)
 	RUN(writers_readers_compactor);
 	RUN(shared_memtable);
 	RUN(shared_memtable_kill_points);
+	RUN(manifest_switch_kill_points);
 	RUN(concurrent_create);
 	RUN(iterator_across_refresh);
 	RUN(write_lock_busy_and_interrupted);

@@ -1683,6 +1683,7 @@ lsm_db_install(lsm_db *db, lsm_version *v, lsm_err *e)
 	path_of(db, "MANIFEST", path, sizeof(path));
 	lsm_version_ref(v);
 	set_current(db, v);
+	lsm_env_crash_point();		/* switched; the page names the old inode */
 	/*
 	 * Pin the new inode and name it in LOCK's page (load_manifest); on
 	 * failure the page names none and the next catch-ups stat MANIFEST.
