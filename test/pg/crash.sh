@@ -13,7 +13,7 @@
 #     return what the full scan returns;
 #   - the table can still be written.
 #
-# Several crash cycles: 4 clients commit transactions in a loop, each one 10
+# Several crash cycles: 8 clients commit transactions in a loop, each one 10
 # new rows, an UPDATE and a DELETE of rows of the client's previous
 # transaction, and a row in a native table; `pg_ctl -m immediate stop` after
 # a different sleep each cycle (the server quits at once, no checkpoint),
@@ -36,15 +36,16 @@
 # The tables have small memtables, so that flushes and compactions run all
 # the time and crashes land in them too.  Environment: see common.bash;
 # LSM_CRASH_BIG_ROWS (default 200000) sizes the big transactions;
-# LSM_CRASH_CLIENTS (default 4) is the number of clients.  With 8, several
-# commits wait for one sync at a time (group commit, docs/architecture.md),
-# so crashes land between the append and the sync of some of them too.
+# LSM_CRASH_CLIENTS (default 8) is the number of clients: several commits
+# wait for one sync at a time (group commit, docs/architecture.md), so
+# crashes land between the append and the sync of some of them too.  A
+# cycle's crash is timed from when every client has committed once.
 
 # shellcheck source-path=SCRIPTDIR source=common.bash
 source "$(dirname "${BASH_SOURCE[0]}")/common.bash"
 
 db=lsm_crash
-nclients=${LSM_CRASH_CLIENTS:-4}
+nclients=${LSM_CRASH_CLIENTS:-8}
 big_rows=${LSM_CRASH_BIG_ROWS:-200000}
 # Transactions numbers: client c of cycle k numbers its transactions from
 # range_base(k, c); row ids are txn * 100 + 0..9.
@@ -291,6 +292,15 @@ crash_cycle() {
 	for ((c = 0; c < nclients; c++)); do
 		background psql_session "$db" "$work/c$k.$c.out" "$work/c$k.$c.sql"
 		pids+=("$!")
+	done
+	# every client connected and committing before the crash is timed (a
+	# client still connecting when the server goes away fails otherwise)
+	for ((n = 0; n < 600; n++)); do
+		for ((c = 0; c < nclients; c++)); do
+			grep -q '^ack ' "$work/c$k.$c.out" 2>/dev/null || break
+		done
+		[ "$c" -eq "$nclients" ] && break
+		sleep 0.1
 	done
 	sleep "$pause"
 	for ((c = 0; c < nclients; c++)); do
