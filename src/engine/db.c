@@ -619,13 +619,13 @@ note_switch_durable(lsm_db *db)
  * appended to log log_number after target: returns at once if a sync
  * already covers it; else takes LOCK.sync (whose holder is in the middle
  * of one fdatasync; waiting for it on LOCK's sync_wake) and, if no sync
- * has covered target meanwhile, syncs
- * the log and raises synced_seq to the last record appended before the
- * sync.  Why that is right: every record up to written_seq (read first) is
- * in our log unless a log switch came after our append, and a switch
- * raises synced_seq past the whole old log before any record goes to the
- * new one; so if synced_seq, read after written_seq, still does not cover
- * target, no switch happened and one fdatasync of our log covers them all.
+ * has covered target meanwhile, syncs the log and raises synced_seq to the
+ * last record appended before the sync.  Why that is right: every record
+ * up to written_seq (read first) is in our log unless a log switch came
+ * after our append, and a switch raises synced_seq past the whole old log
+ * before any record goes to the new one; so if synced_seq, read after
+ * written_seq, still does not cover target, no switch happened and one
+ * fdatasync of our log covers them all.
  */
 static int
 wait_durable(lsm_db *db, uint64_t target, uint64_t log_number, lsm_err *e)
