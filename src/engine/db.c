@@ -229,21 +229,6 @@ check_options(const lsm_options *o, lsm_err *e)
 	return LSM_OK;
 }
 
-/*
- * Whether the handle keeps its memtable in the store's shared file
- * (NNNNNN.mem).  An exclusive handle keeps its own: no other process
- * writes, and a file-backed memtable costs page faults and the write-back
- * of its dirty pages (db_bench fillrandom 1M: 5.7 against 6.7-8.0 us/op).
- * It marks the log's file stale when it catches up under the lock (so
- * that readers in other processes replay its log, as before memtables
- * were shared), and the next shared writer rebuilds one.
- */
-static inline bool
-shares_memtable(const lsm_db *db)
-{
-	return !db->opt.exclusive;
-}
-
 static void
 path_of(const lsm_db *db, const char *name, char *buf, size_t n)
 {
@@ -319,8 +304,7 @@ write_lock(lsm_db *db, bool wait, lsm_err *e)
 	 * replayed what a dead writer left): the full catch-up under the lock
 	 * maps the file, or builds it.
 	 */
-	if (rc == LSM_OK && db->mhdr == NULL && shares_memtable(db) &&
-		db->mem_failed != db->log_number)
+	if (rc == LSM_OK && db->mhdr == NULL && db->mem_failed != db->log_number)
 	{
 		db->seen_gen = 1;
 		rc = lsm_db_catch_up(db, e);
@@ -1618,17 +1602,13 @@ catch_up_memtable(lsm_db *db, lsm_err *e)
 			return rc;
 		h = NULL;
 	}
-	if (h == NULL && shares_memtable(db) &&
-		db->mem_failed != db->log_number && adopt_memfile(db))
+	if (h == NULL && db->mem_failed != db->log_number && adopt_memfile(db))
 		h = db->mhdr;
 	if (h == NULL)
 	{
-		if (db->write_locked && !db->opt.read_only && shares_memtable(db) &&
+		if (db->write_locked && !db->opt.read_only &&
 			db->mem_failed != db->log_number)
 			return rebuild_memfile(db, e);
-		/* an exclusive writer: others must stop trusting the file it leaves */
-		if (db->write_locked && !shares_memtable(db))
-			stale_memfile(db);
 		return replay_log(db, e);
 	}
 	if (!db->write_locked)
@@ -1750,7 +1730,7 @@ create_store(lsm_db *db, lsm_err *e)
 		v->value_unindexed = db->opt.value_unindexed;
 		/* invariant (4) */
 		rc = lsm_env_fsync_dir(db->dir, e);
-		if (rc == LSM_OK && shares_memtable(db))
+		if (rc == LSM_OK)
 		{
 			lsm_memtable *mt;
 			lsm_memfile_header *h;
@@ -2287,7 +2267,7 @@ flush_install(lsm_db *db, lsm_file **ingest, int ningest, uint64_t nseq,
 			maxnum = ingest[i]->meta.number;
 	if (rc == LSM_OK)
 		rc = create_log(db, maxnum + 1, &lognum, &logfd, e);
-	if (rc == LSM_OK && shares_memtable(db) && db->mem_failed != lognum)
+	if (rc == LSM_OK && db->mem_failed != lognum)
 	{
 		lsm_err		why;
 

@@ -163,8 +163,6 @@ struct lsm_memtable
 	mt_region  *r;
 	size_t		size;			/* of the region */
 	size_t		limit;			/* private: bytes made accessible */
-	size_t		dirty;			/* private, recycled: bytes its last use
-								 * handed out, which are not zero */
 	bool		own;			/* a private region: unmapped at the end */
 	bool		writable;
 	lsm_memtable_backing backing;
@@ -270,8 +268,7 @@ region_grow(lsm_memtable *mt, size_t upto, lsm_err *e)
 
 /*
  * n bytes from the region, aligned to align (a power of two, >= UNIT);
- * NULL when it is full.  Fresh bytes are zero (new pages, or cleared here
- * in a recycled private region).
+ * NULL when it is full.  Fresh bytes are zero (new pages).
  */
 static void *
 region_alloc(lsm_memtable *mt, size_t n, size_t align)
@@ -283,9 +280,6 @@ region_alloc(lsm_memtable *mt, size_t n, size_t align)
 		!region_grow(mt, start + n, NULL))
 		return NULL;
 	r->used = start + n;
-	if (start < mt->dirty)
-		memset(mt->base + start, 0,
-			   start + n < mt->dirty ? n : mt->dirty - start);
 	return mt->base + start;
 }
 
@@ -347,8 +341,6 @@ format(lsm_memtable *mt, size_t size)
 
 	if (size < 4096 || !region_grow(mt, 4096, NULL))
 		return false;
-	if (mt->dirty > 0)
-		memset(r, 0, sizeof(*r));
 	r->size = size;
 	r->used = sizeof(mt_region);
 	if (!mt->own && mt->backing.reserve == NULL)
@@ -386,43 +378,16 @@ handle_new(void *base, size_t size, bool own, bool writable,
 	return mt;
 }
 
-/*
- * One private region kept by the process when its memtable is freed, for
- * the next lsm_memtable_new: its pages stay mapped, so a memtable that
- * replaces a flushed one does not fault in (and the kernel zero) every
- * page again (db_bench fillrandom: page faults 6% of the time without
- * it).  Only regions of up to SPARE_MAX_BYTES in use are kept.  Taken and given back with atomic exchanges, since handles may
- * live in several threads.
- */
-typedef struct spare_region
-{
-	uint8_t    *base;
-	size_t		limit;
-	size_t		dirty;
-} spare_region;
-
-static spare_region *spare = NULL;
-
-#define SPARE_MAX_BYTES ((size_t) 32 << 20)
-
 lsm_memtable *
 lsm_memtable_new(void)
 {
-	spare_region *sr = __atomic_exchange_n(&spare, NULL, __ATOMIC_ACQ_REL);
-	void	   *p;
+	void	   *p = mmap(NULL, PRIVATE_RESERVE, PROT_NONE,
+						 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	lsm_memtable *mt;
 
-	p = sr ? sr->base : mmap(NULL, PRIVATE_RESERVE, PROT_NONE,
-							 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED)
 		return NULL;
 	mt = handle_new(p, PRIVATE_RESERVE, true, true, NULL);
-	if (mt && sr)
-	{
-		mt->limit = sr->limit;
-		mt->dirty = sr->dirty;
-	}
-	free(sr);
 	if (mt == NULL || !format(mt, PRIVATE_RESERVE))
 	{
 		munmap(p, PRIVATE_RESERVE);
@@ -430,29 +395,6 @@ lsm_memtable_new(void)
 		return NULL;
 	}
 	return mt;
-}
-
-/* Keeps mt's private region as the spare, or unmaps it. */
-static void
-release_private(lsm_memtable *mt)
-{
-	spare_region *sr = NULL,
-			   *none = NULL;
-
-	/* not a large one (a stage's): its memory goes back to the system */
-	if (mt->r->used <= SPARE_MAX_BYTES && mt->dirty <= SPARE_MAX_BYTES)
-		sr = malloc(sizeof(spare_region));
-	if (sr)
-	{
-		sr->base = mt->base;
-		sr->limit = mt->limit;
-		sr->dirty = mt->r->used > mt->dirty ? mt->r->used : mt->dirty;
-		if (__atomic_compare_exchange_n(&spare, &none, sr, false,
-										__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-			return;
-		free(sr);
-	}
-	munmap(mt->base, PRIVATE_RESERVE);
 }
 
 lsm_memtable *
@@ -535,7 +477,7 @@ lsm_memtable_unref(lsm_memtable *mt)
 		return;
 	lsm_buf_free(&mt->vhashes);
 	if (mt->own)
-		release_private(mt);
+		munmap(mt->base, PRIVATE_RESERVE);
 	else if (mt->backing.release)
 		mt->backing.release(mt->backing.arg);
 	free(mt);
