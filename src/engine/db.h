@@ -97,6 +97,15 @@ typedef struct lsm_lock_page
 	 * sleeping on it (db.c wait_durable): a wake-up hint only.
 	 */
 	uint32_t	sync_wake;
+
+	/*
+	 * The write lock's wake-up hint (db.c lsm_db_lock): bumped by each
+	 * release of LOCK, which wakes one handle sleeping on it if any says
+	 * it waits (waiters counts them; one that died leaves it high, which
+	 * costs a wake-up call per release, nothing else).
+	 */
+	uint32_t	lock_wake;
+	uint32_t	lock_waiters;
 } lsm_lock_page;
 
 #define LSM_GROUP_MAGIC UINT64_C(0x4c534d47524f5550)
