@@ -244,10 +244,13 @@ path_of(const lsm_db *db, const char *name, char *buf, size_t n)
  * passes to a waiter when it is free instead of when a backoff ends.  The
  * flock decides who holds the lock, the word only when to try: a holder
  * that dies releases the flock without a wake-up, so a sleep lasts at most
- * LOCK_WAIT_US.  No wake-up is lost: a waiter counts itself and reads the
- * word before its last try, and a release bumps the word after it unlocks
- * and reads the count after the bump, so either the try sees the lock
- * free, or the sleep sees the word moved, or the release sees the waiter.
+ * LOCK_WAIT_US.  No wake-up is lost: a waiter counts itself, then reads
+ * the word, then tries the lock; a release unlocks, then reads the count,
+ * and bumps the word if it is not zero.  A release that reads zero came
+ * before the count, so the try sees the lock free; one that bumps the word
+ * before the waiter read it unlocked before the try, too; one that bumps
+ * it after changes what the sleep waits on, or wakes it.  (A release with
+ * no waiter writes nothing to LOCK.)
  * Other locks (LOCK.compact) poll with a backoff.
  */
 #define LOCK_WAIT_US 10000
@@ -447,11 +450,11 @@ release_lock(lsm_db *db)
 		return;
 	lsm_env_unlock(db->lock_fd);
 	db->lock_held = false;
-	if (pg && !db->opt.read_only)
+	if (pg && !db->opt.read_only &&
+		__atomic_load_n(&pg->lock_waiters, __ATOMIC_SEQ_CST) > 0)
 	{
 		__atomic_add_fetch(&pg->lock_wake, 1, __ATOMIC_SEQ_CST);
-		if (__atomic_load_n(&pg->lock_waiters, __ATOMIC_SEQ_CST) > 0)
-			lsm_env_wake(&pg->lock_wake, 1);
+		lsm_env_wake(&pg->lock_wake, 1);
 	}
 }
 
@@ -774,7 +777,7 @@ create_log(lsm_db *db, uint64_t start, uint64_t *number, int *fd, lsm_err *e)
 	{
 		lsm_wal_filename(n, name, sizeof(name));
 		path_of(db, name, path, sizeof(path));
-		rc = lsm_env_open(path, O_RDWR | O_CREAT | O_EXCL | O_APPEND, 0644, fd, e);
+		rc = lsm_env_open(path, O_RDWR | O_CREAT | O_EXCL, 0644, fd, e);
 		if (rc == LSM_OK)
 			break;
 		if (e->saved_errno != EEXIST)
@@ -840,8 +843,9 @@ open_log(lsm_db *db, lsm_err *e)
 	lsm_wal_filename(db->current->log_number, name, sizeof(name));
 	path_of(db, name, path, sizeof(path));
 	/* missing: raced with a flush (the caller retries), or lost (damage) */
-	rc = lsm_env_open(path, db->opt.read_only ? O_RDONLY : O_RDWR | O_APPEND,
+	rc = lsm_env_open(path, db->opt.read_only ? O_RDONLY : O_RDWR,
 					  0, &db->log_fd, e);
+	db->log_alloc = 0;
 	note_log_file(db);
 	return rc;
 }
@@ -974,20 +978,23 @@ memfile_valid(const lsm_db *db, lsm_memfile_header *h)
 }
 
 /*
- * Is the log (as st says) what the memtable was built from, up to its
- * published position off?  Not if it is shorter (truncated or restored
- * behind the store's back: a replay must read it).  Bytes after off are a
- * writer at work, or a tail.  A log changed in place at the same length is
- * not noticed here (the file keeps serving the records as they were
- * written; lsm_verify reads the log); comparing its modification time
- * recorded at every commit made readers replay and writers rebuild on
- * mismatches that no damage explained (issue 12 notes).
+ * What the handle's log holds at off (lsm_wal_probe): the end of the
+ * records, more bytes (a writer's record, or a tail), or nothing at all
+ * (LSM_WAL_SHORT: truncated or restored behind the store's back, so a
+ * shared memtable published past it is not of this log's contents and a
+ * replay must read it).  A log changed in place is not noticed here (the
+ * file keeps serving the records as they were written; lsm_verify reads
+ * the log); comparing its modification time recorded at every commit made
+ * readers replay and writers rebuild on mismatches that no damage
+ * explained (issue 12 notes).
  */
-static bool
-memfile_matches_log(lsm_memfile_header *h, uint64_t off, const struct stat *st)
+static int
+log_probe(lsm_db *db, uint64_t off, lsm_wal_probe_result *at, lsm_err *e)
 {
-	(void) h;
-	return (uint64_t) st->st_size >= off;
+	char		name[32];
+
+	lsm_wal_filename(db->log_number, name, sizeof(name));
+	return lsm_wal_probe(db->log_fd, name, off, at, e);
 }
 
 /* lsm_wal_apply_fn of check_log: checks a record's batch, applies nothing. */
@@ -1040,7 +1047,7 @@ adopt_memfile(lsm_db *db)
 	lsm_err		e;
 	char		name[40],
 				path[4096];
-	struct stat st;
+	lsm_wal_probe_result at;
 	uint64_t	seq,
 				off;
 
@@ -1054,7 +1061,7 @@ adopt_memfile(lsm_db *db)
 	seq = lsm_memfile_load(&h->applied_seq);
 	off = lsm_memfile_load(&h->applied_off);
 	if (!memfile_valid(db, h) || (off < db->log_off && !db->write_locked) ||
-		fstat(db->log_fd, &st) != 0 || !memfile_matches_log(h, off, &st) ||
+		log_probe(db, off, &at, &e) != LSM_OK || at == LSM_WAL_SHORT ||
 		!check_log(db, off))
 	{
 		lsm_memtable_unref(mt);
@@ -1107,13 +1114,14 @@ stale_memfile(lsm_db *db)
  * odd one is a writer at work or a dead one: a handle that may write has
  * settle_tail take the lock, whose catch-up applies or cuts what a dead
  * one left; a read-only handle asks the lock itself (a shared flock, held
- * for a moment) and reads the position and the log's size again under it
- * (*seq, *off and *st get them).
+ * for a moment) and reads the position and probes the log again under it
+ * (*seq, *off and *at get them).
  */
 static bool
 dead_writer_left(lsm_db *db, lsm_memfile_header *h, uint64_t g,
-				 uint64_t *seq, uint64_t *off, struct stat *st)
+				 uint64_t *seq, uint64_t *off, lsm_wal_probe_result *at)
 {
+	lsm_err		e;
 	bool		left;
 
 	if (db->lock_held)
@@ -1126,7 +1134,8 @@ dead_writer_left(lsm_db *db, lsm_memfile_header *h, uint64_t g,
 		return false;			/* a writer at work */
 	*seq = lsm_memfile_load(&h->applied_seq);
 	*off = lsm_memfile_load(&h->applied_off);
-	left = fstat(db->log_fd, st) == 0 && (uint64_t) st->st_size > *off;
+	lsm_err_clear(&e);
+	left = log_probe(db, *off, at, &e) == LSM_OK && *at == LSM_WAL_MORE;
 	(void) flock(db->lock_fd, LOCK_UN);
 	return left;
 }
@@ -1333,19 +1342,21 @@ replay_log(lsm_db *db, lsm_err *e)
 		return rc;
 	}
 	db->log_off = res.end_off;
-	db->log_size = res.file_size;
+	db->log_size = res.content_end;
 	db->last_seq = res.last_seq;
 	db->ctr.wal_records_replayed += (uint64_t) res.records;
 	if (rc != LSM_OK)
 		return rc;
-	if (res.end_off < res.file_size && db->write_locked)
+	if (res.end_off < res.content_end && db->write_locked)
 	{
+		/* the preallocated zeros go with it: the next append writes more */
+		db->log_alloc = 0;
 		rc = lsm_env_ftruncate(db->log_fd, (off_t) res.end_off, name, e);
 		if (rc == LSM_OK)
 			rc = lsm_env_fsync(db->log_fd, name, e);
 		if (rc != LSM_OK)
 			return rc;
-		note_tail(db, res.end_off, res.file_size - res.end_off, true);
+		note_tail(db, res.end_off, res.content_end - res.end_off, true);
 		db->log_size = res.end_off;
 	}
 	db->log_whole = db->log_off == db->log_size;
@@ -1638,7 +1649,7 @@ static int
 catch_up_memtable(lsm_db *db, lsm_err *e)
 {
 	lsm_memfile_header *h = db->mhdr;
-	struct stat st;
+	lsm_wal_probe_result at;
 	int			rc;
 
 	if (h && !memfile_valid(db, h))
@@ -1663,21 +1674,21 @@ catch_up_memtable(lsm_db *db, lsm_err *e)
 					seq = lsm_memfile_load(&h->applied_seq),
 					off = lsm_memfile_load(&h->applied_off);
 
-		if (fstat(db->log_fd, &st) != 0)
-			return lsm_err_sys(e, errno, "could not stat the write-ahead log of store \"%s\"",
-							   db->dir);
+		if ((rc = log_probe(db, off, &at, e)) != LSM_OK)
+			return rc;
 
 		/*
-		 * Replay the log ourselves if the file does not match it (the next
-		 * writer rebuilds it), or if we find bytes after what it holds
-		 * while no writer is at work: a writer died between its append and
-		 * its apply (a complete record, which only a writer may apply to
-		 * the file: settle_tail has one do it), or in its append (a tail),
-		 * or the log is damaged, which a replay reports as before.
+		 * Replay the log ourselves if it ends before the file's position
+		 * (the next writer rebuilds the file), or if we find bytes after
+		 * what it holds while no writer is at work: a writer died between
+		 * its append and its apply (a complete record, which only a writer
+		 * may apply to the file: settle_tail has one do it), or in its
+		 * append (a tail), or the log is damaged, which a replay reports
+		 * as before.
 		 */
-		if (!memfile_matches_log(h, off, &st) ||
-			((uint64_t) st.st_size > off &&
-			 dead_writer_left(db, h, g, &seq, &off, &st)))
+		if (at == LSM_WAL_SHORT ||
+			(at == LSM_WAL_MORE &&
+			 dead_writer_left(db, h, g, &seq, &off, &at)))
 		{
 			if ((rc = leave_memfile(db, false, e)) != LSM_OK)
 				return rc;
@@ -1685,20 +1696,18 @@ catch_up_memtable(lsm_db *db, lsm_err *e)
 		}
 		db->last_seq = seq;
 		db->log_off = off;
-		db->log_size = (uint64_t) st.st_size;
-		db->log_whole = db->log_size == db->log_off;
+		/* how much more there is, a replay finds out */
+		db->log_size = at == LSM_WAL_MORE ? off + 1 : off;
+		db->log_whole = at == LSM_WAL_END;
 		return LSM_OK;
 	}
-	if (fstat(db->log_fd, &st) != 0)
-		return lsm_err_sys(e, errno, "could not stat the write-ahead log of store \"%s\"",
-						   db->dir);
-	if (h->apply_to != h->applied_off ||
-		!memfile_matches_log(h, h->applied_off, &st))
+	if ((rc = log_probe(db, h->applied_off, &at, e)) != LSM_OK)
+		return rc;
+	if (h->apply_to != h->applied_off || at == LSM_WAL_SHORT)
 		return rebuild_memfile(db, e);
 	db->last_seq = h->applied_seq;
-	db->log_off = h->applied_off;
-	db->log_size = (uint64_t) st.st_size;
-	db->log_whole = db->log_size == db->log_off;
+	db->log_off = db->log_size = h->applied_off;
+	db->log_whole = at == LSM_WAL_END;
 	if (db->log_whole)
 		return LSM_OK;
 	/* records a writer appended but did not apply, or a tail to cut */
@@ -2412,6 +2421,7 @@ flush_install(lsm_db *db, lsm_file **ingest, int ningest, uint64_t nseq,
 	db->log_number = lognum;
 	db->log_off = 0;
 	db->log_size = 0;
+	db->log_alloc = 0;
 	db->log_whole = true;
 	db->last_seq += nseq;
 	if (rc == LSM_OK)
@@ -2536,6 +2546,41 @@ write_wait(lsm_db *db, lsm_err *e)
 	return rc;
 }
 
+/*
+ * Preallocation of the log (wal.h): before an append of len bytes at
+ * log_off, makes sure zeros follow the records that far, writing zeros up
+ * to the next multiple of LOG_PREALLOC when they do not (the next fdatasync
+ * carries the file's new size once, not at every commit).  Only the writer
+ * under the write lock extends, at the file's end, so no record is
+ * overwritten.  A failure fails the commit before its append (zeros
+ * written in part are zeros still).
+ */
+#define LOG_PREALLOC (1 << 20)
+
+static int
+reserve_log(lsm_db *db, size_t len, lsm_err *e)
+{
+	uint64_t	need = db->log_off + len,
+				to;
+	struct stat st;
+	char		name[32];
+
+	int			rc;
+
+	if (need <= db->log_alloc)
+		return LSM_OK;
+	lsm_wal_filename(db->log_number, name, sizeof(name));
+	if (fstat(db->log_fd, &st) != 0)
+		return lsm_err_sys(e, errno, "could not stat \"%s\"", name);
+	db->log_alloc = (uint64_t) st.st_size;
+	if (need <= db->log_alloc)
+		return LSM_OK;
+	to = (need + LOG_PREALLOC) / LOG_PREALLOC * LOG_PREALLOC;	/* past need */
+	rc = lsm_wal_prealloc(db->log_fd, name, db->log_alloc, to, e);
+	db->log_alloc = rc == LSM_OK ? to : 0;
+	return rc;
+}
+
 int
 lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, bool defer, lsm_err *e)
 {
@@ -2605,7 +2650,10 @@ lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, bool defer, lsm_err *e)
 		else if (want > page_load(&pg->synced_seq))
 			target = want;
 	}
-	rc = lsm_wal_append(db->log_fd, name, b->rep.data, b->rep.len, e);
+	rc = reserve_log(db, b->rep.len, e);
+	if (rc == LSM_OK)
+		rc = lsm_wal_append(db->log_fd, name, db->log_off, b->rep.data,
+							b->rep.len, e);
 	if (rc == LSM_OK && sync && pg == NULL)
 		rc = lsm_env_fsync(db->log_fd, name, e);
 	if (rc != LSM_OK)
@@ -2617,6 +2665,7 @@ lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, bool defer, lsm_err *e)
 		 */
 		if (pg && sync)
 			page_store(&pg->want_seq, want);
+		db->log_alloc = 0;
 		if (lsm_env_ftruncate(db->log_fd, (off_t) db->log_off, name,
 							  NULL) != LSM_OK)
 			db->log_whole = false;
@@ -3191,11 +3240,11 @@ verify_log(lsm_db *db, lsm_err *e)
 	lsm_memtable_unref(scratch);
 	if (rc != LSM_OK)
 		return rc;
-	if (res.end_off < res.file_size)
+	if (res.end_off < res.content_end)
 		lsm_db_log(db, LSM_LOG_WARNING,
 				   "write-ahead log %s of store \"%s\" ends with %llu bytes at offset %llu that are not a complete, valid record: the next writer discards them",
 				   name, db->dir,
-				   (unsigned long long) (res.file_size - res.end_off),
+				   (unsigned long long) (res.content_end - res.end_off),
 				   (unsigned long long) res.end_off);
 	read_tails(db, &tails);
 	if (tails.count > 0)

@@ -99,10 +99,10 @@ typedef struct lsm_lock_page
 	uint32_t	sync_wake;
 
 	/*
-	 * The write lock's wake-up hint (db.c lsm_db_lock): bumped by each
-	 * release of LOCK, which wakes one handle sleeping on it if any says
-	 * it waits (waiters counts them; one that died leaves it high, which
-	 * costs a wake-up call per release, nothing else).
+	 * The write lock's wake-up hint (db.c lsm_db_lock): while waiters
+	 * (the handles waiting for LOCK) is not zero, each release bumps
+	 * lock_wake and wakes one handle sleeping on it.  A waiter that died
+	 * leaves the count high, which costs a wake-up call per release.
 	 */
 	uint32_t	lock_wake;
 	uint32_t	lock_waiters;
@@ -147,7 +147,10 @@ struct lsm_db
 	uint64_t	log_dev;		/* log_fd's file, as fstat says */
 	uint64_t	log_ino;
 	uint64_t	log_off;		/* replayed up to here */
-	uint64_t	log_size;		/* size of the log at the last replay */
+	uint64_t	log_size;		/* where the log's contents end (records,
+								 * then a tail if any), as last seen */
+	uint64_t	log_alloc;		/* the log file is at least this long
+								 * (preallocated zeros); 0: unknown */
 	bool		log_whole;		/* the log ends at log_off: the last replay
 								 * found nothing after it (or cut it), and
 								 * we appended only whole records since */

@@ -32,6 +32,8 @@ typedef struct tracked
 	int			fd;				/* -1 once closed */
 	char	   *path;
 	off_t		synced_len;
+	off_t		dirty_from;		/* first byte overwritten in place since the
+								 * last fsync, below synced_len; -1 if none */
 	int			ever_synced;
 } tracked;
 
@@ -79,6 +81,7 @@ track_fd(int fd, const char *path)
 	t->fd = fd;
 	t->path = strdup(path);
 	t->synced_len = 0;
+	t->dirty_from = -1;
 	t->ever_synced = 0;
 	{
 		struct stat st;
@@ -107,6 +110,32 @@ lsm_env_crash_point(void)
 		raise(SIGKILL);
 }
 
+/*
+ * Writes zeros over [from, to) of path: what a power loss leaves of bytes
+ * written in place since the last fsync, the engine overwriting only
+ * zeros in place (a log's preallocated space).
+ */
+static void
+zero_range(const char *path, off_t from, off_t to)
+{
+	static const char zeros[4096];
+	int			fd = open(path, O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	while (from < to)
+	{
+		size_t		n = (size_t) (to - from) < sizeof(zeros) ?
+			(size_t) (to - from) : sizeof(zeros);
+		ssize_t		w = pwrite(fd, zeros, n, from);
+
+		if (w <= 0)
+			break;
+		from += w;
+	}
+	close(fd);
+}
+
 void
 lsm_fault_drop_unsynced(void)
 {
@@ -120,6 +149,8 @@ lsm_fault_drop_unsynced(void)
 			{
 				/* the file may have been removed: nothing to drop */
 			}
+			if (trk[i].dirty_from >= 0)
+				zero_range(trk[i].path, trk[i].dirty_from, trk[i].synced_len);
 		}
 		else
 			(void) unlink(trk[i].path);
@@ -213,6 +244,46 @@ lsm_env_write(int fd, const void *buf, size_t n, const char *name, lsm_err *e)
 }
 
 int
+lsm_env_pwrite(int fd, const void *buf, size_t n, off_t off, const char *name,
+			   lsm_err *e)
+{
+	const char *p = buf;
+	tracked    *t;
+	int			err;
+
+	if (fault && fault->track_sync && (t = track_find_fd(fd)) != NULL &&
+		off < t->synced_len && (t->dirty_from < 0 || off < t->dirty_from))
+		t->dirty_from = off;
+	err = fault ? inject(&fault->writes, fault->fail_write_at) : 0;
+	if (err)
+	{
+		if (fault->short_write && n > 1)
+		{
+			if (pwrite(fd, p, n / 2, off) < 0)
+			{
+				/* the injected failure is reported either way */
+			}
+		}
+		return lsm_err_sys(e, err, "could not write to \"%s\"", name);
+	}
+	while (n > 0)
+	{
+		ssize_t		w = pwrite(fd, p, n, off);
+
+		if (w < 0)
+		{
+			if (errno == EINTR)
+				continue;
+			return lsm_err_sys(e, errno, "could not write to \"%s\"", name);
+		}
+		p += w;
+		n -= (size_t) w;
+		off += w;
+	}
+	return LSM_OK;
+}
+
+int
 lsm_env_pread(int fd, void *buf, size_t n, off_t off, const char *name,
 			  lsm_err *e)
 {
@@ -255,6 +326,7 @@ lsm_env_fsync(int fd, const char *name, lsm_err *e)
 
 		if (fstat(fd, &st) == 0)
 			t->synced_len = st.st_size;
+		t->dirty_from = -1;
 		t->ever_synced = 1;
 	}
 	return LSM_OK;

@@ -9,8 +9,9 @@
  *	- fail every open of the files whose names end in a given suffix, with
  *	  an errno (EACCES: a file the server cannot read);
  *	- track which bytes of each file were fsynced and, on request, drop the
- *	  unsynced ones (files truncated to their synced length, files never
- *	  fsynced removed), simulating a power failure.
+ *	  unsynced ones (files truncated to their synced length, bytes written
+ *	  in place since the last fsync zeroed, files never fsynced removed),
+ *	  simulating a power failure.
  * The state is per process.
  */
 #ifndef LSM_ENV_H
@@ -27,6 +28,15 @@ int			lsm_env_open(const char *path, int flags, int mode, int *fd,
 /* Writes all n bytes at the current position (looping over short writes). */
 int			lsm_env_write(int fd, const void *buf, size_t n, const char *name,
 						  lsm_err *e);
+
+/*
+ * Writes all n bytes at off (looping over short writes).  Fault tracking
+ * takes bytes it writes below the synced length as zeros overwritten in
+ * place: a simulated power loss zeros them again (the engine overwrites
+ * only a log's preallocated zeros).
+ */
+int			lsm_env_pwrite(int fd, const void *buf, size_t n, off_t off,
+						   const char *name, lsm_err *e);
 
 /* Reads exactly n bytes at off; LSM_CORRUPTION if the file is shorter. */
 int			lsm_env_pread(int fd, void *buf, size_t n, off_t off,

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "env.h"
 #include "memtable.h"
@@ -31,7 +32,8 @@ lsm_wal_filename(uint64_t number, char *buf, size_t n)
 }
 
 int
-lsm_wal_append(int fd, const char *name, uint8_t *rec, size_t len, lsm_err *e)
+lsm_wal_append(int fd, const char *name, uint64_t off, uint8_t *rec,
+			   size_t len, lsm_err *e)
 {
 	size_t		plen = len - LSM_WAL_HEADER;
 
@@ -43,7 +45,53 @@ lsm_wal_append(int fd, const char *name, uint8_t *rec, size_t len, lsm_err *e)
 	lsm_put_u32(rec + 4, (uint32_t) plen);
 	rec[8] = LSM_WAL_BATCH;
 	lsm_put_u32(rec, lsm_checksum(rec + 4, plen + 5));
-	return lsm_env_write(fd, rec, len, name, e);
+	return lsm_env_pwrite(fd, rec, len, (off_t) off, name, e);
+}
+
+int
+lsm_wal_prealloc(int fd, const char *name, uint64_t from, uint64_t to,
+				 lsm_err *e)
+{
+	static const uint8_t zeros[1 << 20];	/* one write per MiB */
+
+	while (from < to)
+	{
+		size_t		n = to - from < sizeof(zeros) ? (size_t) (to - from) :
+			sizeof(zeros);
+		int			rc = lsm_env_pwrite(fd, zeros, n, (off_t) from, name, e);
+
+		if (rc != LSM_OK)
+			return rc;
+		from += n;
+	}
+	return LSM_OK;
+}
+
+int
+lsm_wal_probe(int fd, const char *name, uint64_t off,
+			  lsm_wal_probe_result *out, lsm_err *e)
+{
+	uint8_t		buf[1 + LSM_WAL_HEADER];
+	uint64_t	from = off > 0 ? off - 1 : 0;	/* a byte before: is off in
+												 * the file? */
+	ssize_t		got;
+	ssize_t		i;
+
+	do
+		got = pread(fd, buf, sizeof(buf), (off_t) from);
+	while (got < 0 && errno == EINTR);
+	if (got < 0)
+		return lsm_err_sys(e, errno, "could not read \"%s\"", name);
+	if (off > 0 && got == 0)
+	{
+		*out = LSM_WAL_SHORT;
+		return LSM_OK;
+	}
+	*out = LSM_WAL_END;
+	for (i = off > 0 ? 1 : 0; i < got; i++)
+		if (buf[i] != 0)
+			*out = LSM_WAL_MORE;
+	return LSM_OK;
 }
 
 /*
@@ -145,15 +193,15 @@ lsm_wal_replay(int fd, const char *name, uint64_t off, uint64_t expect_seq,
 	struct stat st;
 	uint8_t    *buf = NULL;
 	size_t		n,
+				nz,
 				pos = 0;
 	int			rc = LSM_OK;
 
-	res->end_off = off;
+	res->end_off = res->content_end = off;
 	res->last_seq = expect_seq ? expect_seq - 1 : 0;
 	res->records = 0;
 	if (fstat(fd, &st) != 0)
 		return lsm_err_sys(e, errno, "could not stat \"%s\"", name);
-	res->file_size = (uint64_t) st.st_size;
 	if ((uint64_t) st.st_size <= off)
 		return LSM_OK;
 	if ((uint64_t) st.st_size - off > SIZE_MAX)
@@ -170,6 +218,11 @@ lsm_wal_replay(int fd, const char *name, uint64_t off, uint64_t expect_seq,
 		free(buf);
 		return LSM_OK;
 	}
+	/* the preallocated zeros at the end hold nothing */
+	nz = 0;
+	if (rc == LSM_OK)
+		for (nz = n; nz > 0 && buf[nz - 1] == 0; nz--)
+			;
 	while (rc == LSM_OK && pos < n)
 	{
 		size_t		len = record_len_at(buf + pos, n - pos);
@@ -192,8 +245,9 @@ lsm_wal_replay(int fd, const char *name, uint64_t off, uint64_t expect_seq,
 		expect_seq = first + count;
 		res->records++;
 	}
-	if (rc == LSM_OK && pos < n)
-		rc = scan_after_bad(buf, n, pos, off, expect_seq, name, e);
+	res->content_end = nz > pos ? off + nz : res->end_off;
+	if (rc == LSM_OK && pos < nz)
+		rc = scan_after_bad(buf, nz, pos, off, expect_seq, name, e);
 	free(buf);
 	return rc;
 }

@@ -8,6 +8,11 @@
  *				 { [kind u8][key len varint][key] ([value len varint][value])
  *				 if kind is put } * count
  *
+ * The file is preallocated: a writer appends at the end of the records,
+ * into zeros written ahead of it (lsm_wal_prealloc), so that the fdatasync
+ * of a commit does not also write the file's new size.  So the records end
+ * where the zeros begin, not at the file's end; a zero header ends them.
+ *
  * Recovery replays complete records and stops at the first torn or corrupt
  * one, or at one whose first sequence does not continue the previous record
  * (stale bytes past a truncation that did not reach the disk).  Everything
@@ -32,13 +37,35 @@ void		lsm_wal_filename(uint64_t number, char *buf, size_t n);
 
 /*
  * Fills in the record header of rec (LSM_WAL_HEADER bytes reserved at its
- * start, followed by the payload) and appends it with a single write.
- * LSM_INVALID if the payload is too large for the 32-bit length (nothing is
- * written); else the write's result (part of the record may then be in the
- * file: the caller cuts it off).
+ * start, followed by the payload) and writes it at off, the end of the
+ * records, with a single write.  LSM_INVALID if the payload is too large
+ * for the 32-bit length (nothing is written); else the write's result (part
+ * of the record may then be in the file: the caller cuts it off).
  */
-int			lsm_wal_append(int fd, const char *name, uint8_t *rec, size_t len,
-						   lsm_err *e);
+int			lsm_wal_append(int fd, const char *name, uint64_t off, uint8_t *rec,
+						   size_t len, lsm_err *e);
+
+/* Writes zeros over [from, to) of the log: room for records to come. */
+int			lsm_wal_prealloc(int fd, const char *name, uint64_t from,
+							 uint64_t to, lsm_err *e);
+
+/* What lsm_wal_probe finds at an offset. */
+typedef enum lsm_wal_probe_result
+{
+	LSM_WAL_END,				/* zeros, or the end of the file */
+	LSM_WAL_MORE,				/* bytes that are not zero: a record, or a
+								 * tail */
+	LSM_WAL_SHORT				/* the file ends before the offset */
+} lsm_wal_probe_result;
+
+/*
+ * Looks at the record header's worth of bytes at off (one pread): do
+ * records end there?  A torn append leaves a prefix of its record, whose
+ * header is not zero (its length and type are not).  LSM_OK or the read's
+ * error.
+ */
+int			lsm_wal_probe(int fd, const char *name, uint64_t off,
+						  lsm_wal_probe_result *out, lsm_err *e);
 
 /* Called for each complete batch payload; a nonzero return stops replay. */
 typedef int (*lsm_wal_apply_fn) (void *arg, const uint8_t *payload, size_t n,
@@ -47,7 +74,9 @@ typedef int (*lsm_wal_apply_fn) (void *arg, const uint8_t *payload, size_t n,
 typedef struct lsm_wal_replay_result
 {
 	uint64_t	end_off;		/* offset after the last good record */
-	uint64_t	file_size;		/* bytes in the file */
+	uint64_t	content_end;	/* offset after the last byte that is not
+								 * zero (or end_off): bytes between are a
+								 * tail */
 	uint64_t	last_seq;		/* last sequence applied (or the input) */
 	int			records;
 } lsm_wal_replay_result;
@@ -55,7 +84,7 @@ typedef struct lsm_wal_replay_result
 /*
  * Replays records from off onwards; expect_seq is the sequence the next
  * record must start with (0 = accept any).  A torn tail leaves end_off <
- * file_size and is not an error.  LSM_CORRUPTION if a bad record is followed
+ * content_end and is not an error.  LSM_CORRUPTION if a bad record is followed
  * by a good one that continues the log; errors from apply are returned as
  * they are (apply sees only whole, checksummed records, but must check
  * their payload).  The file is read into one allocation of its size past

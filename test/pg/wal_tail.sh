@@ -25,9 +25,27 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.bash"
 
 db=lsm_wal_tail
 
-# size FILE: its size in bytes.
-size() {
-	stat -c %s "$1"
+# records_end FILE: the offset where the records of log FILE end (the
+# zeros written ahead of them begin; docs/format.md): each record is a
+# 9-byte header, length at byte 4 (u32, little-endian), type at byte 8.
+records_end() {
+	local off=0 len type size
+
+	size=$(stat -c %s "$1")
+	while [ $((off + 9)) -le "$size" ]; do
+		type=$(od -An -tu1 -j $((off + 8)) -N1 "$1" | tr -d ' ')
+		[ "$type" = 0 ] && break
+		len=$(od -An -tu4 -j $((off + 4)) -N4 "$1" | tr -d ' ')
+		off=$((off + 9 + len))
+	done
+	echo "$off"
+}
+
+# nonzero_end FILE FROM: the offset after the last byte of FILE that is
+# not zero, or FROM if none after FROM is.
+nonzero_end() {
+	od -An -v -tu1 -w1 -j "$2" "$1" |
+		awk -v from="$2" '$1 != 0 { last = NR } END { print from + last + 0 }'
 }
 
 # flip FILE OFFSET: XORs the byte at OFFSET of FILE with 0x5a, in place.
@@ -59,9 +77,9 @@ run_case() {
 	done
 	dir=$(sql "$db" "SELECT lsm_store_path('t')")
 	log=$(find "$dir" -maxdepth 1 -name '*.log' | sort | tail -n 1)
-	start=$(size "$log")
+	start=$(records_end "$log")
 	sql "$db" "INSERT INTO t SELECT 60 + g, 'the victim' FROM generate_series(1, 5) g"
-	end=$(size "$log")
+	end=$(records_end "$log")
 	if [ "$end" -le "$start" ]; then
 		fail "$name" "the last INSERT did not reach $log ($start -> $end bytes)"
 		return
@@ -74,12 +92,12 @@ run_case() {
 			[ "$len" -lt "$end" ] || len=$((end - 1))
 			truncate -s "$len" "$log"
 			off=$start
-			bytes=$((len - start))
+			bytes=$(($(nonzero_end "$log" "$start") - start))
 			;;
 		flip:*)
 			flip "$log" $((start + ${damage#flip:}))
 			off=$start
-			bytes=$((end - start))
+			bytes=$(($(nonzero_end "$log" "$start") - start))
 			;;
 	esac
 	pg_start
