@@ -209,8 +209,17 @@ lsm_env_open(const char *path, int flags, int mode, int *fd, lsm_err *e)
 	return LSM_OK;
 }
 
-int
-lsm_env_write(int fd, const void *buf, size_t n, const char *name, lsm_err *e)
+/* One write or pwrite (off < 0: at the file position). */
+static ssize_t
+write_once(int fd, const void *buf, size_t n, off_t off)
+{
+	return off < 0 ? write(fd, buf, n) : pwrite(fd, buf, n, off);
+}
+
+/* lsm_env_write (off < 0) and lsm_env_pwrite. */
+static int
+write_all(int fd, const void *buf, size_t n, off_t off, const char *name,
+		  lsm_err *e)
 {
 	const char *p = buf;
 	int			err;
@@ -220,7 +229,7 @@ lsm_env_write(int fd, const void *buf, size_t n, const char *name, lsm_err *e)
 	{
 		if (fault->short_write && n > 1)
 		{
-			if (write(fd, p, n / 2) < 0)
+			if (write_once(fd, p, n / 2, off) < 0)
 			{
 				/* the injected failure is reported either way */
 			}
@@ -229,7 +238,7 @@ lsm_env_write(int fd, const void *buf, size_t n, const char *name, lsm_err *e)
 	}
 	while (n > 0)
 	{
-		ssize_t		w = write(fd, p, n);
+		ssize_t		w = write_once(fd, p, n, off);
 
 		if (w < 0)
 		{
@@ -239,48 +248,28 @@ lsm_env_write(int fd, const void *buf, size_t n, const char *name, lsm_err *e)
 		}
 		p += w;
 		n -= (size_t) w;
+		if (off >= 0)
+			off += w;
 	}
 	return LSM_OK;
+}
+
+int
+lsm_env_write(int fd, const void *buf, size_t n, const char *name, lsm_err *e)
+{
+	return write_all(fd, buf, n, -1, name, e);
 }
 
 int
 lsm_env_pwrite(int fd, const void *buf, size_t n, off_t off, const char *name,
 			   lsm_err *e)
 {
-	const char *p = buf;
 	tracked    *t;
-	int			err;
 
 	if (fault && fault->track_sync && (t = track_find_fd(fd)) != NULL &&
 		off < t->synced_len && (t->dirty_from < 0 || off < t->dirty_from))
 		t->dirty_from = off;
-	err = fault ? inject(&fault->writes, fault->fail_write_at) : 0;
-	if (err)
-	{
-		if (fault->short_write && n > 1)
-		{
-			if (pwrite(fd, p, n / 2, off) < 0)
-			{
-				/* the injected failure is reported either way */
-			}
-		}
-		return lsm_err_sys(e, err, "could not write to \"%s\"", name);
-	}
-	while (n > 0)
-	{
-		ssize_t		w = pwrite(fd, p, n, off);
-
-		if (w < 0)
-		{
-			if (errno == EINTR)
-				continue;
-			return lsm_err_sys(e, errno, "could not write to \"%s\"", name);
-		}
-		p += w;
-		n -= (size_t) w;
-		off += w;
-	}
-	return LSM_OK;
+	return write_all(fd, buf, n, off, name, e);
 }
 
 int
