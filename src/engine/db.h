@@ -97,15 +97,6 @@ typedef struct lsm_lock_page
 	 * sleeping on it (db.c wait_durable): a wake-up hint only.
 	 */
 	uint32_t	sync_wake;
-
-	/*
-	 * The write lock's wake-up hint (db.c lsm_db_lock): while waiters
-	 * (the handles waiting for LOCK) is not zero, each release bumps
-	 * lock_wake and wakes one handle sleeping on it.  A waiter that died
-	 * leaves the count high, which costs a wake-up call per release.
-	 */
-	uint32_t	lock_wake;
-	uint32_t	lock_waiters;
 } lsm_lock_page;
 
 #define LSM_GROUP_MAGIC UINT64_C(0x4c534d47524f5550)
