@@ -39,9 +39,9 @@
  * No storm of workers: a backend launches none for a store while the last
  * one it launched for it runs (GetBackgroundWorkerPid), nor while another
  * process holds LOCK.compact (lsm_compaction_running); workers that start
- * together find the lock taken and leave at once.  Every commit to a store
- * looks again, so a compaction that became due while a worker was
- * finishing is picked up by the next commit.
+ * together find the lock taken and leave at once.  A worker looks again
+ * after it released the lock, so a compaction that became due while it was
+ * finishing (the commit that made it due saw the lock held) is its own.
  *
  * Fallbacks, in the committing backend: when no worker can be registered
  * (max_worker_processes exhausted, single-user mode) it compacts inline, as
@@ -313,9 +313,18 @@ lsm_fdw_compactor_main(Datum main_arg)
 	LsmFdwPinStore(s);
 	PG_TRY();
 	{
-		rc = lsm_compact_try(s->db);
-		if (rc != LSM_OK && rc != LSM_BUSY)
-			LsmFdwReportError(rc, s->db, t->relname, "compact");
+		/*
+		 * Look again once LOCK.compact is released: a commit whose flush
+		 * came after our last look, and which saw the lock held, left its
+		 * compaction to us.
+		 */
+		do
+		{
+			rc = lsm_compact_try(s->db);
+			if (rc != LSM_OK && rc != LSM_BUSY)
+				LsmFdwReportError(rc, s->db, t->relname, "compact");
+		} while (rc == LSM_OK && lsm_refresh(s->db) == LSM_OK &&
+				 lsm_compaction_needed(s->db));
 	}
 	PG_FINALLY();
 	{
