@@ -2525,7 +2525,6 @@ reserve_log(lsm_db *db, size_t len, lsm_err *e)
 				to;
 	struct stat st;
 	char		name[32];
-
 	int			rc;
 
 	if (need <= db->log_alloc)
