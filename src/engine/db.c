@@ -1512,10 +1512,15 @@ lsm_db_catch_up(lsm_db *db, lsm_err *e)
 
 	/*
 	 * An odd generation means a holder is (or died) mid-change: look again.
-	 * So does a log with bytes after our position (see settle_tail).
+	 * So does a log with bytes after our position (see settle_tail), unless
+	 * the generation moved since we read it: then they belong to a holder
+	 * that came since and repairs whatever a dead one left before it
+	 * appends, and taking the lock once it is free would only move the
+	 * generation under every other handle again.
 	 */
 	db->seen_gen = (rc == LSM_OK && !(g & 1) && db->log_whole) ? g : 1;
-	if (rc == LSM_OK && !db->log_whole)
+	if (rc == LSM_OK && !db->log_whole &&
+		(db->page == NULL || page_load(&db->page->gen) == g))
 		settle_tail(db, g);
 	set_read_seq(db);
 	return rc;
