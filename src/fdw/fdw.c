@@ -39,6 +39,7 @@ PG_FUNCTION_INFO_V1(lsm_fdw_handler);
 void
 _PG_init(void)
 {
+	LsmFdwInitTables();
 	LsmFdwInitStores();
 	LsmFdwInitXact();
 	LsmFdwDefinePlannerGUCs();

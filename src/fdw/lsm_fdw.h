@@ -124,8 +124,9 @@ typedef struct LsmFdwColumn
 
 /*
  * What the glue needs to know about one foreign table: its columns and key,
- * where its store lives and how to open it.  Built from the catalogs by
- * LsmFdwGetTable, in the current memory context.
+ * where its store lives and how to open it.  Built from the catalogs and
+ * cached by LsmFdwGetTable (read-only for its callers), or built in the
+ * current memory context by LsmFdwGetTableLenient.
  */
 typedef struct LsmFdwTable
 {
@@ -328,6 +329,7 @@ extern void LsmFdwLayoutCheckAtCommit(Oid relid);
 /* option.c */
 extern int	LsmFdwIntOption(const DefElem *def);
 extern bool LsmFdwBoolOption(const DefElem *def);
+extern void LsmFdwInitTables(void);
 extern LsmFdwTable *LsmFdwGetTable(Relation rel);
 extern LsmFdwTable *LsmFdwGetTableLenient(Relation rel);
 extern char *LsmFdwStorePath(Oid relid, bool *is_default);
