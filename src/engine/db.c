@@ -353,7 +353,10 @@ lsm_lock(lsm_db *db, int flags)
 	{
 		rc = write_lock(db, true, &e);
 		if (rc == LSM_OK)
+		{
 			db->user_locked = true;
+			db->user_compact_locked = (flags & LSM_LOCK_COMPACTION) != 0;
+		}
 		else if (flags & LSM_LOCK_COMPACTION)
 			lsm_env_unlock(db->compact_fd);
 	}
@@ -369,8 +372,9 @@ lsm_unlock(lsm_db *db)
 		return;
 	db->user_locked = false;
 	lsm_db_write_unlock(db);
-	if (db->compact_fd >= 0)
+	if (db->user_compact_locked)
 		lsm_env_unlock(db->compact_fd);
+	db->user_compact_locked = false;
 
 	/* what a flush under the lock left to compact, now that others write */
 	if (db->compact_due)
@@ -2741,7 +2745,9 @@ lsm_db_ingest(lsm_db *db, const char *stage_dir, const lsm_table_meta *tables,
 	 * replace waits for it: a compaction running meanwhile would install
 	 * outputs made of the tables the replace drops.
 	 */
-	if (replace)
+	if (db->user_compact_locked)
+		deep = true;			/* lsm_lock took it; lsm_unlock releases it */
+	else if (replace)
 	{
 		if ((rc = lsm_db_compact_lock(db, true, e)) != LSM_OK)
 		{
@@ -2758,7 +2764,7 @@ lsm_db_ingest(lsm_db *db, const char *stage_dir, const lsm_table_meta *tables,
 	rc = lsm_db_write_lock(db, e);
 	if (rc != LSM_OK)
 	{
-		if (deep)
+		if (deep && !db->user_compact_locked)
 			lsm_env_unlock(db->compact_fd);
 		free(files);
 		return rc;
@@ -2838,7 +2844,7 @@ lsm_db_ingest(lsm_db *db, const char *stage_dir, const lsm_table_meta *tables,
 		lsm_file_unref(files[i]);
 	free(files);
 	lsm_db_write_unlock(db);
-	if (deep)
+	if (deep && !db->user_compact_locked)
 		lsm_env_unlock(db->compact_fd);
 	if (*installed && db->opt.auto_compact && db->user_locked)
 		db->compact_due = true; /* not while others wait: lsm_unlock */

@@ -112,6 +112,7 @@ struct lsm_db
 	int			sync_fd;		/* LOCK.sync, opened on first use */
 	bool		write_locked;
 	bool		user_locked;	/* lsm_lock: held until lsm_unlock */
+	bool		user_compact_locked;	/* ... with LOCK.compact too */
 	bool		compact_due;	/* a flush under lsm_lock: lsm_unlock
 								 * compacts if needed */
 	bool		lock_held;		/* the flock itself (exclusive: always) */
