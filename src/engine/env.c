@@ -209,14 +209,28 @@ lsm_env_open(const char *path, int flags, int mode, int *fd, lsm_err *e)
 	return LSM_OK;
 }
 
-/* One write or pwrite (off < 0: at the file position). */
+/*
+ * One write or pwrite (off < 0: at the file position) of up to n bytes of
+ * buf, or of zeros if buf is NULL (at most a page of them).
+ */
 static ssize_t
 write_once(int fd, const void *buf, size_t n, off_t off)
 {
+	static const char zero_page[4096];
+
+	if (buf == NULL)
+	{
+		buf = zero_page;
+		if (n > sizeof(zero_page))
+			n = sizeof(zero_page);
+	}
 	return off < 0 ? write(fd, buf, n) : pwrite(fd, buf, n, off);
 }
 
-/* lsm_env_write (off < 0) and lsm_env_pwrite. */
+/*
+ * lsm_env_write (off < 0), lsm_env_pwrite and lsm_env_pwrite_zeros (buf
+ * NULL): one fault injection point however many calls the bytes take.
+ */
 static int
 write_all(int fd, const void *buf, size_t n, off_t off, const char *name,
 		  lsm_err *e)
@@ -246,7 +260,8 @@ write_all(int fd, const void *buf, size_t n, off_t off, const char *name,
 				continue;
 			return lsm_err_sys(e, errno, "could not write to \"%s\"", name);
 		}
-		p += w;
+		if (p != NULL)
+			p += w;
 		n -= (size_t) w;
 		if (off >= 0)
 			off += w;
@@ -270,6 +285,13 @@ lsm_env_pwrite(int fd, const void *buf, size_t n, off_t off, const char *name,
 		off < t->synced_len && (t->dirty_from < 0 || off < t->dirty_from))
 		t->dirty_from = off;
 	return write_all(fd, buf, n, off, name, e);
+}
+
+int
+lsm_env_pwrite_zeros(int fd, size_t n, off_t off, const char *name,
+					 lsm_err *e)
+{
+	return write_all(fd, NULL, n, off, name, e);
 }
 
 int

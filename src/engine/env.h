@@ -38,6 +38,16 @@ int			lsm_env_write(int fd, const void *buf, size_t n, const char *name,
 int			lsm_env_pwrite(int fd, const void *buf, size_t n, off_t off,
 						   const char *name, lsm_err *e);
 
+/*
+ * Writes n zero bytes at off, a page per call: the page cache keeps what
+ * one write fills in a folio as large as the write (Linux 6.x), and ext4
+ * walks every block of a folio at each later write into it, so zeros
+ * written a MiB at a time made every small write into them walk 256
+ * blocks.  One fault injection point, as one lsm_env_pwrite.
+ */
+int			lsm_env_pwrite_zeros(int fd, size_t n, off_t off, const char *name,
+								 lsm_err *e);
+
 /* Reads exactly n bytes at off; LSM_CORRUPTION if the file is shorter. */
 int			lsm_env_pread(int fd, void *buf, size_t n, off_t off,
 						  const char *name, lsm_err *e);

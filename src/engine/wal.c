@@ -52,26 +52,9 @@ int
 lsm_wal_prealloc(int fd, const char *name, uint64_t from, uint64_t to,
 				 lsm_err *e)
 {
-	/*
-	 * A page per write: the page cache holds what one write fills in folios
-	 * as large as it (Linux 6.x), and ext4 walks every block of a folio at
-	 * each append into it, so zeros written a MiB at a time made every
-	 * commit's append cost a walk of 256 blocks (2 us, 5% of a backend's
-	 * time under 8 sessions inserting).
-	 */
-	static const uint8_t zeros[4096];
-
-	while (from < to)
-	{
-		size_t		n = to - from < sizeof(zeros) ? (size_t) (to - from) :
-			sizeof(zeros);
-		int			rc = lsm_env_pwrite(fd, zeros, n, (off_t) from, name, e);
-
-		if (rc != LSM_OK)
-			return rc;
-		from += n;
-	}
-	return LSM_OK;
+	if (from >= to)
+		return LSM_OK;
+	return lsm_env_pwrite_zeros(fd, (size_t) (to - from), (off_t) from, name, e);
 }
 
 int
