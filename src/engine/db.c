@@ -1419,13 +1419,13 @@ set_current(lsm_db *db, lsm_version *v)
 
 /*
  * Loads MANIFEST if its inode differs from the one we hold.  With
- * trust_page (the generation was even when this catch-up began), LOCK's
- * page naming the inode we hold saves the stat: the manifest is switched
- * only under the write lock, whose holder names the new inode in the page
- * before the generation is even again (or dies, leaving it odd), and the
- * inode we hold open cannot be reused by another file.  So if the page
- * names ours, no switch completed before the generation was read; one
- * under way is read by the next catch-up, the generation having moved.
+ * trust_page, LOCK's page naming the inode we hold saves the stat: the
+ * manifest is switched only under the write lock, whose holder names no
+ * inode in the page from before its rename until it names the new one
+ * (lsm_db_install), and the inode we hold open cannot be reused by another
+ * file.  So if the page names ours, no switch had begun when we read it;
+ * one begun since is read by the next catch-up, the generation having
+ * moved.
  */
 static int
 load_manifest(lsm_db *db, bool trust_page, lsm_err *e)
@@ -1512,7 +1512,7 @@ lsm_db_catch_up(lsm_db *db, lsm_err *e)
 			return LSM_OK;
 		}
 	}
-	rc = catch_up_full(db, db->page && !(g & 1), e);
+	rc = catch_up_full(db, true, e);
 
 	/*
 	 * An odd generation means a holder is (or died) mid-change: look again.
@@ -1700,21 +1700,31 @@ lsm_db_install(lsm_db *db, lsm_version *v, lsm_err *e)
 	LSM_ASSERT(db->write_locked);
 	v->manifest_seq = db->current->manifest_seq + 1;
 	rc = open_tables(db, v, e);
+	/*
+	 * LOCK's page names no manifest from before the switch until the new
+	 * one is named (load_manifest): whoever finds the page naming the
+	 * inode it holds knows no switch had begun.
+	 */
+	if (rc == LSM_OK && db->page)
+		page_store(&db->page->manifest_ino, 0);
+	lsm_env_crash_point();		/* the page names none; not switched */
 	if (rc == LSM_OK)
 		rc = lsm_manifest_write(db->dir, v, &switched, e);
 	if (!switched)
+	{
+		if (db->page)
+			page_store(&db->page->manifest_ino, (uint64_t) db->manifest_ino);
 		return rc;
+	}
 	/* once renamed, MANIFEST names v: never act as if it did not */
 	path_of(db, "MANIFEST", path, sizeof(path));
 	lsm_version_ref(v);
 	set_current(db, v);
-	lsm_env_crash_point();		/* switched; the page names the old inode */
+	lsm_env_crash_point();		/* switched; the page names none */
 	/*
-	 * Pin the new inode and name it in LOCK's page (load_manifest); on
-	 * failure the page names none and the next catch-ups stat MANIFEST.
+	 * Pin the new inode and name it in the page; on failure the page names
+	 * none and the next catch-ups stat MANIFEST.
 	 */
-	if (db->page)
-		page_store(&db->page->manifest_ino, 0);
 	if (lsm_env_open(path, O_RDONLY, 0, &fd, NULL) == LSM_OK)
 	{
 		lsm_env_close(db->manifest_fd);
