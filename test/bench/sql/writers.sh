@@ -11,7 +11,8 @@
 #	the ratio, and the median p50/p99 latency of each side (from pgbench's
 #	per-transaction log).  At the end of the 8-client INSERT runs, the RSS
 #	and RssAnon of every backend of the run (median and largest).
-#	Results: docs/benchmarks-sql.md ("Many writers on one table").
+#	Results: docs/benchmarks-sql.md ("Many writers on one table"); a saved
+#	output is drawn by test/bench/sql/plot_writers.sh.
 #
 # usage: sudo test/bench/sql/writers.sh
 #
