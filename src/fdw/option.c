@@ -448,7 +448,9 @@ typedef struct TableCacheEntry
 
 static HTAB *table_cache = NULL;
 static uint64 table_cache_invals = 0;	/* invalidations seen, ever */
+static uint64 table_cache_swept = 0;	/* ... when invalid entries last went */
 
+static void table_cache_sweep(void);
 static void table_cache_invalidate(Datum arg, Oid relid);
 static void table_cache_invalidate_all(Datum arg, int cacheid, uint32 hashvalue);
 
@@ -479,7 +481,6 @@ LsmFdwGetTable(Relation rel)
 {
 	Oid			relid = RelationGetRelid(rel);
 	TableCacheEntry *e;
-	bool		found;
 
 	if (table_cache == NULL)
 	{
@@ -490,14 +491,10 @@ LsmFdwGetTable(Relation rel)
 		table_cache = hash_create("lsm_fdw tables", 64, &ctl,
 								  HASH_ELEM | HASH_BLOBS);
 	}
-	e = hash_search(table_cache, &relid, HASH_ENTER, &found);
-	if (!found)
-	{
-		e->valid = false;
-		e->table = NULL;
-		e->cxt = NULL;
-	}
-	if (!e->valid)
+	if (table_cache_swept != table_cache_invals)
+		table_cache_sweep();
+	e = hash_search(table_cache, &relid, HASH_FIND, NULL);
+	if (e == NULL)
 	{
 		/* built under the caller's context, so that an error frees it */
 		MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext,
@@ -509,10 +506,8 @@ LsmFdwGetTable(Relation rel)
 
 		MemoryContextSwitchTo(old);
 		MemoryContextSetIdentifier(cxt, t->relname);
-		/* the copy it replaces goes with the transaction */
-		if (e->cxt != NULL)
-			MemoryContextSetParent(e->cxt, TopTransactionContext);
 		MemoryContextSetParent(cxt, CacheMemoryContext);
+		e = hash_search(table_cache, &relid, HASH_ENTER, NULL);
 		e->table = t;
 		e->cxt = cxt;
 		/* one that came while building may not be reflected: build again */
@@ -522,6 +517,27 @@ LsmFdwGetTable(Relation rel)
 	e->table->create_subid = rel->rd_createSubid;
 	e->table->opts.sync = enableFsync ? 1 : 0;
 	return e->table;
+}
+
+/*
+ * Drops the invalidated entries; their copies go with the transaction (and
+ * the copies of dropped tables with them).
+ */
+static void
+table_cache_sweep(void)
+{
+	HASH_SEQ_STATUS status;
+	TableCacheEntry *e;
+
+	hash_seq_init(&status, table_cache);
+	while ((e = hash_seq_search(&status)) != NULL)
+	{
+		if (e->valid)
+			continue;
+		MemoryContextSetParent(e->cxt, TopTransactionContext);
+		(void) hash_search(table_cache, &e->relid, HASH_REMOVE, NULL);
+	}
+	table_cache_swept = table_cache_invals;
 }
 
 /* Relcache callback: relid (every table if InvalidOid) changed. */
