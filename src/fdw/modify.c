@@ -128,7 +128,7 @@ static void lsmfdwExecForeignTruncate(List *rels, DropBehavior behavior,
 
 static char *row_identity_name(Relation rel, const LsmFdwTable *t);
 static LsmFdwModifyState *begin_modify(EState *estate, Relation rel,
-									   bool do_nothing);
+									   bool do_nothing, bool refresh);
 static void release_modify(void *arg);
 static void wait_for_key(LsmFdwModifyState *st, StringInfo key,
 						 StringInfo row, CommandId cid);
@@ -254,9 +254,15 @@ lsmfdwBeginForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo,
 
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
 		return;
+	/*
+	 * An UPDATE or DELETE reads its rows through a scan of the table, whose
+	 * begin (ExecInitNode of the subplan, just before) refreshed the store
+	 * for this statement: a second catch-up would only cost one.
+	 */
 	st = begin_modify(mtstate->ps.state, rinfo->ri_RelationDesc,
 					  intVal(list_nth(fdw_private,
-									  LSMFDW_MODIFY_DO_NOTHING)) != 0);
+									  LSMFDW_MODIFY_DO_NOTHING)) != 0,
+					  mtstate->operation == CMD_INSERT);
 	st->returns_ctid = intVal(list_nth(fdw_private,
 									   LSMFDW_MODIFY_RETURNS_CTID)) != 0;
 	if (mtstate->operation == CMD_UPDATE || mtstate->operation == CMD_DELETE)
@@ -292,7 +298,7 @@ lsmfdwBeginForeignInsert(ModifyTableState *mtstate, ResultRelInfo *rinfo)
 	if (plan != NULL)
 		do_nothing = (plan->onConflictAction == ONCONFLICT_NOTHING);
 	st = begin_modify(mtstate != NULL ? mtstate->ps.state : NULL,
-					  rinfo->ri_RelationDesc, do_nothing);
+					  rinfo->ri_RelationDesc, do_nothing, true);
 	rinfo->ri_FdwState = st;
 	/* COPY FROM (no plan): a bulk load */
 	if (plan == NULL)
@@ -502,12 +508,12 @@ row_identity_name(Relation rel, const LsmFdwTable *t)
 
 /*
  * Makes the state of a modification of rel: resolves the table, refreshes
- * and pins its store (released by EndForeignModify/EndForeignInsert or, on
- * error, with the query's memory).  estate may be NULL (then the current
- * memory context holds the state).
+ * (if refresh) and pins its store (released by EndForeignModify/
+ * EndForeignInsert or, on error, with the query's memory).  estate may be
+ * NULL (then the current memory context holds the state).
  */
 static LsmFdwModifyState *
-begin_modify(EState *estate, Relation rel, bool do_nothing)
+begin_modify(EState *estate, Relation rel, bool do_nothing, bool refresh)
 {
 	MemoryContext cxt = estate != NULL ? estate->es_query_cxt
 		: CurrentMemoryContext;
@@ -521,7 +527,7 @@ begin_modify(EState *estate, Relation rel, bool do_nothing)
 	st->cxt = cxt;
 	st->row_cxt = AllocSetContextCreate(cxt, "lsm_fdw row",
 										ALLOCSET_DEFAULT_SIZES);
-	st->store = LsmFdwOpenStore(st->table, true);
+	st->store = LsmFdwOpenStore(st->table, refresh);
 	LsmFdwPinStore(st->store);
 	st->released = false;
 	st->cleanup.func = release_modify;
