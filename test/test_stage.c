@@ -1638,7 +1638,17 @@ TEST(stage_truncate)
 		else
 			CHECK_MSG(rc == LSM_DELETED, "get %s: %s", k, lsm_strerror(rc));
 	}
+	/*
+	 * committed as the PostgreSQL glue commits a TRUNCATE: under lsm_lock
+	 * with LOCK.compact, which the commit must not release before
+	 * lsm_unlock does
+	 */
+	CHECK_DB_OK(db, lsm_lock(db, LSM_LOCK_COMPACTION));
+	CHECK(lsm_compaction_running(db2));
 	CHECK_DB_OK(db, lsm_stage_commit(st, LSM_WRITE_DEFAULT));
+	CHECK(lsm_compaction_running(db2));
+	lsm_unlock(db);
+	CHECK(!lsm_compaction_running(db2));
 	model_apply(after, s);
 	check_store(db, after, "truncated and committed");
 	CHECK_DB_OK(db, lsm_get_stats(db, &stats));
