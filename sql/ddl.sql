@@ -193,6 +193,21 @@ ALTER TABLE heap_pair ADD COLUMN c int;
 INSERT INTO cot VALUES (1, ROW(1, 'x', 2));
 SELECT * FROM cot;
 
+-- each backend keeps a table's definition until its catalogs change: a
+-- renamed key column, a column dropped in a transaction rolled back
+CREATE FOREIGN TABLE ren (id int OPTIONS (key 'true'), v text, w int)
+  SERVER lsm_ddl_srv;
+INSERT INTO ren VALUES (1, 'a', 2);
+INSERT INTO ren VALUES (1, 'b', 3);                            -- ERROR
+ALTER FOREIGN TABLE ren RENAME COLUMN id TO ident;
+INSERT INTO ren VALUES (1, 'b', 3);                            -- ERROR
+BEGIN;
+ALTER FOREIGN TABLE ren DROP COLUMN w;
+SELECT * FROM ren;
+ROLLBACK;
+SELECT * FROM ren WHERE ident = 1;
+DROP FOREIGN TABLE ren;
+
 DROP SERVER lsm_ddl_srv CASCADE;
 DROP TABLE heap_pair;
 DROP TYPE mood, pair;
