@@ -548,14 +548,14 @@ table_cache_invalidate(Datum arg, Oid relid)
 
 	if (table_cache == NULL)
 		return;
-	table_cache_invals++;
-	if (OidIsValid(relid))
+	if (!OidIsValid(relid))
 	{
-		if ((e = hash_search(table_cache, &relid, HASH_FIND, NULL)) != NULL)
-			e->valid = false;
+		table_cache_invalidate_all(arg, 0, 0);
 		return;
 	}
-	table_cache_invalidate_all(arg, 0, 0);
+	table_cache_invals++;
+	if ((e = hash_search(table_cache, &relid, HASH_FIND, NULL)) != NULL)
+		e->valid = false;
 }
 
 /* Syscache callback: a table's or server's options changed. */

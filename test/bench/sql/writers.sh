@@ -12,7 +12,7 @@
 #	per-transaction log).  At the end of the 8-client INSERT runs, the RSS
 #	and RssAnon of every backend of the run (median and largest).
 #	Results: docs/benchmarks-sql.md ("Many writers on one table"); a saved
-#	output is drawn by test/bench/sql/plot_writers.sh.
+#	output is drawn by test/bench/sql/plot.sh.
 #
 # usage: sudo test/bench/sql/writers.sh
 #
