@@ -195,7 +195,7 @@ wlog_append_at(wlog *w, lsm_batch *b, uint64_t seq)
 							   b->rep.len - LSM_WAL_HEADER, record_entry,
 							   &w->want, NULL));
 	lsm_err_clear(&e);
-	CHECK_OK(lsm_wal_append(w->fd, "000001.log", (uint64_t) st.st_size,
+	CHECK_OK(lsm_wal_append(w->fd, NULL, "000001.log", (uint64_t) st.st_size,
 							b->rep.data, b->rep.len, &e));
 	w->nrec++;
 	w->bounds[w->nrec] = (uint64_t) st.st_size + b->rep.len;
@@ -1434,7 +1434,7 @@ TEST(malformed_batch_applies_nothing)
 	CHECK_OK(lsm_db_write_lock(db, &e));
 	fd = open(log, O_WRONLY);
 	CHECK(fd >= 0);
-	CHECK_OK(lsm_wal_append(fd, "000001.log", db->log_off, rec, len, &e));
+	CHECK_OK(lsm_wal_append(fd, NULL, "000001.log", db->log_off, rec, len, &e));
 	close(fd);
 	lsm_db_write_unlock(db);
 
@@ -1580,6 +1580,58 @@ TEST(killed_append)
 	CHECK_OK(lsm_close(db));
 }
 
+/*
+ * Appends copy into a mapping of the log, which must not outlive a
+ * truncation by another handle: handle a maps the log with its commit,
+ * handle b's append fails and b cuts the log back to its records (the
+ * file now ends in the middle of a's mapping), then a commits again.  Its
+ * record must reach the file: a copy through the old mapping would fault
+ * past the file's end, or be dropped within its last page.
+ */
+TEST(cut_under_mapping)
+{
+	char	   *dir = harness_tmpdir("walcutmap");
+	char	   *log = harness_path(dir, "000001.log");
+	lsm_options o;
+	lsm_db	   *a,
+			   *b;
+	lsm_fault	f;
+
+	tail_options(&o);
+	CHECK_OK(lsm_open(dir, &o, &a));
+	CHECK_OK(lsm_open(dir, &o, &b));
+	put_batch(a, "first", 3, 10);
+	CHECK_EQ_U(file_size(log) % (1 << 20), 0);
+
+	memset(&f, 0, sizeof(f));
+	f.fail_write_at = 1;
+	f.short_write = 1;
+	lsm_fault_install(&f);
+	{
+		lsm_batch  *bt = lsm_batch_new();
+
+		CHECK(bt != NULL);
+		CHECK_OK(lsm_batch_put(bt, "torn", 4, "vvvvvvvvvvvvvvvvvvvv", 20));
+		CHECK_RC(LSM_IOERR, lsm_write(b, bt));
+		lsm_batch_free(bt);
+	}
+	lsm_fault_install(NULL);
+	CHECK_EQ(f.injected, 1);
+	CHECK_EQ_U(file_size(log), b->log_off);
+
+	put_batch(a, "second", 3, 10);
+	CHECK_GT(file_size(log), b->log_off);
+	CHECK_OK(lsm_close(b));
+	CHECK_OK(lsm_close(a));
+
+	CHECK_OK(lsm_open(dir, &o, &a));
+	CHECK_EQ(batch_present(a, "first", 3), 1);
+	CHECK_EQ(batch_present(a, "second", 3), 1);
+	CHECK_DB_OK(a, lsm_verify(a));
+	CHECK_OK(lsm_close(a));
+	free(log);
+}
+
 /* Runs the tests named on the command line, or all of them. */
 /*
  * The log is preallocated: after a commit, zeros follow its record up to a
@@ -1650,5 +1702,6 @@ main(int argc, char **argv)
 	RUN(failed_append_and_cut);
 	RUN(killed_append);
 	RUN(preallocated_log);
+	RUN(cut_under_mapping);
 	return harness_done();
 }

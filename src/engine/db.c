@@ -795,6 +795,35 @@ apply_payload(void *arg, const uint8_t *payload, size_t n, lsm_err *e)
 	return lsm_batch_iterate(payload, n, apply_entry, arg, e);
 }
 
+/*
+ * Forgets how long the log is known to be and unmaps it (reserve_log maps
+ * it again): the handle switches logs, or a truncation may have made the
+ * file shorter than the mapping.
+ */
+static void
+forget_log_alloc(lsm_db *db)
+{
+	lsm_env_munmap(db->log_map, db->log_map_len);
+	db->log_map = NULL;
+	db->log_map_len = 0;
+	db->log_alloc = 0;
+}
+
+/*
+ * Cuts the log at off, under the write lock.  log_cuts tells every writer
+ * that maps it to map it again before it next writes through the mapping:
+ * a copy past the file's end would fault, or be lost within its last page.
+ */
+static int
+truncate_log(lsm_db *db, uint64_t off, const char *name, lsm_err *e)
+{
+	LSM_ASSERT(db->write_locked);
+	if (db->page)
+		page_store(&db->page->log_cuts, page_load(&db->page->log_cuts) + 1);
+	forget_log_alloc(db);
+	return lsm_env_ftruncate(db->log_fd, (off_t) off, name, e);
+}
+
 /* Opens the WAL named by the current version for this handle. */
 static int
 open_log(lsm_db *db, lsm_err *e)
@@ -808,9 +837,9 @@ open_log(lsm_db *db, lsm_err *e)
 	lsm_wal_filename(db->current->log_number, name, sizeof(name));
 	path_of(db, name, path, sizeof(path));
 	/* missing: raced with a flush (the caller retries), or lost (damage) */
+	forget_log_alloc(db);
 	rc = lsm_env_open(path, db->opt.read_only ? O_RDONLY : O_RDWR,
 					  0, &db->log_fd, e);
-	db->log_alloc = 0;
 	note_log_file(db);
 	return rc;
 }
@@ -1315,8 +1344,7 @@ replay_log(lsm_db *db, lsm_err *e)
 	if (res.end_off < res.content_end && db->write_locked)
 	{
 		/* the preallocated zeros go with it: the next append writes more */
-		db->log_alloc = 0;
-		rc = lsm_env_ftruncate(db->log_fd, (off_t) res.end_off, name, e);
+		rc = truncate_log(db, res.end_off, name, e);
 		if (rc == LSM_OK)
 			rc = lsm_env_fsync(db->log_fd, name, e);
 		if (rc != LSM_OK)
@@ -2071,6 +2099,7 @@ lsm_close(lsm_db *db)
 	lsm_env_close(db->compact_fd);
 	lsm_env_close(db->sync_fd);
 	lsm_env_close(db->manifest_fd);
+	forget_log_alloc(db);
 	lsm_env_close(db->log_fd);
 	lsm_version_unref(db->current);
 	lsm_memtable_unref(db->mem);
@@ -2395,13 +2424,13 @@ flush_install(lsm_db *db, lsm_file **ingest, int ningest, uint64_t nseq,
 			lsm_memfile_store(&db->mhdr->stale, 1);
 		db->mhdr = NULL;
 	}
+	forget_log_alloc(db);
 	lsm_env_close(db->log_fd);
 	db->log_fd = logfd;
 	note_log_file(db);
 	db->log_number = lognum;
 	db->log_off = 0;
 	db->log_size = 0;
-	db->log_alloc = 0;
 	db->log_whole = true;
 	db->last_seq += nseq;
 	if (rc == LSM_OK)
@@ -2530,10 +2559,13 @@ write_wait(lsm_db *db, lsm_err *e)
  * Preallocation of the log (wal.h): before an append of len bytes at
  * log_off, makes sure zeros follow the records that far, writing zeros up
  * to the next multiple of LOG_PREALLOC when they do not (the next fdatasync
- * carries the file's new size once, not at every commit).  Only the writer
- * under the write lock extends, at the file's end, so no record is
- * overwritten.  A failure fails the commit before its append (zeros
- * written in part are zeros still).
+ * carries the file's new size once, not at every commit), and that the
+ * handle's mapping of the log covers them (the append copies into it:
+ * "Log appends without a system call" in docs/architecture.md).  Only the
+ * writer under the write lock extends, at the file's end, so no record is
+ * overwritten; only the writer under the write lock truncates, and tells
+ * the others (truncate_log).  A failure fails the commit before its append
+ * (zeros written in part are zeros still).
  */
 #define LOG_PREALLOC (1 << 20)
 
@@ -2546,17 +2578,41 @@ reserve_log(lsm_db *db, size_t len, lsm_err *e)
 	char		name[32];
 	int			rc;
 
-	if (need <= db->log_alloc)
+	if (db->page == NULL)
+		forget_log_alloc(db);	/* truncations by others go unseen */
+	else if (page_load(&db->page->log_cuts) != db->log_cuts)
+	{
+		forget_log_alloc(db);
+		db->log_cuts = page_load(&db->page->log_cuts);
+	}
+	if (need <= db->log_map_len)
 		return LSM_OK;
 	lsm_wal_filename(db->log_number, name, sizeof(name));
-	if (fstat(db->log_fd, &st) != 0)
-		return lsm_err_sys(e, errno, "could not stat \"%s\"", name);
-	db->log_alloc = (uint64_t) st.st_size;
-	if (need <= db->log_alloc)
-		return LSM_OK;
-	to = (need + LOG_PREALLOC) / LOG_PREALLOC * LOG_PREALLOC;	/* past need */
-	rc = lsm_wal_prealloc(db->log_fd, name, db->log_alloc, to, e);
-	db->log_alloc = rc == LSM_OK ? to : 0;
+	if (need > db->log_alloc)
+	{
+		if (fstat(db->log_fd, &st) != 0)
+			return lsm_err_sys(e, errno, "could not stat \"%s\"", name);
+		db->log_alloc = (uint64_t) st.st_size;
+	}
+	if (need > db->log_alloc)
+	{
+		to = (need + LOG_PREALLOC) / LOG_PREALLOC * LOG_PREALLOC;	/* past need */
+		rc = lsm_wal_prealloc(db->log_fd, name, db->log_alloc, to, e);
+		if (rc != LSM_OK)
+		{
+			forget_log_alloc(db);
+			return rc;
+		}
+		db->log_alloc = to;
+	}
+	if (db->log_alloc > SIZE_MAX)
+		return lsm_err_set(e, LSM_NOMEM, "%s is too large to map", name);
+	lsm_env_munmap(db->log_map, db->log_map_len);
+	db->log_map_len = 0;
+	rc = lsm_env_mmap_rw(db->log_fd, (size_t) db->log_alloc, name,
+						 &db->log_map, e);
+	if (rc == LSM_OK)
+		db->log_map_len = (size_t) db->log_alloc;
 	return rc;
 }
 
@@ -2631,8 +2687,8 @@ lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, bool defer, lsm_err *e)
 	}
 	rc = reserve_log(db, b->rep.len, e);
 	if (rc == LSM_OK)
-		rc = lsm_wal_append(db->log_fd, name, db->log_off, b->rep.data,
-							b->rep.len, e);
+		rc = lsm_wal_append(db->log_fd, db->log_map, name, db->log_off,
+							b->rep.data, b->rep.len, e);
 	if (rc == LSM_OK && sync && pg == NULL)
 		rc = lsm_env_fsync(db->log_fd, name, e);
 	if (rc != LSM_OK)
@@ -2644,9 +2700,7 @@ lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, bool defer, lsm_err *e)
 		 */
 		if (pg && sync)
 			page_store(&pg->want_seq, want);
-		db->log_alloc = 0;
-		if (lsm_env_ftruncate(db->log_fd, (off_t) db->log_off, name,
-							  NULL) != LSM_OK)
+		if (truncate_log(db, db->log_off, name, NULL) != LSM_OK)
 			db->log_whole = false;
 		lsm_db_write_unlock(db);
 		return rc;

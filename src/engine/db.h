@@ -97,6 +97,13 @@ typedef struct lsm_lock_page
 	 * sleeping on it (db.c wait_durable): a wake-up hint only.
 	 */
 	uint32_t	sync_wake;
+
+	/*
+	 * Bumped by the holder of the write lock before each truncation of a
+	 * log, so that writers that map the log map it again (db.c
+	 * reserve_log).
+	 */
+	uint64_t	log_cuts;
 } lsm_lock_page;
 
 #define LSM_GROUP_MAGIC UINT64_C(0x4c534d47524f5550)
@@ -143,6 +150,10 @@ struct lsm_db
 								 * then a tail if any), as last seen */
 	uint64_t	log_alloc;		/* the log file is at least this long
 								 * (preallocated zeros); 0: unknown */
+	uint8_t    *log_map;		/* writable mapping of [0, log_map_len) of
+								 * log_fd, appends go through; or NULL */
+	size_t		log_map_len;	/* <= log_alloc */
+	uint64_t	log_cuts;		/* the page's log_cuts it was mapped under */
 	bool		log_whole;		/* the log ends at log_off: the last replay
 								 * found nothing after it (or cut it), and
 								 * we appended only whole records since */

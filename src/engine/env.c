@@ -275,16 +275,41 @@ lsm_env_write(int fd, const void *buf, size_t n, const char *name, lsm_err *e)
 	return write_all(fd, buf, n, -1, name, e);
 }
 
-int
-lsm_env_pwrite(int fd, const void *buf, size_t n, off_t off, const char *name,
-			   lsm_err *e)
+/* Fault tracking: bytes at off are about to be overwritten in place. */
+static void
+track_in_place(int fd, off_t off)
 {
 	tracked    *t;
 
 	if (fault && fault->track_sync && (t = track_find_fd(fd)) != NULL &&
 		off < t->synced_len && (t->dirty_from < 0 || off < t->dirty_from))
 		t->dirty_from = off;
+}
+
+int
+lsm_env_pwrite(int fd, const void *buf, size_t n, off_t off, const char *name,
+			   lsm_err *e)
+{
+	track_in_place(fd, off);
 	return write_all(fd, buf, n, off, name, e);
+}
+
+int
+lsm_env_map_write(int fd, uint8_t *map, const void *buf, size_t n, off_t off,
+				  const char *name, lsm_err *e)
+{
+	int			err;
+
+	track_in_place(fd, off);
+	err = fault ? inject(&fault->writes, fault->fail_write_at) : 0;
+	if (err)
+	{
+		if (fault->short_write && n > 1)
+			memcpy(map + off, buf, n / 2);
+		return lsm_err_sys(e, err, "could not write to \"%s\"", name);
+	}
+	memcpy(map + off, buf, n);
+	return LSM_OK;
 }
 
 int
@@ -524,6 +549,21 @@ lsm_env_mmap(int fd, const char *name, const void **map, size_t *size,
 	p = mmap(NULL, (size_t) st.st_size, PROT_READ, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
 		return lsm_err_sys(e, errno, "could not map \"%s\"", name);
+	*map = p;
+	return LSM_OK;
+}
+
+int
+lsm_env_mmap_rw(int fd, size_t size, const char *name, uint8_t **map,
+				lsm_err *e)
+{
+	void	   *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+	if (p == MAP_FAILED)
+	{
+		*map = NULL;
+		return lsm_err_sys(e, errno, "could not map \"%s\"", name);
+	}
 	*map = p;
 	return LSM_OK;
 }

@@ -74,6 +74,22 @@ int			lsm_env_unlink(const char *path, lsm_err *e);
 void		lsm_env_close(int fd);
 
 /*
+ * Maps [0, size) of the file for reading and writing, shared: the file must
+ * be at least size bytes long for as long as the mapping is written to.
+ */
+int			lsm_env_mmap_rw(int fd, size_t size, const char *name,
+							uint8_t **map, lsm_err *e);
+
+/*
+ * Copies n bytes into map (a lsm_env_mmap_rw mapping of fd) at off: the
+ * counterpart of lsm_env_pwrite for a file written through a mapping, with
+ * the same fault injection point (a failing write may first copy half) and
+ * the same tracking of bytes overwritten in place.
+ */
+int			lsm_env_map_write(int fd, uint8_t *map, const void *buf, size_t n,
+							  off_t off, const char *name, lsm_err *e);
+
+/*
  * Maps the whole file read-only.  *map is NULL for an empty file.  The
  * descriptor may be closed afterwards.
  */

@@ -32,8 +32,8 @@ lsm_wal_filename(uint64_t number, char *buf, size_t n)
 }
 
 int
-lsm_wal_append(int fd, const char *name, uint64_t off, uint8_t *rec,
-			   size_t len, lsm_err *e)
+lsm_wal_append(int fd, uint8_t *map, const char *name, uint64_t off,
+			   uint8_t *rec, size_t len, lsm_err *e)
 {
 	size_t		plen = len - LSM_WAL_HEADER;
 
@@ -45,6 +45,8 @@ lsm_wal_append(int fd, const char *name, uint64_t off, uint8_t *rec,
 	lsm_put_u32(rec + 4, (uint32_t) plen);
 	rec[8] = LSM_WAL_BATCH;
 	lsm_put_u32(rec, lsm_checksum(rec + 4, plen + 5));
+	if (map)
+		return lsm_env_map_write(fd, map, rec, len, (off_t) off, name, e);
 	return lsm_env_pwrite(fd, rec, len, (off_t) off, name, e);
 }
 

@@ -38,12 +38,15 @@ void		lsm_wal_filename(uint64_t number, char *buf, size_t n);
 /*
  * Fills in the record header of rec (LSM_WAL_HEADER bytes reserved at its
  * start, followed by the payload) and writes it at off, the end of the
- * records, with a single write.  LSM_INVALID if the payload is too large
- * for the 32-bit length (nothing is written); else the write's result (part
- * of the record may then be in the file: the caller cuts it off).
+ * records: copied into map, a writable mapping of the log that covers it
+ * (lsm_env_map_write), or with one pwrite if map is NULL.  LSM_INVALID if
+ * the payload is too large for the 32-bit length (nothing is written);
+ * else the write's result (part of the record may then be in the file:
+ * the caller cuts it off).
  */
-int			lsm_wal_append(int fd, const char *name, uint64_t off, uint8_t *rec,
-						   size_t len, lsm_err *e);
+int			lsm_wal_append(int fd, uint8_t *map, const char *name,
+						   uint64_t off, uint8_t *rec, size_t len,
+						   lsm_err *e);
 
 /* Writes zeros over [from, to) of the log: room for records to come. */
 int			lsm_wal_prealloc(int fd, const char *name, uint64_t from,
