@@ -1983,6 +1983,10 @@ TEST(compaction_left_to_caller)
 	}
 	get_stats(db, &st);
 	CHECK_EQ(st.level[0].files, o.l0_compaction_trigger);
+	CHECK_EQ(lsm_level_files(db, 0), o.l0_compaction_trigger);
+	CHECK_EQ(lsm_level_files(db, 1), 0);
+	CHECK_EQ(lsm_level_files(db, -1), 0);
+	CHECK_EQ(lsm_level_files(db, LSM_MAX_LEVELS), 0);
 	CHECK_EQ_U(st.compactions, 0);
 	CHECK(lsm_compaction_needed(db));
 
@@ -2001,6 +2005,8 @@ TEST(compaction_left_to_caller)
 	CHECK_GE(st.compactions, 1);
 	CHECK(!lsm_compaction_needed(db));
 	CHECK_LT(st.level[0].files, o.l0_compaction_trigger);
+	CHECK_EQ(lsm_level_files(db, 0), st.level[0].files);
+	CHECK_EQ(lsm_level_files(db, 1), st.level[1].files);
 	check_model(db, &m);
 	/* the other handle catches up and sees nothing due either */
 	CHECK_DB_OK(other, lsm_refresh(other));

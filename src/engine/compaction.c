@@ -815,6 +815,15 @@ lsm_compaction_needed(lsm_db *db)
 }
 
 int
+lsm_level_files(lsm_db *db, int level)
+{
+	if (db == NULL || db->current == NULL || level < 0 ||
+		level >= LSM_MAX_LEVELS)
+		return 0;
+	return db->current->nfiles[level];
+}
+
+int
 lsm_compaction_running(lsm_db *db)
 {
 	lsm_err		e;

@@ -576,6 +576,13 @@ int			lsm_compact_try(lsm_db *db);
 int			lsm_compaction_needed(lsm_db *db);
 
 /*
+ * The number of SSTables in level (0 .. LSM_MAX_LEVELS - 1; else 0) in the
+ * state the handle last caught up with.  No I/O, no locks: cheap enough for
+ * every commit, unlike lsm_get_stats.
+ */
+int			lsm_level_files(lsm_db *db, int level);
+
+/*
  * Nonzero if another handle (in any process) is compacting the store right
  * now, i.e. holds LOCK.compact (probed with a non-blocking flock, released
  * at once).  Zero on a read-only handle, and between lsm_lock and

@@ -140,7 +140,7 @@ LsmFdwInitCompaction(void)
 bool
 LsmFdwCompactionAfterCommit(LsmFdwStore *s, const char *relname)
 {
-	lsm_stats	st;
+	int			l0;
 
 	if (compaction_mode == LSMFDW_COMPACTION_OFF || s->db == NULL ||
 		!lsm_compaction_needed(s->db))
@@ -150,12 +150,12 @@ LsmFdwCompactionAfterCommit(LsmFdwStore *s, const char *relname)
 		compact_inline(s, relname, false);
 		return false;
 	}
-	if (lsm_get_stats(s->db, &st) == LSM_OK &&
-		st.level[0].files >= LSMFDW_L0_STALL * s->l0_trigger)
+	l0 = lsm_level_files(s->db, 0);
+	if (l0 >= LSMFDW_L0_STALL * s->l0_trigger)
 	{
 		ereport(DEBUG1,
 				(errmsg_internal("lsm_fdw: level 0 of \"%s\" holds %d tables (trigger %d): compacting in the committing session",
-								 relname, st.level[0].files, s->l0_trigger)));
+								 relname, l0, s->l0_trigger)));
 		compact_inline(s, relname, true);
 		return false;
 	}
