@@ -1120,6 +1120,80 @@ TEST(write_lock_held_in_process)
 }
 
 /*
+ * An exclusive handle keeps the memtable of the logs it creates to itself
+ * (no shared memtable file once it has flushed): a read-only handle
+ * replays those logs and still sees every commit, across flushes; a
+ * writer that opens after it has closed sets up a shared memtable again.
+ */
+TEST(exclusive_memtable_private)
+{
+	char	   *dir = harness_tmpdir("exclprivate");
+	lsm_options xo,
+				ro,
+				o;
+	lsm_db	   *x,
+			   *r,
+			   *w;
+	lsm_stats	st;
+	void	   *v;
+	size_t		vlen;
+	int			i,
+				j;
+
+	lsm_options_init(&xo);
+	xo.exclusive = 1;
+	xo.memtable_bytes = 8 << 10;
+	CHECK_OK(lsm_open(dir, &xo, &x));
+	lsm_options_init(&ro);
+	ro.read_only = 1;
+	CHECK_OK(lsm_open(dir, &ro, &r));
+	for (i = 0; i < 600; i++)
+	{
+		char		k[16];
+
+		sprintf(k, "k%04d", i);
+		CHECK_DB_OK(x, lsm_put(x, k, strlen(k), k, strlen(k)));
+		if (i % 37 != 0)
+			continue;
+		CHECK_DB_OK(r, lsm_refresh(r));
+		for (j = 0; j <= i; j += 7)
+		{
+			sprintf(k, "k%04d", j);
+			CHECK_MSG(lsm_get(r, k, strlen(k), &v, &vlen) == LSM_OK,
+					  "%s after %d puts: %s", k, i + 1, lsm_errmsg(r));
+			lsm_free(v);
+		}
+	}
+	CHECK_DB_OK(x, lsm_get_stats(x, &st));
+	CHECK_GT(st.level[0].files + st.level[1].files, 0);
+	CHECK_GT(st.memtable_entries, 0);
+	CHECK_EQ_U(st.memtable_shared, 0);
+	CHECK_DB_OK(r, lsm_refresh(r));
+	CHECK_DB_OK(r, lsm_get_stats(r, &st));
+	CHECK_EQ_U(st.memtable_shared, 0);
+	CHECK_DB_OK(r, lsm_get(r, "k0599", 5, &v, &vlen));
+	lsm_free(v);
+	CHECK_OK(lsm_close(x));
+
+	/* a shared writer after it: the log's memtable is shared again */
+	lsm_options_init(&o);
+	CHECK_OK(lsm_open(dir, &o, &w));
+	CHECK_DB_OK(w, lsm_put(w, "after", 5, "1", 1));
+	CHECK_DB_OK(w, lsm_get_stats(w, &st));
+	CHECK_EQ_U(st.memtable_shared, 1);
+	CHECK_DB_OK(r, lsm_refresh(r));
+	CHECK_DB_OK(r, lsm_get(r, "after", 5, &v, &vlen));
+	lsm_free(v);
+	CHECK_DB_OK(r, lsm_get(r, "k0599", 5, &v, &vlen));
+	lsm_free(v);
+	CHECK_DB_OK(r, lsm_get_stats(r, &st));
+	CHECK_EQ_U(st.memtable_shared, 1);
+	CHECK_DB_OK(w, lsm_verify(w));
+	CHECK_OK(lsm_close(w));
+	CHECK_OK(lsm_close(r));
+}
+
+/*
  * A handle opened with `exclusive` holds LOCK from open to close: another
  * handle of this process cannot write (LSM_BUSY after its timeout,
  * LSM_INTERRUPTED when its callback asks) nor open exclusively, but reads
@@ -2230,6 +2304,7 @@ main(int argc, char **argv)
 	RUN(write_lock_busy_and_interrupted);
 	RUN(write_lock_held_in_process);
 	RUN(exclusive_handle_holds_lock);
+	RUN(exclusive_memtable_private);
 	RUN(compaction_lock_between_handles);
 	RUN(group_commit_visibility);
 	RUN(group_commit_kills);

@@ -136,7 +136,8 @@ struct lsm_db
 								 * log_number, in the file of this header;
 								 * NULL: mem is this handle's own */
 	uint64_t	mem_failed;		/* log whose shared memtable this handle
-								 * could not set up (not tried again) */
+								 * could not set up (not tried again), or,
+								 * exclusive, did not (flush_install) */
 	uint64_t	log_checked;	/* log this handle has read back whole
 								 * (check_log) */
 	size_t		mem_need;		/* a flush gives the next shared memtable
