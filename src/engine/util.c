@@ -43,6 +43,18 @@ lsm_strerror(int rc)
 	return "unknown error";
 }
 
+/* lsm_key_cmp with memcmp: out of line, for long keys. */
+int
+lsm_key_cmp_long(const void *a, size_t alen, const void *b, size_t blen)
+{
+	size_t		n = alen < blen ? alen : blen;
+	int			c = n ? memcmp(a, b, n) : 0;
+
+	if (c != 0)
+		return c;
+	return (alen > blen) - (alen < blen);
+}
+
 void
 lsm_err_clear(lsm_err *e)
 {

@@ -174,16 +174,43 @@ lsm_get_varint(const uint8_t *p, const uint8_t *end, uint64_t *v)
 
 /* ---------- keys ---------- */
 
-/* memcmp order, the shorter first on a tie. */
+int			lsm_key_cmp_long(const void *a, size_t alen, const void *b,
+							 size_t blen);
+
+/*
+ * memcmp order, the shorter first on a tie; the sign is what counts.  Keys
+ * are short as a rule (a PostgreSQL key column, db_bench's 16 bytes), and
+ * for them eight bytes at a time, compared as big-endian words, beat a call
+ * to memcmp: the skip list's and the merges' comparisons were a tenth of
+ * fillrandom.  Longer keys go to memcmp.
+ */
 static inline int
 lsm_key_cmp(const void *a, size_t alen, const void *b, size_t blen)
 {
+#if defined(__GNUC__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 	size_t		n = alen < blen ? alen : blen;
-	int			c = n ? memcmp(a, b, n) : 0;
+	const uint8_t *p = a,
+			   *q = b;
 
-	if (c != 0)
-		return c;
-	return (alen > blen) - (alen < blen);
+	if (n <= 64)
+	{
+		for (; n >= 8; n -= 8, p += 8, q += 8)
+		{
+			uint64_t	x,
+						y;
+
+			memcpy(&x, p, 8);
+			memcpy(&y, q, 8);
+			if (x != y)
+				return __builtin_bswap64(x) < __builtin_bswap64(y) ? -1 : 1;
+		}
+		for (; n > 0; n--, p++, q++)
+			if (*p != *q)
+				return *p < *q ? -1 : 1;
+		return (alen > blen) - (alen < blen);
+	}
+#endif
+	return lsm_key_cmp_long(a, alen, b, blen);
 }
 
 /* LSM_MAX_KEY_LEN is public (lsm.h) */
