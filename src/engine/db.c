@@ -2568,9 +2568,10 @@ write_wait(lsm_db *db, lsm_err *e)
  * Preallocation of the log (wal.h): before an append of len bytes at
  * log_off, makes sure zeros follow the records that far, writing zeros up
  * to the next multiple of LOG_PREALLOC when they do not (the next fdatasync
- * carries the file's new size once, not at every commit), and that the
- * handle's mapping of the log covers them (the append copies into it:
- * "Log appends without a system call" in docs/architecture.md).  Only the
+ * carries the file's new size once, not at every commit), and, with map,
+ * that the handle's mapping of the log covers them (an append without sync
+ * copies into it: "Log appends without a system call" in
+ * docs/architecture.md).  Only the
  * writer under the write lock extends, at the file's end, so no record is
  * overwritten; only the writer under the write lock truncates, and tells
  * the others (truncate_log).  A failure fails the commit before its append
@@ -2579,7 +2580,7 @@ write_wait(lsm_db *db, lsm_err *e)
 #define LOG_PREALLOC (1 << 20)
 
 static int
-reserve_log(lsm_db *db, size_t len, lsm_err *e)
+reserve_log(lsm_db *db, size_t len, bool map, lsm_err *e)
 {
 	uint64_t	need = db->log_off + len,
 				to;
@@ -2594,7 +2595,7 @@ reserve_log(lsm_db *db, size_t len, lsm_err *e)
 		forget_log_alloc(db);
 		db->log_cuts = page_load(&db->page->log_cuts);
 	}
-	if (need <= db->log_map_len)
+	if (need <= db->log_map_len || (!map && need <= db->log_alloc))
 		return LSM_OK;
 	lsm_wal_filename(db->log_number, name, sizeof(name));
 	if (need > db->log_alloc)
@@ -2614,6 +2615,8 @@ reserve_log(lsm_db *db, size_t len, lsm_err *e)
 		}
 		db->log_alloc = to;
 	}
+	if (!map)
+		return LSM_OK;
 	if (db->log_alloc > SIZE_MAX)
 		return lsm_err_set(e, LSM_NOMEM, "%s is too large to map", name);
 	lsm_env_munmap(db->log_map, db->log_map_len);
@@ -2694,10 +2697,10 @@ lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, bool defer, lsm_err *e)
 		else if (want > page_load(&pg->synced_seq))
 			target = want;
 	}
-	rc = reserve_log(db, b->rep.len, e);
+	rc = reserve_log(db, b->rep.len, !sync, e);
 	if (rc == LSM_OK)
-		rc = lsm_wal_append(db->log_fd, db->log_map, name, db->log_off,
-							b->rep.data, b->rep.len, e);
+		rc = lsm_wal_append(db->log_fd, sync ? NULL : db->log_map, name,
+							db->log_off, b->rep.data, b->rep.len, e);
 	if (rc == LSM_OK && sync && pg == NULL)
 		rc = lsm_env_fsync(db->log_fd, name, e);
 	if (rc != LSM_OK)
