@@ -2571,11 +2571,11 @@ write_wait(lsm_db *db, lsm_err *e)
  * carries the file's new size once, not at every commit), and, with map,
  * that the handle's mapping of the log covers them (an append without sync
  * copies into it: "Log appends without a system call" in
- * docs/architecture.md).  Only the
- * writer under the write lock extends, at the file's end, so no record is
- * overwritten; only the writer under the write lock truncates, and tells
- * the others (truncate_log).  A failure fails the commit before its append
- * (zeros written in part are zeros still).
+ * docs/architecture.md).  Only the writer under the write lock extends, at
+ * the file's end, so no record is overwritten; only the writer under the
+ * write lock truncates, and tells the others (truncate_log).  A failure
+ * fails the commit before its append (zeros written in part are zeros
+ * still).
  */
 #define LOG_PREALLOC (1 << 20)
 
