@@ -1987,6 +1987,9 @@ TEST(compaction_left_to_caller)
 	CHECK_EQ(lsm_level_files(db, 1), 0);
 	CHECK_EQ(lsm_level_files(db, -1), 0);
 	CHECK_EQ(lsm_level_files(db, LSM_MAX_LEVELS), 0);
+	CHECK_EQ_U(lsm_last_sequence(db), st.last_sequence);
+	CHECK_GT(lsm_last_sequence(db), 0);
+	CHECK_EQ_U(lsm_last_sequence(NULL), 0);
 	CHECK_EQ_U(st.compactions, 0);
 	CHECK(lsm_compaction_needed(db));
 
@@ -2010,6 +2013,7 @@ TEST(compaction_left_to_caller)
 	check_model(db, &m);
 	/* the other handle catches up and sees nothing due either */
 	CHECK_DB_OK(other, lsm_refresh(other));
+	CHECK_EQ_U(lsm_last_sequence(other), lsm_last_sequence(db));
 	CHECK(!lsm_compaction_needed(other));
 	check_model(other, &m);
 	model_free(&m);

@@ -3346,7 +3346,21 @@ lsm_get_stats(lsm_db *db, lsm_stats *st)
 	{
 		lsm_hier_shape hs;
 
-		lsm_hier_shape_of(v->hroot, &hs);
+		/*
+		 * The walk of the whole tree is the dear part of the statistics
+		 * (planning reads them for every statement): once per tree.  A
+		 * manifest switch bumps manifest_seq, so a root freed and another
+		 * allocated at its address is a new key.
+		 */
+		if (!db->shape_valid || db->shape_root != v->hroot ||
+			db->shape_seq != v->manifest_seq)
+		{
+			lsm_hier_shape_of(v->hroot, &db->shape);
+			db->shape_root = v->hroot;
+			db->shape_seq = v->manifest_seq;
+			db->shape_valid = true;
+		}
+		hs = db->shape;
 		st->hierarchy.height = hs.height;
 		st->hierarchy.leaves = hs.leaves;
 		st->hierarchy.internal = hs.internal;

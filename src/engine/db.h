@@ -155,6 +155,12 @@ struct lsm_db
 								 * log_fd, appends go through; or NULL */
 	size_t		log_map_len;	/* <= log_alloc */
 	uint64_t	log_cuts;		/* the page's log_cuts it was mapped under */
+
+	/* lsm_get_stats' walk of the value filter hierarchy, kept per tree */
+	bool		shape_valid;
+	const void *shape_root;		/* the hroot it is of ... */
+	uint64_t	shape_seq;		/* ... in the version of this manifest_seq */
+	lsm_hier_shape shape;
 	bool		log_whole;		/* the log ends at log_off: the last replay
 								 * found nothing after it (or cut it), and
 								 * we appended only whole records since */

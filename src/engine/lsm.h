@@ -583,6 +583,12 @@ int			lsm_compaction_needed(lsm_db *db);
 int			lsm_level_files(lsm_db *db, int level);
 
 /*
+ * The newest sequence number this handle's reads see (lsm_stats'
+ * last_sequence), as of its last catch-up; 0 for NULL.  No I/O, no locks.
+ */
+uint64_t	lsm_last_sequence(lsm_db *db);
+
+/*
  * Nonzero if another handle (in any process) is compacting the store right
  * now, i.e. holds LOCK.compact (probed with a non-blocking flock, released
  * at once).  Zero on a read-only handle, and between lsm_lock and

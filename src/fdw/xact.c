@@ -165,8 +165,7 @@ typedef struct PendingStore
 	char	   *relname;
 	HTAB	   *keys;			/* PendingKey */
 	uint64		first_seq;		/* the store's last sequence number when
-								 * the transaction first wrote to it ... */
-	bool		first_seq_known;	/* ... if it could be read */
+								 * the transaction first wrote to it */
 	lsm_stage  *stage;			/* writes moved out of memory, or NULL */
 	lsm_stage  *cmd_stage;		/* writes of command cmd_cid alone, moved
 								 * out of memory while it ran, or NULL */
@@ -226,7 +225,6 @@ static void undo_to(int pos);
 static void lock_and_check_store(PendingStore *ps);
 static void wait_stores(PendingStore **order, int n);
 static void write_store(PendingStore *ps);
-static bool last_sequence(PendingStore *ps, uint64 *seq);
 static uint64 row_version(const char *row, size_t rowlen);
 static uint64 committed_version(PendingStore *ps, const char *key,
 								size_t klen);
@@ -708,14 +706,13 @@ get_pending_store(LsmFdwStore *s, const char *relname)
 		ps->relname = name;
 		ps->keys = keys;
 		ps->store = s;
-		ps->first_seq_known = false;
 		ps->stage = NULL;
 		ps->cmd_stage = NULL;
 		ps->cmd_cid = InvalidCommandId;
 		ps->bases = NULL;
 		ps->launch_compactor = false;
 		LsmFdwPinStore(s);
-		ps->first_seq_known = last_sequence(ps, &ps->first_seq);
+		ps->first_seq = lsm_last_sequence(s->db);
 	}
 	return ps;
 }
@@ -826,21 +823,6 @@ open_stage(PendingStore *ps, lsm_stage **stage, Size share)
 }
 
 /*
- * Sets *seq to the last sequence number of ps's store as its handle sees
- * it; false if the statistics cannot be read (then every check is made).
- */
-static bool
-last_sequence(PendingStore *ps, uint64 *seq)
-{
-	lsm_stats	st;
-
-	if (lsm_get_stats(ps->store->db, &st) != LSM_OK)
-		return false;
-	*seq = st.last_sequence;
-	return true;
-}
-
-/*
  * Takes the commit lock of ps's store, its write lock (held until its
  * write is appended), which catches up with it, and checks the transaction's writes against what
  * other transactions committed meanwhile: a key it inserted must still be
@@ -853,7 +835,6 @@ lock_and_check_store(PendingStore *ps)
 {
 	HASH_SEQ_STATUS status;
 	PendingKey *pk;
-	uint64		seq;
 	bool		check_inserts;
 	int			rc;
 
@@ -868,8 +849,7 @@ lock_and_check_store(PendingStore *ps)
 	if ((rc = lsm_lock(ps->store->db,
 					   lsm_stage_truncated(ps->stage) ? LSM_LOCK_COMPACTION : 0)) != LSM_OK)
 		LsmFdwReportError(rc, ps->store->db, ps->relname, "lock");
-	check_inserts = !ps->first_seq_known || !last_sequence(ps, &seq) ||
-		seq != ps->first_seq;
+	check_inserts = lsm_last_sequence(ps->store->db) != ps->first_seq;
 	/* no committed row survives a TRUNCATE, which locked out other writers */
 	if (lsm_stage_truncated(ps->stage))
 		check_inserts = false;
