@@ -1746,6 +1746,58 @@ TEST(search_snapshot)
 }
 
 /*
+ * lsm_get_stats keeps the shape of the value filter hierarchy from one call
+ * to the next while the tree is the same: as the store grows, compaction
+ * by compaction, the handle that wrote, whose shape was kept, must report
+ * what a handle opened afresh walks, and the shape must have changed.
+ */
+TEST(hierarchy_stats_follow_tree)
+{
+	char	   *dir = harness_tmpdir("vshape");
+	lsm_options o = small_options(1 << 14, 3, 2, 2);
+	lsm_options ro;
+	lsm_db	   *db,
+			   *fresh;
+	lsm_stats	st,
+				fst;
+	model		m;
+	uint64_t	first_leaves = 0;
+	int			i,
+				f;
+
+	ro = o;
+	ro.read_only = 1;
+	CHECK_OK(lsm_open(dir, &o, &db));
+	model_init(&m, 2000);
+	for (f = 0; f < 6; f++)
+	{
+		for (i = 0; i < 300; i++)
+		{
+			char		v[16];
+
+			snprintf(v, sizeof(v), "v%d", (f * 300 + i) % 97);
+			put_text(db, &m, f * 300 + i, 2, "a", v, NULL);
+		}
+		CHECK_DB_OK(db, lsm_compact_all(db));
+		get_stats(db, &st);
+		get_stats(db, &st);		/* the kept shape */
+		CHECK_OK(lsm_open(dir, &ro, &fresh));
+		get_stats(fresh, &fst);
+		CHECK_EQ(st.hierarchy.height, fst.hierarchy.height);
+		CHECK_EQ_U(st.hierarchy.leaves, fst.hierarchy.leaves);
+		CHECK_EQ_U(st.hierarchy.internal, fst.hierarchy.internal);
+		CHECK_EQ_U(st.hierarchy.node_bytes, fst.hierarchy.node_bytes);
+		CHECK_OK(lsm_close(fresh));
+		if (f == 0)
+			first_leaves = st.hierarchy.leaves;
+	}
+	CHECK_GE(first_leaves, 1);
+	CHECK_GT(st.hierarchy.leaves, first_leaves);
+	CHECK_DB_OK(db, lsm_close(db));
+	model_free(&m);
+}
+
+/*
  * Fields left out of the value filters (value_unindexed) are still found,
  * by scanning every table, including tables that hold no indexed value at
  * all (and so are not leaves of the hierarchy); indexed fields, below 64 and
@@ -2845,6 +2897,7 @@ main(int argc, char **argv)
 	RUN(search_arguments);
 	RUN(newest_version_only);
 	RUN(search_snapshot);
+	RUN(hierarchy_stats_follow_tree);
 	RUN(unindexed_fields);
 	RUN(no_value_filters);
 	RUN(zero_hashes);

@@ -823,12 +823,6 @@ lsm_level_files(lsm_db *db, int level)
 	return db->current->nfiles[level];
 }
 
-uint64_t
-lsm_last_sequence(lsm_db *db)
-{
-	return db != NULL ? db->read_seq : 0;
-}
-
 int
 lsm_compaction_running(lsm_db *db)
 {

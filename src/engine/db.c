@@ -3344,34 +3344,38 @@ lsm_get_stats(lsm_db *db, lsm_stats *st)
 	/* what reads see: a check against "nothing committed since" needs it */
 	st->last_sequence = db->read_seq;
 	{
-		lsm_hier_shape hs;
+		const lsm_hier_shape *hs = &db->shape;
 
 		/*
 		 * The walk of the whole tree is the dear part of the statistics
 		 * (planning reads them for every statement): once per tree.  A
 		 * manifest switch bumps manifest_seq, so a root freed and another
-		 * allocated at its address is a new key.
+		 * allocated at its address is a new key.  (A new handle's zeroed
+		 * cache is the shape of no tree, which it is.)
 		 */
-		if (!db->shape_valid || db->shape_root != v->hroot ||
-			db->shape_seq != v->manifest_seq)
+		if (db->shape_root != v->hroot || db->shape_seq != v->manifest_seq)
 		{
 			lsm_hier_shape_of(v->hroot, &db->shape);
 			db->shape_root = v->hroot;
 			db->shape_seq = v->manifest_seq;
-			db->shape_valid = true;
 		}
-		hs = db->shape;
-		st->hierarchy.height = hs.height;
-		st->hierarchy.leaves = hs.leaves;
-		st->hierarchy.internal = hs.internal;
-		st->hierarchy.saturated = hs.saturated;
-		st->hierarchy.node_bytes = hs.node_bytes;
+		st->hierarchy.height = hs->height;
+		st->hierarchy.leaves = hs->leaves;
+		st->hierarchy.internal = hs->internal;
+		st->hierarchy.saturated = hs->saturated;
+		st->hierarchy.node_bytes = hs->node_bytes;
 		st->hierarchy.flat_bytes = lsm_flat_bytes(db->flat);
 		st->hierarchy.value_filter_bits = v->value_filter_bits;
 		st->hierarchy.value_filter_hashes = v->value_filter_hashes;
 		st->hierarchy.hierarchy_order = v->hierarchy_order;
 	}
 	return LSM_OK;
+}
+
+uint64_t
+lsm_last_sequence(lsm_db *db)
+{
+	return db != NULL ? db->read_seq : 0;
 }
 
 int

@@ -157,7 +157,6 @@ struct lsm_db
 	uint64_t	log_cuts;		/* the page's log_cuts it was mapped under */
 
 	/* lsm_get_stats' walk of the value filter hierarchy, kept per tree */
-	bool		shape_valid;
 	const void *shape_root;		/* the hroot it is of ... */
 	uint64_t	shape_seq;		/* ... in the version of this manifest_seq */
 	lsm_hier_shape shape;
