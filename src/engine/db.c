@@ -2589,7 +2589,11 @@ reserve_log(lsm_db *db, size_t len, bool map, lsm_err *e)
 	int			rc;
 
 	if (db->page == NULL)
-		forget_log_alloc(db);	/* truncations by others go unseen */
+	{
+		/* truncations by others go unseen: map afresh for every copy */
+		if (map)
+			forget_log_alloc(db);
+	}
 	else if (page_load(&db->page->log_cuts) != db->log_cuts)
 	{
 		forget_log_alloc(db);
