@@ -2022,6 +2022,67 @@ TEST(compaction_left_to_caller)
 }
 
 /*
+ * lsm_compaction_claim, as backends that each see a compaction due use it
+ * before launching a compactor: of two handles asking one after the other,
+ * the first claims and the second not, until a compaction begins or the
+ * claim is older than the ttl; none while another handle compacts, nor on
+ * a read-only handle or under lsm_lock.
+ */
+TEST(compaction_claim_once)
+{
+	char	   *dir = harness_tmpdir("claim");
+	lsm_options o,
+				ro;
+	lsm_db	   *db,
+			   *other,
+			   *reader;
+	model		m;
+	int			i;
+
+	small_options(&o);
+	o.auto_compact = 0;
+	db = open_db(dir, &o);
+	other = open_db(dir, &o);
+	ro = o;
+	ro.read_only = 1;
+	reader = open_db(dir, &ro);
+	model_init(&m, 1000);
+
+	CHECK(lsm_compaction_claim(db, 60000));
+	CHECK(!lsm_compaction_claim(other, 60000));
+	CHECK(!lsm_compaction_claim(db, 60000));
+	CHECK(!lsm_compaction_claim(reader, 60000));
+	CHECK(!lsm_compaction_claim(NULL, 60000));
+	/* an old claim (ttl 0: any claim is) no longer stands */
+	CHECK(lsm_compaction_claim(other, 0));
+	CHECK(!lsm_compaction_claim(db, 60000));
+
+	/* a compaction that begins ends the claim, whoever made it */
+	for (i = 0; i < o.l0_compaction_trigger; i++)
+	{
+		do_put(db, &m, i, 0);
+		CHECK_DB_OK(db, lsm_flush(db));
+	}
+	CHECK(lsm_compaction_needed(db));
+	CHECK_DB_OK(db, lsm_compact_try(db));
+	CHECK(!lsm_compaction_needed(db));
+	CHECK(lsm_compaction_claim(other, 60000));
+
+	/* none while another handle compacts, nor under lsm_lock */
+	CHECK_DB_OK(db, lsm_compact_try(db));
+	CHECK_DB_OK(other, lsm_lock(other, LSM_LOCK_COMPACTION));
+	CHECK(!lsm_compaction_claim(db, 0));
+	CHECK(!lsm_compaction_claim(other, 0));
+	lsm_unlock(other);
+	CHECK(lsm_compaction_claim(db, 0));
+	check_model(db, &m);
+	model_free(&m);
+	CHECK_OK(lsm_close(reader));
+	CHECK_OK(lsm_close(other));
+	CHECK_OK(lsm_close(db));
+}
+
+/*
  * Hash sharing: every lsm_get hashes its key exactly once, for the
  * memtable's key filter and however many SSTables it probes (here three
  * level-0 files over the whole key range plus deeper levels); a memtable
@@ -2376,6 +2437,7 @@ main(int argc, char **argv)
 	RUN(stats_consistent);
 	RUN(flush_compaction_counters);
 	RUN(compaction_left_to_caller);
+	RUN(compaction_claim_once);
 	RUN(counters_hash_sharing);
 	RUN(memtable_key_filter);
 	RUN(two_handles_refresh);

@@ -104,6 +104,12 @@ typedef struct lsm_lock_page
 	 * reserve_log).
 	 */
 	uint64_t	log_cuts;
+
+	/*
+	 * CLOCK_MONOTONIC nanoseconds of the last lsm_compaction_claim that
+	 * succeeded, 0 once a compaction has begun since (compaction.c).
+	 */
+	uint64_t	compact_claim;
 } lsm_lock_page;
 
 #define LSM_GROUP_MAGIC UINT64_C(0x4c534d47524f5550)

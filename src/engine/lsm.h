@@ -598,6 +598,20 @@ uint64_t	lsm_last_sequence(lsm_db *db);
 int			lsm_compaction_running(lsm_db *db);
 
 /*
+ * For a caller about to start another process that will compact the store
+ * (the PostgreSQL glue's background worker): nonzero if it should, i.e. no
+ * handle is compacting (lsm_compaction_running) and no claim made in the
+ * last ttl_ms stands.  A nonzero return records a claim in LOCK's shared
+ * page, which a compaction that begins (lsm_compact, lsm_compact_try, a
+ * commit's own) ends: so of many processes that see a compaction due in
+ * the moment before the started process takes LOCK.compact, one starts
+ * it.  Zero on a read-only handle and between lsm_lock and lsm_unlock.  A
+ * hint only: a claim whose process never compacts stops others for
+ * ttl_ms.
+ */
+int			lsm_compaction_claim(lsm_db *db, int ttl_ms);
+
+/*
  * Checks every checksum and invariant: LSM_OK or LSM_CORRUPTION (with the
  * damage in lsm_errmsg).  What is not damage goes to the log callback: an
  * invalid tail still in the log, the store's record of tails cut

@@ -37,9 +37,15 @@
  *	   installed step left it, and the next compaction removes the files.
  *
  * No storm of workers: a backend launches none for a store while the last
- * one it launched for it runs (GetBackgroundWorkerPid), nor while another
- * process holds LOCK.compact (lsm_compaction_running); workers that start
- * together find the lock taken and leave at once.  A worker looks again
+ * one it launched for it runs (GetBackgroundWorkerPid), nor unless it
+ * claims the launch (lsm_compaction_claim): no process holds LOCK.compact,
+ * and no other backend claimed a launch in the last
+ * LSMFDW_LAUNCH_CLAIM_MS without a compaction having begun since.  (Before
+ * the claim, every backend that committed in the few milliseconds a worker
+ * takes to start launched one: 8 sessions writing filled
+ * max_worker_processes, and the commits that found no free slot compacted
+ * inline.)  Workers that start together anyway find the lock taken and
+ * leave at once.  A worker looks again
  * after it released the lock, so a compaction that became due while it was
  * finishing (the commit that made it due saw the lock held) is its own.
  *
@@ -79,6 +85,14 @@
 
 /* Level 0 at this many times its trigger: the committing backend compacts */
 #define LSMFDW_L0_STALL		3
+
+/*
+ * How long a backend's claim to launch a worker stops other backends from
+ * launching one, unless a compaction begins first: far longer than a
+ * worker takes to start, short enough that one that never starts delays
+ * the next only a little (the stall above bounds level 0 meanwhile).
+ */
+#define LSMFDW_LAUNCH_CLAIM_MS	5000
 
 /* lsm_fdw.compaction */
 typedef enum LsmFdwCompactionMode
@@ -160,7 +174,8 @@ LsmFdwCompactionAfterCommit(LsmFdwStore *s, const char *relname)
 		return false;
 	}
 	/* at most one worker at a time per store */
-	if (worker_running(s->relid) || lsm_compaction_running(s->db))
+	if (worker_running(s->relid) ||
+		!lsm_compaction_claim(s->db, LSMFDW_LAUNCH_CLAIM_MS))
 		return false;
 	return true;
 }

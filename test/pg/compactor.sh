@@ -22,6 +22,10 @@
 #                       middle of a compaction stops without completing it
 #                       and without a cluster restart; the store is intact,
 #                       and the next commit's worker completes the work.
+#   one_launch          eight sessions that commit together while a
+#                       compaction is due launch one worker between them
+#                       (lsm_compaction_claim), not one each; the rows equal
+#                       a heap copy's.
 #
 # The kills must catch a worker while it merges: the store is loaded with
 # lsm_fdw.compaction = 'off' (ten level-0 tables of about 3 MB over the
@@ -250,9 +254,47 @@ term_worker() {
 	check term_worker_verify_after t "$(verify_notices m)"
 }
 
+one_launch() {
+	local i at out pids=() launches=0 failed=0
+
+	sql "$db" "CREATE FOREIGN TABLE c (id int OPTIONS (key 'true'), v text)
+	             SERVER lsm OPTIONS (memtable_size '1MB', file_size '2MB')" \
+		"CREATE TABLE c_heap (id int PRIMARY KEY, v text)"
+	load c 4 30000 1 >/dev/null
+	check one_launch_due t "$(sql "$db" "SELECT $(level0 c) >= 4")"
+	# each session waits with its insert until the same moment, then commits
+	at=$(sql "$db" "SELECT clock_timestamp() + interval '2 s'")
+	for ((i = 1; i <= 8; i++)); do
+		"${PSQL[@]}" -d "$db" >"$work/launch.$i" 2>&1 <<-EOF &
+			SET lsm_fdw.compaction = background;
+			BEGIN;
+			INSERT INTO c VALUES (-$i, 'launch');
+			INSERT INTO c_heap VALUES (-$i, 'launch');
+			SELECT pg_sleep_until('$at') \g /dev/null
+			SET client_min_messages = debug1;
+			COMMIT;
+		EOF
+		pids+=($!)
+	done
+	for i in "${pids[@]}"; do
+		wait "$i" || failed=1
+	done
+	for ((i = 1; i <= 8; i++)); do
+		out=$(grep -c "started a background worker\|could not start a background worker" \
+			"$work/launch.$i" || true)
+		launches=$((launches + out))
+	done
+	check one_launch_sessions_ok 0 "$failed"
+	check one_launch_workers 1 "$launches" "workers launched by eight commits"
+	wait_for "the compactors to end" "$idle_sql" || true
+	check one_launch_compacted t "$(sql "$db" "SELECT $(level0 c) < 4")"
+	check one_launch_rows_equal_heap t "$(same c c_heap)"
+}
+
 setup
 background_commit
 kill_worker
 term_worker
+one_launch
 wait_for "the compactors to end" "$idle_sql" || true
 drop_db "$db"
