@@ -123,6 +123,8 @@ static void settle_tail(lsm_db *db, uint64_t g);
 static int	verify_log(lsm_db *db, lsm_err *e);
 static int	check_directory(lsm_db *db, bool report, lsm_err *e);
 static void release_lock(lsm_db *db);
+static void lock_wake_outcome(lsm_lock_page *pg, bool taken);
+static uint32_t lock_wake_mask(lsm_lock_page *pg);
 static void set_read_seq(lsm_db *db);
 static void settle_page(lsm_db *db);
 static bool needs_compaction(const lsm_db *db);
@@ -243,6 +245,8 @@ lsm_db_lock(lsm_db *db, int fd, const char *name, lsm_err *e)
 	struct timespec start,
 				now;
 	long		sleep_us = 50;
+	lsm_lock_page *pg = fd == db->lock_fd ? db->page : NULL;
+	bool		woken = false;
 
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (;;)
@@ -250,6 +254,9 @@ lsm_db_lock(lsm_db *db, int fd, const char *name, lsm_err *e)
 		int			rc = lsm_env_trylock(fd, name, e);
 		long		waited_ms;
 
+		if (woken)
+			lock_wake_outcome(pg, rc != LSM_BUSY);
+		woken = false;
 		if (rc != LSM_BUSY)
 			return rc;
 		if (lsm_db_interrupted(db))
@@ -260,18 +267,70 @@ lsm_db_lock(lsm_db *db, int fd, const char *name, lsm_err *e)
 		if (waited_ms >= db->opt.lock_timeout_ms)
 			return lsm_err_set(e, LSM_BUSY, "could not lock \"%s\" within %d ms",
 							   name, db->opt.lock_timeout_ms);
+		if (pg)
+		{
+			/*
+			 * Counted before the try, so that a release after it wakes us
+			 * ("lock waits" in docs/architecture.md).
+			 */
+			uint32_t	wake;
+
+			__atomic_add_fetch(&pg->lock_sleepers, 1, __ATOMIC_SEQ_CST);
+			wake = __atomic_load_n(&pg->lock_wake, __ATOMIC_SEQ_CST);
+			rc = lsm_env_trylock(fd, name, e);
+			if (rc == LSM_BUSY)
+			{
+				lsm_env_wait(&pg->lock_wake, wake, sleep_us);
+				woken = __atomic_load_n(&pg->lock_wake, __ATOMIC_SEQ_CST) != wake;
+				__atomic_store_n(&pg->lock_woken, 0, __ATOMIC_SEQ_CST);
+			}
+			__atomic_sub_fetch(&pg->lock_sleepers, 1, __ATOMIC_SEQ_CST);
+			if (rc != LSM_BUSY)
+				return rc;
+		}
+		else
+			usleep(sleep_us);
 		/*
-		 * Up to 6.4 ms: shorter sleeps wake the waiters more often, which
-		 * with 8 writers on 2 cores took CPU from the holder (writers_bench,
-		 * 8 processes without sync: 60k commits/s with 1 ms against 80k;
-		 * futex wake-ups at each release: 30k, and a waiter woken at a
-		 * release loses the lock to a releaser that takes it again at once:
-		 * a compaction waiting for LOCK starved, issue 12 notes).
+		 * Polling at most every 6.4 ms: shorter sleeps wake the waiters
+		 * more often, which with 8 writers on 2 cores took CPU from the
+		 * holder (writers_bench, 8 processes without sync: 60k commits/s
+		 * with 1 ms against 80k).
 		 */
-		usleep(sleep_us);
 		if (sleep_us < 5000)
 			sleep_us *= 2;
 	}
+}
+
+/* lock_futile's bound: at least one wake-up per 1024 releases */
+#define LOCK_FUTILE_MAX 10
+
+/*
+ * A waiter woken at a release of LOCK got the lock (taken) or found it
+ * taken again.  Each wake-up that came too late doubles how many releases
+ * pass between wake-ups (up to 1024), and one in time restores a wake-up at
+ * every release: a releaser that takes the lock again at once (a loop of
+ * commits) then pays for few futile wake-ups, while waiters that find the
+ * lock free keep being woken.
+ */
+static void
+lock_wake_outcome(lsm_lock_page *pg, bool taken)
+{
+	uint32_t	futile = __atomic_load_n(&pg->lock_futile, __ATOMIC_RELAXED);
+
+	if (taken && futile != 0)
+		__atomic_store_n(&pg->lock_futile, 0, __ATOMIC_RELAXED);
+	else if (!taken && futile < LOCK_FUTILE_MAX)
+		__atomic_store_n(&pg->lock_futile, futile + 1, __ATOMIC_RELAXED);
+}
+
+/* Releases (that saw sleepers) between wake-ups, minus one: 2^futile - 1. */
+static uint32_t
+lock_wake_mask(lsm_lock_page *pg)
+{
+	uint32_t	futile = __atomic_load_n(&pg->lock_futile, __ATOMIC_RELAXED);
+
+	/* the page is shared memory: never shift by what it says unchecked */
+	return (UINT32_C(1) << (futile < LOCK_FUTILE_MAX ? futile : LOCK_FUTILE_MAX)) - 1;
 }
 
 int
@@ -418,9 +477,18 @@ lsm_db_write_unlock(lsm_db *db)
 static void
 release_lock(lsm_db *db)
 {
-	if (db->lock_held)
-		lsm_env_unlock(db->lock_fd);
+	if (!db->lock_held)
+		return;
+	lsm_env_unlock(db->lock_fd);
 	db->lock_held = false;
+	if (db->page &&
+		__atomic_load_n(&db->page->lock_sleepers, __ATOMIC_SEQ_CST) > 0 &&
+		(++db->lock_releases & lock_wake_mask(db->page)) == 0 &&
+		__atomic_exchange_n(&db->page->lock_woken, 1, __ATOMIC_SEQ_CST) == 0)
+	{
+		__atomic_add_fetch(&db->page->lock_wake, 1, __ATOMIC_SEQ_CST);
+		lsm_env_wake(&db->page->lock_wake, 1);
+	}
 }
 
 /*

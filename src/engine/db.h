@@ -110,6 +110,16 @@ typedef struct lsm_lock_page
 	 * succeeded, 0 once a compaction has begun since (compaction.c).
 	 */
 	uint64_t	compact_claim;
+
+	/*
+	 * Waiters for the write lock sleep on lock_wake, counted in
+	 * lock_sleepers; a release that sees sleepers bumps it and wakes one
+	 * (db.c lsm_db_lock).  Hints only: the flock decides.
+	 */
+	uint32_t	lock_wake;
+	uint32_t	lock_sleepers;
+	uint32_t	lock_woken;		/* 1 from a wake until a sleeper returns */
+	uint32_t	lock_futile;	/* log2 of releases per wake (db.c) */
 } lsm_lock_page;
 
 #define LSM_GROUP_MAGIC UINT64_C(0x4c534d47524f5550)
@@ -124,6 +134,7 @@ struct lsm_db
 	int			compact_fd;		/* LOCK.compact, opened on first use */
 	int			sync_fd;		/* LOCK.sync, opened on first use */
 	bool		write_locked;
+	uint32_t	lock_releases;	/* of LOCK, that saw sleepers (release_lock) */
 	bool		user_locked;	/* lsm_lock: held until lsm_unlock */
 	bool		user_compact_locked;	/* ... with LOCK.compact too */
 	bool		compact_due;	/* a flush under lsm_lock: lsm_unlock
