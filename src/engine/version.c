@@ -161,7 +161,8 @@ build_fences(lsm_version *v, int l)
 void
 lsm_version_sort(lsm_version *v)
 {
-	int			l;
+	int			l,
+				i;
 
 	if (v->nfiles[0] > 1)
 		qsort(v->files[0], v->nfiles[0], sizeof(lsm_file *), cmp_l0);
@@ -170,6 +171,13 @@ lsm_version_sort(lsm_version *v)
 		if (v->nfiles[l] > 1)
 			qsort(v->files[l], v->nfiles[l], sizeof(lsm_file *), cmp_smallest);
 		build_fences(v, l);
+	}
+	/* every commit asks whether a compaction is due (urgent_level) */
+	for (l = 0; l < LSM_MAX_LEVELS; l++)
+	{
+		v->level_bytes[l] = 0;
+		for (i = 0; i < v->nfiles[l]; i++)
+			v->level_bytes[l] += v->files[l][i]->meta.size;
 	}
 }
 
@@ -235,12 +243,7 @@ lsm_version_edit(const lsm_version *v, const uint64_t *drop, int ndrop,
 uint64_t
 lsm_version_level_bytes(const lsm_version *v, int level)
 {
-	uint64_t	s = 0;
-	int			i;
-
-	for (i = 0; i < v->nfiles[level]; i++)
-		s += v->files[level][i]->meta.size;
-	return s;
+	return v->level_bytes[level];
 }
 
 int

@@ -63,6 +63,7 @@ typedef struct lsm_version
 	struct lsm_hnode *hroot;	/* the value filter hierarchy, or NULL */
 	int			nfiles[LSM_MAX_LEVELS];
 	lsm_file  **files[LSM_MAX_LEVELS];
+	uint64_t	level_bytes[LSM_MAX_LEVELS];	/* by lsm_version_sort */
 
 	/*
 	 * Search aids for levels >= 1, derived by lsm_version_sort: the length
@@ -107,11 +108,11 @@ lsm_version *lsm_version_edit(const lsm_version *v, const uint64_t *drop,
 
 /*
  * Sorts level 0 newest first and the other levels by smallest key, and
- * rebuilds the fences.
+ * rebuilds the fences and the byte totals of the levels.
  */
 void		lsm_version_sort(lsm_version *v);
 
-/* Total file bytes of a level. */
+/* Total file bytes of a level (as of the last lsm_version_sort). */
 uint64_t	lsm_version_level_bytes(const lsm_version *v, int level);
 
 /*
