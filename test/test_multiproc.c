@@ -48,6 +48,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "db.h"
 #include "env.h"
 #include "memfile.h"
 #include "harness.h"
@@ -1117,6 +1118,105 @@ TEST(write_lock_held_in_process)
 	CHECK_DB_OK(db, lsm_flush(db));
 	CHECK_DB_OK(db, lsm_close(db));
 	free(path);
+}
+
+/*
+ * Child of lock_waiter_killed: one put with a long lock timeout; exits 0
+ * if it committed.
+ */
+static void
+waiting_put(const char *dir, const char *key)
+{
+	lsm_options o;
+	lsm_db	   *db;
+	int			rc;
+
+	lsm_options_init(&o);
+	o.lock_timeout_ms = 60000;
+	if (lsm_open(dir, &o, &db) != LSM_OK)
+		_exit(2);
+	rc = lsm_put(db, key, strlen(key), "v", 1);
+	_exit(rc == LSM_OK && lsm_close(db) == LSM_OK ? 0 : 1);
+}
+
+/* Polls until LOCK's page counts at least n sleeping waiters (10 s at most). */
+static bool
+await_sleepers(lsm_lock_page *pg, uint32_t n)
+{
+	int			i;
+
+	for (i = 0; i < 10000; i++)
+	{
+		if (__atomic_load_n(&pg->lock_sleepers, __ATOMIC_SEQ_CST) >= n)
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
+/*
+ * The wake-up words in LOCK's page are hints: a waiter SIGKILLed while it
+ * sleeps leaves the count of sleepers high, and one killed after it was
+ * woken leaves lock_woken set, which stops wake-ups; neither keeps another
+ * waiter from getting the lock once it is free (its backoff bounds its
+ * sleep), nor a writer from committing after it.
+ */
+TEST(lock_waiter_killed)
+{
+	char	   *dir = harness_tmpdir("lockwake");
+	char	   *path;
+	lsm_options o;
+	lsm_db	   *db;
+	lsm_lock_page *pg;
+	pid_t		a,
+				b;
+	int			fd,
+				status;
+	void	   *v;
+	size_t		vlen;
+
+	lsm_options_init(&o);
+	CHECK_OK(lsm_open(dir, &o, &db));
+	CHECK_DB_OK(db, lsm_put(db, "before", 6, "1", 1));
+	path = harness_path(dir, "LOCK");
+	fd = open(path, O_RDWR);
+	CHECK(fd >= 0);
+	pg = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	CHECK(pg != MAP_FAILED);
+	close(fd);
+
+	CHECK_DB_OK(db, lsm_lock(db, 0));
+	a = fork();
+	CHECK(a >= 0);
+	if (a == 0)
+		waiting_put(dir, "a");
+	CHECK(await_sleepers(pg, 1));
+	CHECK(kill(a, SIGKILL) == 0);
+	CHECK_EQ(waitpid(a, &status, 0), a);
+	CHECK(WIFSIGNALED(status));
+	CHECK_GE(__atomic_load_n(&pg->lock_sleepers, __ATOMIC_SEQ_CST), 1);
+	/* as if it had been woken and died before it ran */
+	__atomic_store_n(&pg->lock_woken, 1, __ATOMIC_SEQ_CST);
+
+	b = fork();
+	CHECK(b >= 0);
+	if (b == 0)
+		waiting_put(dir, "b");
+	CHECK(await_sleepers(pg, 2));
+	lsm_unlock(db);
+	CHECK_EQ(waitpid(b, &status, 0), b);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+	CHECK_DB_OK(db, lsm_refresh(db));
+	CHECK_DB_OK(db, lsm_get(db, "b", 1, &v, &vlen));
+	lsm_free(v);
+	CHECK_RC(LSM_NOTFOUND, lsm_get(db, "a", 1, &v, &vlen));
+	/* and the handle still writes, with the stale count */
+	CHECK_DB_OK(db, lsm_put(db, "after", 5, "1", 1));
+	CHECK_DB_OK(db, lsm_verify(db));
+	munmap(pg, 4096);
+	free(path);
+	CHECK_DB_OK(db, lsm_close(db));
 }
 
 /*
@@ -2303,6 +2403,7 @@ main(int argc, char **argv)
 	RUN(iterator_across_refresh);
 	RUN(write_lock_busy_and_interrupted);
 	RUN(write_lock_held_in_process);
+	RUN(lock_waiter_killed);
 	RUN(exclusive_handle_holds_lock);
 	RUN(exclusive_memtable_private);
 	RUN(compaction_lock_between_handles);
