@@ -45,9 +45,9 @@
  * takes to start launched one: 8 sessions writing filled
  * max_worker_processes, and the commits that found no free slot compacted
  * inline.)  Workers that start together anyway find the lock taken and
- * leave at once.  A worker looks again
- * after it released the lock, so a compaction that became due while it was
- * finishing (the commit that made it due saw the lock held) is its own.
+ * leave at once.  A worker looks again after it released the lock, so a
+ * compaction that became due while it was finishing (the commit that made
+ * it due saw the lock held) is its own.
  *
  * Fallbacks, in the committing backend: when no worker can be registered
  * (max_worker_processes exhausted, single-user mode) it compacts inline, as
