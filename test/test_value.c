@@ -1348,6 +1348,15 @@ run_case(const vcase *c)
 	model_free(&s.m);
 }
 
+/* Two lsm_stats describe value filter hierarchies of the same shape. */
+#define CHECK_SAME_SHAPE(a, b) \
+	do { \
+		CHECK_EQ((a).hierarchy.height, (b).hierarchy.height); \
+		CHECK_EQ_U((a).hierarchy.leaves, (b).hierarchy.leaves); \
+		CHECK_EQ_U((a).hierarchy.internal, (b).hierarchy.internal); \
+		CHECK_EQ_U((a).hierarchy.node_bytes, (b).hierarchy.node_bytes); \
+	} while (0)
+
 /*
  * Order 2, 4096-bit filters, a few rows with random bytes in field 2, an
  * L0 trigger of 2.
@@ -1783,10 +1792,7 @@ TEST(hierarchy_stats_follow_tree)
 		get_stats(db, &st);		/* the kept shape */
 		CHECK_OK(lsm_open(dir, &ro, &fresh));
 		get_stats(fresh, &fst);
-		CHECK_EQ(st.hierarchy.height, fst.hierarchy.height);
-		CHECK_EQ_U(st.hierarchy.leaves, fst.hierarchy.leaves);
-		CHECK_EQ_U(st.hierarchy.internal, fst.hierarchy.internal);
-		CHECK_EQ_U(st.hierarchy.node_bytes, fst.hierarchy.node_bytes);
+		CHECK_SAME_SHAPE(st, fst);
 		CHECK_OK(lsm_close(fresh));
 		if (f == 0)
 			first_leaves = st.hierarchy.leaves;
@@ -2486,10 +2492,7 @@ TEST(hierarchy_shape_and_damage)
 	/* the same after a reopen */
 	CHECK_OK(lsm_open(dir, &o, &db));
 	get_stats(db, &st2);
-	CHECK_EQ_U(st2.hierarchy.leaves, st.hierarchy.leaves);
-	CHECK_EQ_U(st2.hierarchy.internal, st.hierarchy.internal);
-	CHECK_EQ_U(st2.hierarchy.node_bytes, st.hierarchy.node_bytes);
-	CHECK_EQ(st2.hierarchy.height, st.hierarchy.height);
+	CHECK_SAME_SHAPE(st2, st);
 	CHECK_DB_OK(db, lsm_verify(db));
 	CHECK_DB_OK(db, lsm_close(db));
 

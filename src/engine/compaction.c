@@ -854,7 +854,7 @@ lsm_compaction_claim(lsm_db *db, int ttl_ms)
 		lsm_compaction_running(db))
 		return false;
 	if (db->page == NULL)
-		return true;			/* nowhere to record it: as before claims */
+		return true;			/* nowhere to record a claim: any caller may */
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	now = (uint64_t) ts.tv_sec * 1000000000 + (uint64_t) ts.tv_nsec;
 	old = __atomic_load_n(&db->page->compact_claim, __ATOMIC_SEQ_CST);

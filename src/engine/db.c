@@ -247,16 +247,14 @@ lsm_db_lock(lsm_db *db, int fd, const char *name, lsm_err *e)
 	long		sleep_us = 50;
 	lsm_lock_page *pg = fd == db->lock_fd ? db->page : NULL;
 	bool		woken = false;
+	int			rc;
 
 	clock_gettime(CLOCK_MONOTONIC, &start);
+	rc = lsm_env_trylock(fd, name, e);
 	for (;;)
 	{
-		int			rc = lsm_env_trylock(fd, name, e);
 		long		waited_ms;
 
-		if (woken)
-			lock_wake_outcome(pg, rc != LSM_BUSY);
-		woken = false;
 		if (rc != LSM_BUSY)
 			return rc;
 		if (lsm_db_interrupted(db))
@@ -278,6 +276,9 @@ lsm_db_lock(lsm_db *db, int fd, const char *name, lsm_err *e)
 			__atomic_add_fetch(&pg->lock_sleepers, 1, __ATOMIC_SEQ_CST);
 			wake = __atomic_load_n(&pg->lock_wake, __ATOMIC_SEQ_CST);
 			rc = lsm_env_trylock(fd, name, e);
+			if (woken)
+				lock_wake_outcome(pg, rc != LSM_BUSY);
+			woken = false;
 			if (rc == LSM_BUSY)
 			{
 				lsm_env_wait(&pg->lock_wake, wake, sleep_us);
@@ -285,11 +286,12 @@ lsm_db_lock(lsm_db *db, int fd, const char *name, lsm_err *e)
 				__atomic_store_n(&pg->lock_woken, 0, __ATOMIC_SEQ_CST);
 			}
 			__atomic_sub_fetch(&pg->lock_sleepers, 1, __ATOMIC_SEQ_CST);
-			if (rc != LSM_BUSY)
-				return rc;
 		}
 		else
+		{
 			usleep(sleep_us);
+			rc = lsm_env_trylock(fd, name, e);
+		}
 		/*
 		 * Polling at most every 6.4 ms: shorter sleeps wake the waiters
 		 * more often, which with 8 writers on 2 cores took CPU from the

@@ -228,6 +228,19 @@ write_once(int fd, const void *buf, size_t n, off_t off)
 }
 
 /*
+ * The fault shim's injection point of a write of n bytes: 0, or the errno
+ * it fails with, having first written *part of them (short_write: half).
+ */
+static int
+write_fault(size_t n, size_t *part)
+{
+	int			err = fault ? inject(&fault->writes, fault->fail_write_at) : 0;
+
+	*part = err && fault->short_write && n > 1 ? n / 2 : 0;
+	return err;
+}
+
+/*
  * lsm_env_write (off < 0), lsm_env_pwrite and lsm_env_pwrite_zeros (buf
  * NULL): one fault injection point however many calls the bytes take.
  */
@@ -236,17 +249,14 @@ write_all(int fd, const void *buf, size_t n, off_t off, const char *name,
 		  lsm_err *e)
 {
 	const char *p = buf;
+	size_t		part;
 	int			err;
 
-	err = fault ? inject(&fault->writes, fault->fail_write_at) : 0;
-	if (err)
+	if ((err = write_fault(n, &part)) != 0)
 	{
-		if (fault->short_write && n > 1)
+		if (part > 0 && write_once(fd, p, part, off) < 0)
 		{
-			if (write_once(fd, p, n / 2, off) < 0)
-			{
-				/* the injected failure is reported either way */
-			}
+			/* the injected failure is reported either way */
 		}
 		return lsm_err_sys(e, err, "could not write to \"%s\"", name);
 	}
@@ -298,14 +308,13 @@ int
 lsm_env_map_write(int fd, uint8_t *map, const void *buf, size_t n, off_t off,
 				  const char *name, lsm_err *e)
 {
+	size_t		part;
 	int			err;
 
 	track_in_place(fd, off);
-	err = fault ? inject(&fault->writes, fault->fail_write_at) : 0;
-	if (err)
+	if ((err = write_fault(n, &part)) != 0)
 	{
-		if (fault->short_write && n > 1)
-			memcpy(map + off, buf, n / 2);
+		memcpy(map + off, buf, part);
 		return lsm_err_sys(e, err, "could not write to \"%s\"", name);
 	}
 	memcpy(map + off, buf, n);
