@@ -98,10 +98,12 @@ record_entry(void *arg, uint64_t seq, int kind, const uint8_t *key,
 
 /* lsm_wal_apply_fn: decodes a batch payload into the list. */
 static int
-apply_payload(void *arg, const uint8_t *payload, size_t n, lsm_err *e)
+apply_payload(void *arg, int type, const uint8_t *payload, size_t n,
+			  lsm_err *e)
 {
 	oplist	   *l = arg;
 
+	CHECK(type == LSM_WAL_BATCH);
 	l->payloads++;
 	if (l->fail_at == l->payloads)
 		return lsm_err_set(e, LSM_IOERR, "apply failed on purpose");
@@ -196,7 +198,7 @@ wlog_append_at(wlog *w, lsm_batch *b, uint64_t seq)
 							   &w->want, NULL));
 	lsm_err_clear(&e);
 	CHECK_OK(lsm_wal_append(w->fd, NULL, "000001.log", (uint64_t) st.st_size,
-							b->rep.data, b->rep.len, &e));
+							LSM_WAL_BATCH, b->rep.data, b->rep.len, &e));
 	w->nrec++;
 	w->bounds[w->nrec] = (uint64_t) st.st_size + b->rep.len;
 	w->opsbefore[w->nrec] = w->want.n;
@@ -1434,7 +1436,8 @@ TEST(malformed_batch_applies_nothing)
 	CHECK_OK(lsm_db_write_lock(db, &e));
 	fd = open(log, O_WRONLY);
 	CHECK(fd >= 0);
-	CHECK_OK(lsm_wal_append(fd, NULL, "000001.log", db->log_off, rec, len, &e));
+	CHECK_OK(lsm_wal_append(fd, NULL, "000001.log", db->log_off, LSM_WAL_BATCH,
+							rec, len, &e));
 	close(fd);
 	lsm_db_write_unlock(db);
 

@@ -91,6 +91,10 @@
  *		whole batch is in (publish_memfile), and a file whose writer died
  *		applying (apply_to != applied_off) is rebuilt from the log, never
  *		repaired in place (rebuild_memfile).
+ *	(12) A prepared batch's file is removed only once the record that
+ *		resolved it (a commit) is durable, and before the log that holds
+ *		that record is deleted, with a directory fsync in between
+ *		(prepared.c): no batch is lost, and none applied twice.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE				/* flock, fdatasync, strdup, timespec */
@@ -853,16 +857,24 @@ apply_entry_cp(void *arg, uint64_t seq, int kind, const uint8_t *key,
 
 /*
  * lsm_wal_apply_fn: adds a replayed batch to the memtable arg, after checking
- * all of it, so that a malformed batch adds nothing.
+ * all of it, so that a malformed batch adds nothing; a batch that resolved
+ * a prepared batch (type 2) notes its owner too.
  */
 static int
-apply_payload(void *arg, const uint8_t *payload, size_t n, lsm_err *e)
+apply_payload(void *arg, int type, const uint8_t *payload, size_t n,
+			  lsm_err *e)
 {
-	int			rc = lsm_batch_check(payload, n, e);
+	int			rc;
 
-	if (rc != LSM_OK)
+	if (type == LSM_WAL_BATCH_OF)
+		n -= LSM_WAL_OWNER;
+	if ((rc = lsm_batch_check(payload, n, e)) != LSM_OK ||
+		(rc = lsm_batch_iterate(payload, n, apply_entry, arg, e)) != LSM_OK)
 		return rc;
-	return lsm_batch_iterate(payload, n, apply_entry, arg, e);
+	if (type == LSM_WAL_BATCH_OF &&
+		lsm_memtable_note_resolved(arg, lsm_get_u64(payload + n)) != LSM_OK)
+		return lsm_err_set(e, LSM_NOMEM, "the memtable has no room");
+	return LSM_OK;
 }
 
 /*
@@ -1063,10 +1075,12 @@ log_probe(lsm_db *db, uint64_t off, lsm_wal_probe_result *at, lsm_err *e)
 
 /* lsm_wal_apply_fn of check_log: checks a record's batch, applies nothing. */
 static int
-check_payload(void *arg, const uint8_t *payload, size_t n, lsm_err *e)
+check_payload(void *arg, int type, const uint8_t *payload, size_t n,
+			  lsm_err *e)
 {
 	(void) arg;
-	return lsm_batch_check(payload, n, e);
+	return lsm_batch_check(payload, type == LSM_WAL_BATCH_OF ?
+						   n - LSM_WAL_OWNER : n, e);
 }
 
 /*
@@ -1960,6 +1974,7 @@ check_no_data(lsm_db *db, lsm_err *e)
 		store_file_kind kind = kind_of(de->d_name, &number);
 
 		if (kind == FILE_TABLE || kind == FILE_NODE ||
+			lsm_prepared_file(de->d_name) ||
 			(kind == FILE_LOG && file_size_of(db, de->d_name) > 0))
 			rc = LSM_CORRUPT(e, "store \"%s\" has no MANIFEST but holds %s: the manifest was lost",
 							 db->dir, de->d_name);
@@ -2131,7 +2146,7 @@ lsm_open(const char *dir, const lsm_options *o, lsm_db **out)
 	}
 	db->opt = *o;
 	db->lock_fd = db->compact_fd = db->sync_fd = db->manifest_fd =
-		db->log_fd = -1;
+		db->log_fd = db->prepare_fd = -1;
 	db->mem = new_memtable(db);
 	if (db->mem == NULL)
 		rc = lsm_err_set(&open_err, LSM_NOMEM, "out of memory");
@@ -2174,6 +2189,7 @@ lsm_close(lsm_db *db)
 	lsm_version_unref(db->current);
 	lsm_memtable_unref(db->mem);
 	lsm_flat_free(db->flat);
+	lsm_prepared_close(db);
 	lsm_batch_free(db->one);
 	for (l = 0; l < LSM_MAX_LEVELS; l++)
 		lsm_buf_free(&db->compact_ptr[l]);
@@ -2308,7 +2324,8 @@ flush_install(lsm_db *db, lsm_file **ingest, int ningest, uint64_t nseq,
 	lsm_file   *f = NULL;
 	lsm_file  **add = NULL;
 	lsm_memtable *fresh = NULL,
-			   *shared = NULL;
+			   *shared = NULL,
+			   *resolved = NULL;
 	lsm_memfile_header *shdr = NULL;
 	lsm_iiter  *it;
 	lsm_version *v;
@@ -2487,6 +2504,12 @@ flush_install(lsm_db *db, lsm_file **ingest, int ningest, uint64_t nseq,
 		return rc;
 	}
 	lsm_file_unref(f);
+	/* the old memtable's list of resolved owners, for after the switch */
+	if (lsm_memtable_resolved_owners(db->mem, NULL, 0) > 0)
+	{
+		resolved = db->mem;
+		lsm_memtable_ref(resolved);
+	}
 	if (shared)
 	{
 		lsm_memtable_unref(fresh);
@@ -2518,8 +2541,26 @@ flush_install(lsm_db *db, lsm_file **ingest, int ningest, uint64_t nseq,
 		db->ctr.flushes++;
 	if (ningest > 0 || replace)
 		db->ctr.ingests++;
-	/* invariant (5): the manifest that moved past the old log is durable */
-	if (rc == LSM_OK)
+	/*
+	 * Invariant (5): the manifest that moved past the old log is durable.
+	 * Invariant (12): the prepared batches its records resolved go first,
+	 * durably; if they cannot, the log stays (an orphan).
+	 */
+	if (rc == LSM_OK && resolved)
+	{
+		lsm_err		why;
+
+		lsm_err_clear(&why);
+		if (lsm_prepared_forget(db, resolved, &why) != LSM_OK)
+		{
+			lsm_db_log(db, LSM_LOG_WARNING,
+					   "store \"%s\" keeps write-ahead log %llu: could not remove the prepared batches it resolved: %s",
+					   db->dir, (unsigned long long) old_log, why.msg);
+			old_log = 0;
+		}
+	}
+	lsm_memtable_unref(resolved);
+	if (rc == LSM_OK && old_log != 0)
 	{
 		lsm_wal_filename(old_log, name, sizeof(name));
 		path_of(db, name, path, sizeof(path));
@@ -2612,10 +2653,10 @@ lsm_write_wait(lsm_db *db)
 static int
 write_wait(lsm_db *db, lsm_err *e)
 {
-	int			rc = LSM_OK;
+	int			rc = lsm_prepared_wait(db, e);
 
-	if (db->wait_last == 0)
-		return LSM_OK;
+	if (rc != LSM_OK || db->wait_last == 0)
+		return rc;
 	if (db->page)
 	{
 		rc = wait_durable(db, db->wait_seq, db->wait_log, e);
@@ -2632,6 +2673,17 @@ write_wait(lsm_db *db, lsm_err *e)
 		acknowledge(db, db->wait_last);
 	db->wait_seq = db->wait_last = db->wait_log = 0;
 	return rc;
+}
+
+int
+lsm_db_sync_seen(lsm_db *db, lsm_err *e)
+{
+	if (db->page == NULL)
+		return db->log_fd >= 0 ? lsm_env_fsync(db->log_fd, "write-ahead log", e)
+			: LSM_OK;
+	db->wait_seq = db->wait_last = db->last_seq;
+	db->wait_log = db->log_number;
+	return write_wait(db, e);
 }
 
 /*
@@ -2774,7 +2826,9 @@ lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, bool defer, lsm_err *e)
 	rc = reserve_log(db, b->rep.len, !sync, e);
 	if (rc == LSM_OK)
 		rc = lsm_wal_append(db->log_fd, sync ? NULL : db->log_map, name,
-							db->log_off, b->rep.data, b->rep.len, e);
+							db->log_off,
+							b->owner ? LSM_WAL_BATCH_OF : LSM_WAL_BATCH,
+							b->rep.data, b->rep.len, e);
 	if (rc == LSM_OK && sync && pg == NULL)
 		rc = lsm_env_fsync(db->log_fd, name, e);
 	if (rc != LSM_OK)
@@ -2805,8 +2859,12 @@ lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, bool defer, lsm_err *e)
 		lsm_memfile_store(&db->mhdr->apply_to, db->log_off + b->rep.len);
 	lsm_env_crash_point();
 	rc = lsm_batch_iterate(b->rep.data + LSM_WAL_HEADER,
-						   b->rep.len - LSM_WAL_HEADER, apply_entry_cp,
+						   b->rep.len - LSM_WAL_HEADER -
+						   (b->owner ? LSM_WAL_OWNER : 0), apply_entry_cp,
 						   db->mem, e);
+	if (rc == LSM_OK && b->owner &&
+		lsm_memtable_note_resolved(db->mem, b->owner) != LSM_OK)
+		rc = lsm_err_set(e, LSM_NOMEM, "the memtable has no room");
 	if (rc != LSM_OK && db->mhdr)
 	{
 		/* committed, but left applying: the next catch-up rebuilds it */

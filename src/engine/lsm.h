@@ -259,6 +259,37 @@ int			lsm_write_opt(lsm_db *db, lsm_batch *b, int flags);
  */
 int			lsm_write_wait(lsm_db *db);
 
+/*
+ * Prepared batches: two-phase commit (docs/architecture.md, "Prepared
+ * batches").  An owner is a nonzero id the caller chooses, unique among the
+ * store's prepared batches.
+ *
+ * lsm_prepare makes batch b durable (as flags say, LSM_WRITE_DEFER
+ * included: lsm_write_wait then syncs it) without making it visible: no
+ * read sees it until it is resolved.  Under lsm_lock, or taking the write
+ * lock for the call.  LSM_EXISTS if owner has a prepared batch already.
+ *
+ * lsm_resolve applies owner's prepared batch atomically at the next
+ * sequences, as one commit with the durability flags say (commit nonzero),
+ * or discards it.  The batch's file goes once the commit is durable (with
+ * LSM_WRITE_NOSYNC, at the next flush).  Idempotent: LSM_NOTFOUND if the store has no
+ * undecided batch of owner (never prepared, or resolved already, by any
+ * process, before or after a crash).  The caller's decision must be the
+ * same every time.  Not under lsm_lock (LSM_INVALID).
+ *
+ * lsm_prepared lists up to max owners of undecided batches in owners and
+ * sets *n to how many there are.  lsm_prepared_holds tells whether an
+ * undecided batch writes key (LSM_OK, its owner in *owner if not NULL) or
+ * not (LSM_NOTFOUND): under lsm_lock the answer holds until lsm_unlock, so
+ * a committer that checks its keys cannot overlap a prepared batch.  Both
+ * cost a load of LOCK's page while no batch was prepared or resolved.
+ */
+int			lsm_prepare(lsm_db *db, lsm_batch *b, uint64_t owner, int flags);
+int			lsm_resolve(lsm_db *db, uint64_t owner, int commit, int flags);
+int			lsm_prepared(lsm_db *db, uint64_t *owners, size_t max, size_t *n);
+int			lsm_prepared_holds(lsm_db *db, const void *key, size_t klen,
+							   uint64_t *owner);
+
 /* Convenience wrappers around a one-entry batch. */
 int			lsm_put(lsm_db *db, const void *key, size_t klen,
 					const void *val, size_t vlen);

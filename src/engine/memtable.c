@@ -70,7 +70,7 @@
 #include "vfilter.h"
 
 #define MAX_HEIGHT 12
-#define MT_MAGIC UINT64_C(0x4c534d4d54524731)	/* "LSMMTRG1" */
+#define MT_MAGIC UINT64_C(0x4c534d4d54524732)	/* "LSMMTRG2" */
 #define UNIT 8					/* bytes per offset unit */
 #define MAX_REGION ((size_t) UINT32_MAX * UNIT)
 
@@ -130,6 +130,14 @@ typedef struct vslot
 	uint32_t	pad;
 } vslot;
 
+/* An owner of a prepared batch that a record of this memtable resolved. */
+typedef struct mt_owner
+{
+	uint64_t	owner;
+	mt_off		next;
+	uint32_t	pad;
+} mt_owner;
+
 /* The region's header, at its start. */
 typedef struct mt_region
 {
@@ -154,6 +162,7 @@ typedef struct mt_region
 	uint64_t	unindexed;
 	uint64_t	vindex;			/* slots offset << 32 | mask; 0: none */
 	uint64_t	vused;			/* slots in use */
+	mt_off		owners;			/* resolved owners (mt_owner), newest first */
 } mt_region;
 
 struct lsm_memtable
@@ -1010,6 +1019,47 @@ lsm_memtable_add(lsm_memtable *mt, uint64_t seq, int kind,
 					 __ATOMIC_RELAXED);
 	__atomic_store_n(&r->entries, r->entries + 1, __ATOMIC_RELEASE);
 	return LSM_OK;
+}
+
+int
+lsm_memtable_note_resolved(lsm_memtable *mt, uint64_t owner)
+{
+	mt_owner   *o;
+
+	LSM_ASSERT(mt->writable);
+	o = region_alloc(mt, sizeof(mt_owner), UNIT);
+	if (o == NULL)
+		return LSM_NOMEM;
+	o->owner = owner;
+	o->next = mt->r->owners;
+	store_off(&mt->r->owners, off_of(mt, o));
+	return LSM_OK;
+}
+
+bool
+lsm_memtable_resolved(const lsm_memtable *mt, uint64_t owner)
+{
+	mt_off		o;
+
+	for (o = load_off(&mt->r->owners); o != 0;
+		 o = ((const mt_owner *) at(mt, o))->next)
+		if (((const mt_owner *) at(mt, o))->owner == owner)
+			return true;
+	return false;
+}
+
+int
+lsm_memtable_resolved_owners(const lsm_memtable *mt, uint64_t *owners,
+							 size_t max)
+{
+	mt_off		o;
+	int			n = 0;
+
+	for (o = load_off(&mt->r->owners); o != 0;
+		 o = ((const mt_owner *) at(mt, o))->next, n++)
+		if ((size_t) n < max)
+			owners[n] = ((const mt_owner *) at(mt, o))->owner;
+	return n;
 }
 
 bool

@@ -137,6 +137,19 @@ bool		lsm_memtable_get(const lsm_memtable *mt, const void *key,
 							 size_t klen, uint64_t snap, int *kind,
 							 const uint8_t **val, size_t *vlen, uint64_t *seq);
 
+/*
+ * The owners of prepared batches (prepared.c) that records of this memtable's
+ * log resolved: lsm_memtable_note_resolved adds one (LSM_NOMEM: no room; the
+ * caller reserved it with the batch), after the batch's entries;
+ * lsm_memtable_resolved tells whether owner is one, and
+ * lsm_memtable_resolved_owners copies up to max of them and returns how many
+ * there are.  Read without locks, as the entries are.
+ */
+int			lsm_memtable_note_resolved(lsm_memtable *mt, uint64_t owner);
+bool		lsm_memtable_resolved(const lsm_memtable *mt, uint64_t owner);
+int			lsm_memtable_resolved_owners(const lsm_memtable *mt,
+										 uint64_t *owners, size_t max);
+
 /* Bytes of entries (the flush criterion) and bytes the arena allocated. */
 size_t		lsm_memtable_bytes(const lsm_memtable *mt);
 size_t		lsm_memtable_arena_bytes(const lsm_memtable *mt);

@@ -33,7 +33,7 @@ lsm_wal_filename(uint64_t number, char *buf, size_t n)
 
 int
 lsm_wal_append(int fd, uint8_t *map, const char *name, uint64_t off,
-			   uint8_t *rec, size_t len, lsm_err *e)
+			   int type, uint8_t *rec, size_t len, lsm_err *e)
 {
 	size_t		plen = len - LSM_WAL_HEADER;
 
@@ -43,7 +43,7 @@ lsm_wal_append(int fd, uint8_t *map, const char *name, uint64_t off,
 						   "batch of %zu bytes is larger than a log record can hold",
 						   plen);
 	lsm_put_u32(rec + 4, (uint32_t) plen);
-	rec[8] = LSM_WAL_BATCH;
+	rec[8] = (uint8_t) type;
 	lsm_put_u32(rec, lsm_checksum(rec + 4, plen + 5));
 	if (map)
 		return lsm_env_map_write(fd, map, rec, len, (off_t) off, name, e);
@@ -86,6 +86,17 @@ lsm_wal_probe(int fd, const char *name, uint64_t off,
 	return LSM_OK;
 }
 
+/* The least payload a record of type t holds; 0 for an unknown type. */
+static uint32_t
+least_payload(uint8_t t)
+{
+	if (t == LSM_WAL_BATCH)
+		return LSM_BATCH_HEADER;
+	if (t == LSM_WAL_BATCH_OF)
+		return LSM_BATCH_HEADER + LSM_WAL_OWNER;
+	return 0;
+}
+
 /*
  * The length (header included) of the record at p, of at most avail bytes,
  * if its header frames one that fits and its checksum is good; else 0.
@@ -98,7 +109,7 @@ record_len_at(const uint8_t *p, size_t avail)
 	if (avail < LSM_WAL_HEADER + LSM_BATCH_HEADER)
 		return 0;
 	plen = lsm_get_u32(p + 4);
-	if (p[8] != LSM_WAL_BATCH || plen < LSM_BATCH_HEADER ||
+	if (least_payload(p[8]) == 0 || plen < least_payload(p[8]) ||
 		plen > avail - LSM_WAL_HEADER)
 		return 0;
 	if (lsm_checksum(p + 4, (size_t) plen + 5) != lsm_get_u32(p))
@@ -123,10 +134,10 @@ plausible_at(const uint8_t *p, size_t avail, uint64_t expect_seq,
 	uint32_t	count;
 	uint64_t	first;
 
-	if (avail < LSM_WAL_HEADER + LSM_BATCH_HEADER || p[8] != LSM_WAL_BATCH)
+	if (avail < LSM_WAL_HEADER + LSM_BATCH_HEADER || least_payload(p[8]) == 0)
 		return false;
 	plen = lsm_get_u32(p + 4);
-	if (plen < LSM_BATCH_HEADER || plen > avail - LSM_WAL_HEADER)
+	if (plen < least_payload(p[8]) || plen > avail - LSM_WAL_HEADER)
 		return false;
 	first = lsm_get_u64(p + LSM_WAL_HEADER);
 	count = lsm_get_u32(p + LSM_WAL_HEADER + 8);
@@ -228,7 +239,8 @@ lsm_wal_replay(int fd, const char *name, uint64_t off, uint64_t expect_seq,
 		/* a stale record, past a truncation that did not reach the disk */
 		if (expect_seq != 0 && first != expect_seq)
 			break;
-		rc = apply(arg, buf + pos + LSM_WAL_HEADER, len - LSM_WAL_HEADER, e);
+		rc = apply(arg, buf[pos + 8], buf + pos + LSM_WAL_HEADER,
+				   len - LSM_WAL_HEADER, e);
 		if (rc != LSM_OK)
 			break;
 		pos += len;

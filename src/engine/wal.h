@@ -7,6 +7,8 @@
  *		type 1 (batch) payload: [first sequence u64][count u32]
  *				 { [kind u8][key len varint][key] ([value len varint][value])
  *				 if kind is put } * count
+ *		type 2 (a prepared batch, resolved): a type 1 payload, then
+ *				 [owner u64] (prepared.c)
  *
  * The file is preallocated: a writer appends at the end of the records,
  * into zeros written ahead of it (lsm_wal_prealloc), so that the fdatasync
@@ -30,6 +32,8 @@
 
 #define LSM_WAL_HEADER 9
 #define LSM_WAL_BATCH 1
+#define LSM_WAL_BATCH_OF 2		/* a batch, then the owner it resolves */
+#define LSM_WAL_OWNER 8			/* bytes of the owner after a type 2 batch */
 #define LSM_BATCH_HEADER 12		/* first sequence u64, count u32 */
 
 /* File name of log number (buf of at least 32 bytes). */
@@ -37,7 +41,8 @@ void		lsm_wal_filename(uint64_t number, char *buf, size_t n);
 
 /*
  * Fills in the record header of rec (LSM_WAL_HEADER bytes reserved at its
- * start, followed by the payload) and writes it at off, the end of the
+ * start, followed by the payload), of type (LSM_WAL_BATCH or
+ * LSM_WAL_BATCH_OF), and writes it at off, the end of the
  * records: copied into map, a writable mapping of the log that covers it
  * (lsm_env_map_write), or with one pwrite if map is NULL.  LSM_INVALID if
  * the payload is too large for the 32-bit length (nothing is written);
@@ -45,7 +50,7 @@ void		lsm_wal_filename(uint64_t number, char *buf, size_t n);
  * the caller cuts it off).
  */
 int			lsm_wal_append(int fd, uint8_t *map, const char *name,
-						   uint64_t off, uint8_t *rec, size_t len,
+						   uint64_t off, int type, uint8_t *rec, size_t len,
 						   lsm_err *e);
 
 /* Writes zeros over [from, to) of the log: room for records to come. */
@@ -70,9 +75,12 @@ typedef enum lsm_wal_probe_result
 int			lsm_wal_probe(int fd, const char *name, uint64_t off,
 						  lsm_wal_probe_result *out, lsm_err *e);
 
-/* Called for each complete batch payload; a nonzero return stops replay. */
-typedef int (*lsm_wal_apply_fn) (void *arg, const uint8_t *payload, size_t n,
-								 lsm_err *e);
+/*
+ * Called for each complete record with its type and payload; a nonzero
+ * return stops replay.
+ */
+typedef int (*lsm_wal_apply_fn) (void *arg, int type, const uint8_t *payload,
+								 size_t n, lsm_err *e);
 
 typedef struct lsm_wal_replay_result
 {

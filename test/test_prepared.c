@@ -1,0 +1,481 @@
+/*
+ * test_prepared.c
+ *		Prepared batches (lsm_prepare, lsm_resolve): invisible until resolved,
+ *		visible to every handle at once after a commit, gone after a
+ *		rollback, kept across reopening and flushes, conflicts reported
+ *		under the lock, and resolved exactly once whatever step a process is
+ *		killed at (the crash points of prepared.c and of the write path).
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+
+#include "harness.h"
+
+#include "env.h"
+
+/* Small memtables, so that a few hundred writes flush. */
+static lsm_options
+small_options(void)
+{
+	lsm_options o;
+
+	lsm_options_init(&o);
+	o.memtable_bytes = 16 * 1024;
+	o.file_bytes = 16 * 1024;
+	o.block_bytes = 1024;
+	o.lock_timeout_ms = 10000;
+	return o;
+}
+
+static lsm_db *
+open_db(const char *dir)
+{
+	lsm_options o = small_options();
+	lsm_db	   *db = NULL;
+
+	CHECK_OK(lsm_open(dir, &o, &db));
+	return db;
+}
+
+/* The value of key as a string ("" when absent), in buf. */
+static const char *
+value_of(lsm_db *db, const char *key, char *buf, size_t cap)
+{
+	void	   *v;
+	size_t		vl;
+	int			rc = lsm_get(db, key, strlen(key), &v, &vl);
+
+	buf[0] = '\0';
+	if (rc == LSM_NOTFOUND)
+		return buf;
+	CHECK_DB_OK(db, rc);
+	CHECK(vl < cap);
+	memcpy(buf, v, vl);
+	buf[vl] = '\0';
+	lsm_free(v);
+	return buf;
+}
+
+#define CHECK_VALUE(db, key, want) \
+	do { \
+		char		buf_[256]; \
+		\
+		CHECK_STREQ(value_of((db), (key), buf_, sizeof(buf_)), (want)); \
+	} while (0)
+
+static void
+put(lsm_db *db, const char *k, const char *v)
+{
+	CHECK_DB_OK(db, lsm_put(db, k, strlen(k), v, strlen(v)));
+}
+
+/* A batch: put a=<tag>, put b=<tag>, delete c. */
+static lsm_batch *
+batch_of(const char *tag)
+{
+	lsm_batch  *b = lsm_batch_new();
+
+	CHECK(b != NULL);
+	CHECK_OK(lsm_batch_put(b, "a", 1, tag, strlen(tag)));
+	CHECK_OK(lsm_batch_put(b, "b", 1, tag, strlen(tag)));
+	CHECK_OK(lsm_batch_delete(b, "c", 1));
+	return b;
+}
+
+static size_t
+prepared_count(lsm_db *db)
+{
+	uint64_t	owners[8];
+	size_t		n;
+
+	CHECK_DB_OK(db, lsm_prepared(db, owners, 8, &n));
+	return n;
+}
+
+static bool
+file_exists(const char *dir, const char *name)
+{
+	char		path[4096];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return stat(path, &st) == 0;
+}
+
+TEST(prepare_commit_rollback)
+{
+	char	   *dir = harness_tmpdir("prep");
+	lsm_db	   *db = open_db(dir),
+			   *other = open_db(dir);
+	lsm_batch  *b = batch_of("new");
+	uint64_t	owners[4],
+				who = 0;
+	size_t		n;
+
+	put(db, "a", "old");
+	put(db, "c", "old");
+	CHECK_DB_OK(db, lsm_prepare(db, b, 7, LSM_WRITE_SYNC));
+	CHECK(file_exists(dir, "prepared.0000000000000007"));
+
+	/* invisible, to both handles, but listed and conflicting */
+	CHECK_VALUE(db, "a", "old");
+	CHECK_VALUE(db, "b", "");
+	CHECK_VALUE(db, "c", "old");
+	CHECK_DB_OK(other, lsm_refresh(other));
+	CHECK_VALUE(other, "a", "old");
+	CHECK_DB_OK(other, lsm_prepared(other, owners, 4, &n));
+	CHECK_EQ(n, 1);
+	CHECK_EQ(owners[0], 7);
+	CHECK_DB_OK(other, lsm_lock(other, 0));
+	CHECK_DB_OK(other, lsm_prepared_holds(other, "c", 1, &who));
+	CHECK_EQ(who, 7);
+	CHECK_RC(LSM_NOTFOUND, lsm_prepared_holds(other, "z", 1, NULL));
+	lsm_unlock(other);
+	CHECK_RC(LSM_EXISTS, lsm_prepare(db, b, 7, LSM_WRITE_SYNC));
+	CHECK_RC(LSM_INVALID, lsm_prepare(db, b, 0, LSM_WRITE_SYNC));
+
+	/* committed by the other handle: visible everywhere, exactly once */
+	CHECK_DB_OK(other, lsm_resolve(other, 7, 1, LSM_WRITE_SYNC));
+	CHECK(!file_exists(dir, "prepared.0000000000000007"));
+	CHECK_VALUE(other, "b", "new");
+	CHECK_DB_OK(db, lsm_refresh(db));
+	CHECK_VALUE(db, "a", "new");
+	CHECK_VALUE(db, "b", "new");
+	CHECK_VALUE(db, "c", "");
+	CHECK_EQ(prepared_count(db), 0);
+	CHECK_RC(LSM_NOTFOUND, lsm_resolve(db, 7, 1, LSM_WRITE_SYNC));
+	CHECK_RC(LSM_NOTFOUND, lsm_prepared_holds(db, "a", 1, NULL));
+
+	/* committed without sync: the file stays until the flush, resolved */
+	lsm_batch_free(b);
+	b = batch_of("lazy");
+	CHECK_DB_OK(db, lsm_prepare(db, b, 10, LSM_WRITE_SYNC));
+	CHECK_DB_OK(db, lsm_resolve(db, 10, 1, LSM_WRITE_NOSYNC));
+	CHECK(file_exists(dir, "prepared.000000000000000a"));
+	CHECK_EQ(prepared_count(other), 0);
+	CHECK_RC(LSM_NOTFOUND, lsm_prepared_holds(other, "a", 1, NULL));
+	CHECK_VALUE(db, "a", "lazy");
+	CHECK_DB_OK(db, lsm_flush(db));
+	CHECK(!file_exists(dir, "prepared.000000000000000a"));
+	CHECK_EQ(prepared_count(other), 0);
+	put(db, "a", "new");
+
+	/* rolled back: nothing of it, ever */
+	lsm_batch_free(b);
+	b = batch_of("gone");
+	CHECK_DB_OK(db, lsm_prepare(db, b, 8, LSM_WRITE_NOSYNC));
+	CHECK_DB_OK(db, lsm_resolve(db, 8, 0, LSM_WRITE_SYNC));
+	CHECK_RC(LSM_NOTFOUND, lsm_resolve(db, 8, 1, LSM_WRITE_SYNC));
+	CHECK_VALUE(db, "a", "new");
+	CHECK_EQ(prepared_count(other), 0);
+
+	/* not under lsm_lock */
+	CHECK_DB_OK(db, lsm_prepare(db, b, 9, LSM_WRITE_DEFAULT));
+	CHECK_DB_OK(db, lsm_lock(db, 0));
+	CHECK_RC(LSM_INVALID, lsm_resolve(db, 9, 1, LSM_WRITE_SYNC));
+	lsm_unlock(db);
+	CHECK_DB_OK(db, lsm_resolve(db, 9, 1, LSM_WRITE_DEFAULT));
+	CHECK_VALUE(db, "a", "gone");
+	lsm_batch_free(b);
+	CHECK_DB_OK(db, lsm_verify(db));
+	CHECK_DB_OK(other, lsm_close(other));
+	CHECK_DB_OK(db, lsm_close(db));
+}
+
+/* Prepared under lsm_lock with LSM_WRITE_DEFER: durable at lsm_write_wait. */
+TEST(prepare_deferred_under_lock)
+{
+	char	   *dir = harness_tmpdir("prepdefer");
+	lsm_db	   *db = open_db(dir);
+	lsm_batch  *b = batch_of("x");
+
+	CHECK_DB_OK(db, lsm_lock(db, 0));
+	CHECK_RC(LSM_NOTFOUND, lsm_prepared_holds(db, "a", 1, NULL));
+	CHECK_DB_OK(db, lsm_prepare(db, b, 0x1234abcdULL, LSM_WRITE_SYNC | LSM_WRITE_DEFER));
+	CHECK_DB_OK(db, lsm_prepared_holds(db, "b", 1, NULL));
+	lsm_unlock(db);
+	CHECK_DB_OK(db, lsm_write_wait(db));
+	CHECK(file_exists(dir, "prepared.000000001234abcd"));
+	CHECK_DB_OK(db, lsm_resolve(db, 0x1234abcdULL, 1, LSM_WRITE_SYNC));
+	CHECK_VALUE(db, "b", "x");
+	lsm_batch_free(b);
+	CHECK_DB_OK(db, lsm_close(db));
+}
+
+/* Undecided batches outlive flushes, compactions and reopening. */
+TEST(prepared_across_flushes_and_reopen)
+{
+	char	   *dir = harness_tmpdir("prepflush");
+	lsm_db	   *db = open_db(dir);
+	lsm_batch  *b = batch_of("kept");
+	char		k[32];
+	int			i;
+
+	CHECK_DB_OK(db, lsm_prepare(db, b, 42, LSM_WRITE_SYNC));
+	for (i = 0; i < 3000; i++)
+	{
+		snprintf(k, sizeof(k), "k%05d", i);
+		put(db, k, "filler value of some length to fill memtables");
+	}
+	CHECK_DB_OK(db, lsm_flush(db));
+	CHECK_DB_OK(db, lsm_compact_all(db));
+	CHECK_VALUE(db, "a", "");
+	CHECK_DB_OK(db, lsm_close(db));
+	db = open_db(dir);
+	CHECK_EQ(prepared_count(db), 1);
+	CHECK_DB_OK(db, lsm_resolve(db, 42, 1, LSM_WRITE_SYNC));
+	CHECK_VALUE(db, "a", "kept");
+	/* the record that resolved it is flushed: the file is long gone */
+	for (i = 0; i < 3000; i++)
+	{
+		snprintf(k, sizeof(k), "j%05d", i);
+		put(db, k, "filler value of some length to fill memtables");
+	}
+	put(db, "a", "later");
+	CHECK_DB_OK(db, lsm_close(db));
+	db = open_db(dir);
+	CHECK_EQ(prepared_count(db), 0);
+	CHECK_RC(LSM_NOTFOUND, lsm_resolve(db, 42, 1, LSM_WRITE_SYNC));
+	CHECK_VALUE(db, "a", "later");
+	CHECK_VALUE(db, "b", "kept");
+	lsm_batch_free(b);
+	CHECK_DB_OK(db, lsm_verify(db));
+	CHECK_DB_OK(db, lsm_close(db));
+}
+
+/* Copies file from to to. */
+static void
+copy_file(const char *from, const char *to)
+{
+	char		buf[65536];
+	int			in = open(from, O_RDONLY),
+				out;
+	ssize_t		n;
+
+	CHECK(in >= 0);
+	out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	CHECK(out >= 0);
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		CHECK_EQ(write(out, buf, (size_t) n), n);
+	close(in);
+	close(out);
+}
+
+/*
+ * The crash between a commit's durable record and the removal of the file
+ * (put back by hand): the owner is resolved already, for a handle that
+ * maps the shared memtable, for one that replays the log, and a flush
+ * removes the file before the log goes.
+ */
+TEST(resolved_file_left_behind)
+{
+	char	   *dir = harness_tmpdir("prepleft");
+	char		path[4096],
+				saved[4096];
+	lsm_db	   *db = open_db(dir),
+			   *fresh;
+	lsm_batch  *b = batch_of("once");
+	int			i;
+
+	snprintf(path, sizeof(path), "%s/prepared.0000000000000005", dir);
+	snprintf(saved, sizeof(saved), "%s.saved", dir);
+	CHECK_DB_OK(db, lsm_prepare(db, b, 5, LSM_WRITE_SYNC));
+	copy_file(path, saved);
+	CHECK_DB_OK(db, lsm_resolve(db, 5, 1, LSM_WRITE_SYNC));
+	put(db, "a", "after");
+	copy_file(saved, path);
+
+	fresh = open_db(dir);
+	CHECK_EQ(prepared_count(fresh), 0);
+	CHECK_RC(LSM_NOTFOUND, lsm_prepared_holds(fresh, "a", 1, NULL));
+	CHECK_RC(LSM_NOTFOUND, lsm_resolve(fresh, 5, 1, LSM_WRITE_SYNC));
+	CHECK(!file_exists(dir, "prepared.0000000000000005"));
+	CHECK_VALUE(fresh, "a", "after");
+	CHECK_DB_OK(fresh, lsm_close(fresh));
+	CHECK_DB_OK(db, lsm_close(db));
+
+	/* a reopen replays the log when the shared memtable is gone */
+	copy_file(saved, path);
+	snprintf(saved, sizeof(saved), "%s", dir);
+	{
+		DIR		   *d = opendir(dir);
+		struct dirent *de;
+
+		CHECK(d != NULL);
+		while ((de = readdir(d)) != NULL)
+			if (strstr(de->d_name, ".mem") != NULL)
+			{
+				char		p[4096];
+
+				snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
+				CHECK_EQ(unlink(p), 0);
+			}
+		closedir(d);
+	}
+	db = open_db(dir);
+	CHECK_EQ(prepared_count(db), 0);
+	CHECK_VALUE(db, "a", "after");
+
+	/* a flush removes it before the log that resolved it goes */
+	CHECK(file_exists(dir, "prepared.0000000000000005"));
+	for (i = 0; i < 2000; i++)
+	{
+		char		k[32];
+
+		snprintf(k, sizeof(k), "k%05d", i);
+		put(db, k, "filler value of some length to fill memtables");
+	}
+	CHECK(!file_exists(dir, "prepared.0000000000000005"));
+	CHECK_EQ(prepared_count(db), 0);
+	CHECK_VALUE(db, "a", "after");
+	lsm_batch_free(b);
+	CHECK_DB_OK(db, lsm_close(db));
+}
+
+/* A damaged file (a torn one after a power loss) rolls back, never commits. */
+TEST(damaged_prepared_file)
+{
+	char	   *dir = harness_tmpdir("prepbad");
+	char		path[4096];
+	lsm_db	   *db = open_db(dir);
+	lsm_batch  *b = batch_of("torn");
+	int			fd;
+
+	CHECK_DB_OK(db, lsm_prepare(db, b, 11, LSM_WRITE_SYNC));
+	CHECK_DB_OK(db, lsm_prepare(db, b, 12, LSM_WRITE_SYNC));
+	snprintf(path, sizeof(path), "%s/prepared.000000000000000b", dir);
+	fd = open(path, O_WRONLY);
+	CHECK(fd >= 0);
+	CHECK_EQ(ftruncate(fd, 30), 0);
+	close(fd);
+	CHECK_DB_OK(db, lsm_close(db));
+	db = open_db(dir);
+	CHECK_EQ(prepared_count(db), 2);
+	CHECK_RC(LSM_CORRUPTION, lsm_resolve(db, 11, 1, LSM_WRITE_SYNC));
+	CHECK_DB_OK(db, lsm_resolve(db, 11, 0, LSM_WRITE_SYNC));
+	CHECK_DB_OK(db, lsm_resolve(db, 12, 1, LSM_WRITE_SYNC));
+	CHECK_VALUE(db, "a", "torn");
+	CHECK_EQ(prepared_count(db), 0);
+	lsm_batch_free(b);
+	CHECK_DB_OK(db, lsm_close(db));
+}
+
+/*
+ * A child prepares owner `at` and commits it, killed at its at-th crash
+ * point (in the prepare, the append and apply of the resolving record,
+ * before the file's removal).  The parent then decides as a transaction
+ * manager would: commit if the prepare returned (the child says so in a
+ * pipe), else rollback; then writes a over, and checks that nothing of the
+ * batch shows up again, through a fresh handle, a flush and a reopen.
+ */
+static void
+kill_child(const char *dir, long at, int out)
+{
+	lsm_options o = small_options();
+	lsm_fault	f;
+	lsm_batch  *b;
+	lsm_db	   *db;
+	char		tag[32];
+
+	snprintf(tag, sizeof(tag), "t%ld", at);
+	b = batch_of(tag);
+	CHECK_OK(lsm_open(dir, &o, &db));
+	memset(&f, 0, sizeof(f));
+	f.kill_at = at;
+	lsm_fault_install(&f);
+	CHECK_DB_OK(db, lsm_prepare(db, b, (uint64_t) at, LSM_WRITE_SYNC));
+	CHECK_EQ(write(out, "p", 1), 1);
+	CHECK_DB_OK(db, lsm_resolve(db, (uint64_t) at, 1, LSM_WRITE_SYNC));
+	lsm_fault_install(NULL);
+	lsm_batch_free(b);
+	CHECK_DB_OK(db, lsm_close(db));
+}
+
+TEST(resolve_kill_points)
+{
+	char	   *dir = harness_tmpdir("prepkill");
+	long		at;
+	int			kills = 0,
+				commits = 0;
+
+	for (at = 1;; at++)
+	{
+		int			p[2],
+					status;
+		char		c;
+		bool		prepared;
+		char		tag[32];
+		pid_t		pid;
+		lsm_db	   *db;
+		int			rc;
+
+		CHECK_EQ(pipe(p), 0);
+		pid = fork();
+		CHECK(pid >= 0);
+		if (pid == 0)
+		{
+			close(p[0]);
+			kill_child(dir, at, p[1]);
+			_exit(0);
+		}
+		close(p[1]);
+		prepared = read(p[0], &c, 1) == 1;
+		close(p[0]);
+		CHECK_EQ(waitpid(pid, &status, 0), pid);
+		CHECK(WIFSIGNALED(status) || (WIFEXITED(status) &&
+									  WEXITSTATUS(status) == 0));
+		snprintf(tag, sizeof(tag), "t%ld", at);
+
+		db = open_db(dir);
+		rc = lsm_resolve(db, (uint64_t) at, prepared, LSM_WRITE_SYNC);
+		CHECK_MSG(rc == LSM_OK || rc == LSM_NOTFOUND,
+				  "kill point %ld: resolve: %s", at, lsm_errmsg(db));
+		if (prepared)
+		{
+			CHECK_VALUE(db, "b", tag);
+			commits++;
+		}
+		else
+		{
+			char		buf[64];
+
+			CHECK_MSG(strcmp(value_of(db, "b", buf, sizeof(buf)), tag) != 0,
+					  "kill point %ld: a batch never prepared is visible", at);
+		}
+		CHECK_EQ(prepared_count(db), 0);
+		put(db, "a", "over");
+		put(db, "b", "over");
+		CHECK_DB_OK(db, lsm_close(db));
+
+		/* nothing comes back: not to a new handle, nor after a flush */
+		db = open_db(dir);
+		CHECK_EQ(prepared_count(db), 0);
+		CHECK_RC(LSM_NOTFOUND, lsm_resolve(db, (uint64_t) at, 1, LSM_WRITE_SYNC));
+		CHECK_DB_OK(db, lsm_flush(db));
+		CHECK_VALUE(db, "a", "over");
+		CHECK_VALUE(db, "b", "over");
+		CHECK_DB_OK(db, lsm_close(db));
+		if (!WIFSIGNALED(status))
+			break;
+		kills++;
+		CHECK(at < 200);
+	}
+	CHECK_GT(kills, 3);
+	CHECK_GT(commits, 1);
+	printf("# %d kill points, %d of them after the prepare returned\n",
+		   kills, commits);
+}
+
+int
+main(int argc, char **argv)
+{
+	harness_init(argc, argv);
+	RUN(prepare_commit_rollback);
+	RUN(prepare_deferred_under_lock);
+	RUN(prepared_across_flushes_and_reopen);
+	RUN(resolved_file_left_behind);
+	RUN(damaged_prepared_file);
+	RUN(resolve_kill_points);
+	return harness_done();
+}
