@@ -125,11 +125,7 @@ COMMIT;
 SELECT * FROM kv2;
 SELECT * FROM kv;
 
--- two-phase commit is refused for transactions that wrote
-BEGIN;
-INSERT INTO kv VALUES ('2pc', 0);
-PREPARE TRANSACTION 'lsm';                                  -- ERROR
-SELECT * FROM kv WHERE k = '2pc';
+-- (two-phase commit: twophase.sql)
 
 -- another session sees only committed writes
 CREATE EXTENSION dblink;

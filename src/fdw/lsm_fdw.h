@@ -397,6 +397,7 @@ extern void LsmFdwScanEnd(LsmFdwStore *s, CommandId curcid);
 extern bool LsmFdwScansWithin(const LsmFdwStore *s, CommandId lo,
 							  CommandId hi);
 extern void LsmFdwEngineLogToClient(bool on);
+extern void LsmFdwResolvePrepared(LsmFdwStore *s, const char *relname);
 extern void LsmFdwReportError(int rc, lsm_db *db, const char *relname,
 							  const char *action) pg_attribute_noreturn();
 extern bool LsmFdwGet(LsmFdwStore *s, const char *relname,

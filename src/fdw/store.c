@@ -187,6 +187,8 @@ LsmFdwOpenStore(LsmFdwTable *t, bool refresh)
 		s->snapshot_lxid = MyProc->lxid;
 		s->l0_trigger = opts.l0_compaction_trigger;
 		check_layout(s, t, &meta);
+		if (refresh)
+			LsmFdwResolvePrepared(s, t->relname);
 		return s;				/* just opened: nothing to catch up with */
 	}
 
@@ -201,6 +203,7 @@ LsmFdwOpenStore(LsmFdwTable *t, bool refresh)
 	{
 		if ((rc = lsm_refresh(s->db)) != LSM_OK)
 			LsmFdwReportError(rc, s->db, t->relname, "refresh");
+		LsmFdwResolvePrepared(s, t->relname);
 		s->snapshot_lxid = MyProc->lxid;
 	}
 	return s;

@@ -109,10 +109,16 @@
  * and an UPDATE run while a cursor of an earlier command reads the table,
  * stay in memory.
  *
- * Limits of this version: a transaction that writes several stores
- * writes them one by one after all the checks, so an engine failure (disk
- * full, I/O error) or a crash in the middle of that can leave the stores
- * before it committed while the transaction aborts.
+ * Atomic commits across stores, and two-phase commit: a transaction that
+ * wrote several stores, or one and PostgreSQL's own tables (it has a
+ * transaction id), prepares each store's batch under its FullTransactionId
+ * (lsm_prepare: durable, invisible, conflicts decided) at pre-commit, and
+ * resolves them at XACT_EVENT_COMMIT or abort, once PostgreSQL's commit
+ * record decided; PREPARE TRANSACTION prepares them the same way and
+ * leaves them to whoever reads the store after COMMIT PREPARED or
+ * ROLLBACK PREPARED (LsmFdwResolvePrepared).  docs/architecture.md,
+ * "Prepared batches", has the protocol.  Writes that moved to stages are
+ * committed store by store and cannot be prepared.
  *
  * src/fdw/xact.c
  *
@@ -121,8 +127,14 @@
 #include "postgres.h"
 
 #include <limits.h>
+#include <signal.h>
 
 #include "access/table.h"
+#include "access/transam.h"
+#include "access/xlog.h"
+#include "replication/message.h"
+#include "storage/lwlock.h"
+#include "storage/procarray.h"
 #include "access/xact.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
@@ -175,6 +187,7 @@ typedef struct PendingStore
 								 * an UPDATE or DELETE; or NULL */
 	bool		launch_compactor;	/* written, and calls for a background
 									 * compaction once committed */
+	bool		prepared;		/* its batch is prepared under xact_owner */
 } PendingStore;
 
 /* Where the first write of a subtransaction went in the undo log */
@@ -206,9 +219,18 @@ static List *marks = NIL;		/* SavepointMark, innermost last */
 static List *removals = NIL;	/* DirRemoval */
 static Size pending_bytes = 0;	/* memory of the pending versions */
 static Size spill_floor = 0;	/* no spill attempt below this */
+static uint64 xact_owner = 0;	/* the owner of the prepared batches */
 
 /* lsm_fdw.pending_memory, in kB */
 static int	pending_memory_kb = 65536;
+
+/*
+ * lsm_fdw.test_kill_at (superuser, for the process tests): the backend
+ * kills itself with SIGKILL at this step of its next commit across stores
+ * (kill_point), as a crash there would; 0 never.
+ */
+static int	test_kill_at = 0;
+static int	kill_steps = 0;
 
 /* What a pending version costs in memory beyond its key and row */
 #define VERSION_OVERHEAD	(sizeof(PendingVersion) + sizeof(PendingKey) + \
@@ -225,6 +247,12 @@ static void undo_to(int pos);
 static void lock_and_check_store(PendingStore *ps);
 static void wait_stores(PendingStore **order, int n);
 static void write_store(PendingStore *ps);
+static lsm_batch *build_batch(PendingStore *ps);
+static void check_prepared(PendingStore *ps);
+static void prepare_stores(PendingStore **order, int n, bool two_phase);
+static void resolve_stores(bool commit);
+static PendingStore **stores_in_order(int *n);
+static bool needs_two_phase(PendingStore **order, int n);
 static uint64 row_version(const char *row, size_t rowlen);
 static uint64 committed_version(PendingStore *ps, const char *key,
 								size_t klen);
@@ -269,6 +297,25 @@ LsmFdwInitXact(void)
 							65536, 1024, INT_MAX,
 							PGC_USERSET, GUC_UNIT_KB,
 							NULL, NULL, NULL);
+	DefineCustomIntVariable("lsm_fdw.test_kill_at",
+							"Kills the backend at this step of a commit across stores (tests only).",
+							NULL,
+							&test_kill_at,
+							0, 0, INT_MAX,
+							PGC_SUSET, GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL,
+							NULL, NULL, NULL);
+}
+
+/*
+ * A step of a commit across stores where the process tests make the
+ * backend die (lsm_fdw.test_kill_at): after each store's prepare, after
+ * they are durable, and before and after each store's resolve.
+ */
+static void
+kill_point(void)
+{
+	if (test_kill_at > 0 && ++kill_steps == test_kill_at)
+		(void) kill(MyProcPid, SIGKILL);
 }
 
 /*
@@ -711,6 +758,7 @@ get_pending_store(LsmFdwStore *s, const char *relname)
 		ps->cmd_cid = InvalidCommandId;
 		ps->bases = NULL;
 		ps->launch_compactor = false;
+		ps->prepared = false;
 		LsmFdwPinStore(s);
 		ps->first_seq = lsm_last_sequence(s->db);
 	}
@@ -849,6 +897,7 @@ lock_and_check_store(PendingStore *ps)
 	if ((rc = lsm_lock(ps->store->db,
 					   lsm_stage_truncated(ps->stage) ? LSM_LOCK_COMPACTION : 0)) != LSM_OK)
 		LsmFdwReportError(rc, ps->store->db, ps->relname, "lock");
+	check_prepared(ps);
 	check_inserts = lsm_last_sequence(ps->store->db) != ps->first_seq;
 	/* no committed row survives a TRUNCATE, which locked out other writers */
 	if (lsm_stage_truncated(ps->stage))
@@ -1388,8 +1437,6 @@ fold_into_stage(PendingStore *ps)
 static void
 write_store(PendingStore *ps)
 {
-	HASH_SEQ_STATUS status;
-	PendingKey *pk;
 	lsm_batch  *b;
 	int			flags = synchronous_commit > SYNCHRONOUS_COMMIT_OFF
 		? LSM_WRITE_DEFAULT : LSM_WRITE_NOSYNC;
@@ -1406,7 +1453,31 @@ write_store(PendingStore *ps)
 		return;
 	}
 
-	b = lsm_batch_new();
+	/*
+	 * synchronous_commit = off: the WAL record is written, not synced.
+	 * Either way the durability is waited for once the commit locks are
+	 * released (wait_stores).
+	 */
+	b = build_batch(ps);
+	if (lsm_batch_count(b) > 0)
+		rc = lsm_write_opt(ps->store->db, b, flags | LSM_WRITE_DEFER);
+	lsm_batch_free(b);
+	if (rc != LSM_OK)
+		LsmFdwReportError(rc, ps->store->db, ps->relname, "write");
+}
+
+/*
+ * The net changes of ps held in memory, as one batch (the caller frees it).
+ * Raises an error when out of memory (the batch is freed first).
+ */
+static lsm_batch *
+build_batch(PendingStore *ps)
+{
+	HASH_SEQ_STATUS status;
+	PendingKey *pk;
+	lsm_batch  *b = lsm_batch_new();
+	int			rc = LSM_OK;
+
 	if (b == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
@@ -1429,19 +1500,145 @@ write_store(PendingStore *ps)
 		if (rc != LSM_OK)
 		{
 			hash_seq_term(&status);
-			break;
+			lsm_batch_free(b);
+			LsmFdwReportError(rc, ps->store->db, ps->relname, "write");
 		}
 	}
+	return b;
+}
+
+/*
+ * Raises serialization_failure if another transaction's prepared batch
+ * (PREPARE TRANSACTION, or a commit across stores under way) writes a key
+ * that ps writes: whatever its decision will be, the two cannot both
+ * commit.  One load of LOCK's page when no batch is prepared.  REQUIRES:
+ * the commit lock, so that the answer holds until the write.
+ */
+static void
+check_prepared(PendingStore *ps)
+{
+	lsm_db	   *db = ps->store->db;
+	HASH_SEQ_STATUS status;
+	PendingKey *pk;
+	uint64		owner;
+	size_t		n;
+	int			rc;
+
+	if ((rc = lsm_prepared(db, NULL, 0, &n)) != LSM_OK)
+		LsmFdwReportError(rc, db, ps->relname, "read the prepared batches of");
+	if (n == 0)
+		return;
+	hash_seq_init(&status, ps->keys);
+	while ((pk = hash_seq_search(&status)) != NULL)
+	{
+		rc = lsm_prepared_holds(db, pk->ref.data, pk->ref.len, &owner);
+		if (rc == LSM_NOTFOUND)
+			continue;
+		hash_seq_term(&status);
+		if (rc != LSM_OK)
+			LsmFdwReportError(rc, db, ps->relname, "read the prepared batches of");
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not serialize access due to a prepared transaction"),
+				 errdetail("%s is written by transaction %llu, which is prepared and not yet committed or rolled back.",
+						   describe_key(ps, pk->ref.data, pk->ref.len),
+						   (unsigned long long) owner),
+				 errhint("Retry the transaction once transaction %llu is committed or rolled back (pg_prepared_xacts lists the prepared ones).",
+						 (unsigned long long) owner),
+				 errcontext("foreign table \"%s\"", ps->relname)));
+	}
+}
+
+/*
+ * Prepares the n stores in order, which are locked and checked: each
+ * store's batch becomes durable and invisible under the transaction's
+ * FullTransactionId, to be resolved at XACT_EVENT_COMMIT or abort (a
+ * commit across stores, two_phase false) or by whoever reads the store
+ * after COMMIT PREPARED or ROLLBACK PREPARED (docs/architecture.md,
+ * "Prepared batches").  Synced unless fsync is off, whatever
+ * synchronous_commit says: PostgreSQL's commit record must never outlive
+ * the batches it decides.  Releases the locks.
+ */
+static void
+prepare_stores(PendingStore **order, int n, bool two_phase)
+{
+	int			flags = (enableFsync ? LSM_WRITE_SYNC : LSM_WRITE_NOSYNC) |
+		LSM_WRITE_DEFER;
+	int			i,
+				rc;
+
+	xact_owner = U64FromFullTransactionId(GetTopFullTransactionId());
+
 	/*
-	 * synchronous_commit = off: the WAL record is written, not synced.
-	 * Either way the durability is waited for once the commit locks are
-	 * released (wait_stores).
+	 * The owner is the transaction's id, which no other transaction may get
+	 * while a batch of it can be left in a store: a transaction that dies
+	 * before anything of it reached PostgreSQL's WAL on disk leaves its id
+	 * to be handed out again after crash recovery.  Recovery moves the next
+	 * id past every id its WAL records carry, so one record of this
+	 * transaction, flushed before any batch is prepared, rules that out.
 	 */
-	if (rc == LSM_OK && lsm_batch_count(b) > 0)
-		rc = lsm_write_opt(ps->store->db, b, flags | LSM_WRITE_DEFER);
-	lsm_batch_free(b);
-	if (rc != LSM_OK)
-		LsmFdwReportError(rc, ps->store->db, ps->relname, "write");
+	XLogFlush(LogLogicalMessage("lsm_fdw", "prepare", sizeof("prepare"), true));
+	for (i = 0; i < n; i++)
+	{
+		PendingStore *ps = order[i];
+		lsm_batch  *b;
+
+		if (ps->stage != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot %s a transaction whose writes to foreign table \"%s\" outgrew lsm_fdw.pending_memory",
+							two_phase ? "PREPARE" : "commit atomically",
+							ps->relname),
+					 errdetail("Writes moved out of memory (or a TRUNCATE) are committed store by store and cannot be prepared."),
+					 errhint("Raise lsm_fdw.pending_memory, or split the transaction.")));
+		b = build_batch(ps);
+		rc = lsm_batch_count(b) > 0
+			? lsm_prepare(ps->store->db, b, xact_owner, flags) : LSM_OK;
+		lsm_batch_free(b);
+		if (rc != LSM_OK)
+			LsmFdwReportError(rc, ps->store->db, ps->relname, "prepare the write to");
+		ps->prepared = true;
+		kill_point();
+	}
+	wait_stores(order, n);
+	kill_point();
+}
+
+/*
+ * Resolves the stores this transaction prepared at pre-commit: commit at
+ * XACT_EVENT_COMMIT (PostgreSQL's commit record is written), rollback at
+ * an abort.  Raises no error: a store that cannot be resolved now is
+ * resolved by the next statement that reads it (LsmFdwResolvePrepared).
+ */
+static void
+resolve_stores(bool commit)
+{
+	HASH_SEQ_STATUS status;
+	PendingStore *ps;
+	int			flags = synchronous_commit > SYNCHRONOUS_COMMIT_OFF
+		? LSM_WRITE_DEFAULT : LSM_WRITE_NOSYNC;
+
+	if (pending_stores == NULL || xact_owner == 0)
+		return;
+	hash_seq_init(&status, pending_stores);
+	while ((ps = hash_seq_search(&status)) != NULL)
+	{
+		int			rc;
+
+		if (!ps->prepared || ps->store == NULL)
+			continue;
+		lsm_unlock(ps->store->db);
+		kill_point();
+		rc = lsm_resolve(ps->store->db, xact_owner, commit, flags);
+		kill_point();
+		if (rc != LSM_OK && rc != LSM_NOTFOUND)
+			ereport(WARNING,
+					(errmsg("could not %s the prepared write of transaction %llu to foreign table \"%s\": %s",
+							commit ? "apply" : "discard",
+							(unsigned long long) xact_owner, ps->relname,
+							lsm_errmsg(ps->store->db)),
+					 errdetail("The next statement that reads the table does it.")));
+	}
 }
 
 /*
@@ -1506,6 +1703,115 @@ pending_store_cmp(const void *a, const void *b)
 	Oid			y = (*(PendingStore *const *) b)->relid;
 
 	return (x > y) - (x < y);
+}
+
+/*
+ * Resolves the prepared batches of store s whose transactions PostgreSQL
+ * has decided: applied if the transaction committed (COMMIT PREPARED, or a
+ * commit across stores whose session did not get to it), discarded if it
+ * aborted or never finished (a crash).  Those still in progress (prepared,
+ * or committing) stay, invisible.  Called where a statement catches the
+ * store up (LsmFdwOpenStore), so that it sees every transaction committed
+ * before it began.  A batch that cannot be resolved is left, with a
+ * WARNING; the next statement tries again.
+ */
+void
+LsmFdwResolvePrepared(LsmFdwStore *s, const char *relname)
+{
+	uint64		owners[16];
+	size_t		n,
+				i;
+	int			flags = synchronous_commit > SYNCHRONOUS_COMMIT_OFF
+		? LSM_WRITE_DEFAULT : LSM_WRITE_NOSYNC;
+	int			rc;
+
+	if ((rc = lsm_prepared(s->db, owners, lengthof(owners), &n)) != LSM_OK)
+		LsmFdwReportError(rc, s->db, relname, "read the prepared batches of");
+	for (i = 0; i < n && i < lengthof(owners); i++)
+	{
+		FullTransactionId fxid = FullTransactionIdFromU64(owners[i]);
+		TransactionId xid = XidFromFullTransactionId(fxid);
+		FullTransactionId next = ReadNextFullTransactionId();
+		bool		known,
+					commit = false;
+
+		/* the status of a transaction PostgreSQL still keeps it for */
+		LWLockAcquire(XactTruncationLock, LW_SHARED);
+		known = FullTransactionIdPrecedes(fxid, next) &&
+			U64FromFullTransactionId(next) - owners[i] < (UINT64CONST(1) << 31) &&
+			TransactionIdIsNormal(xid) &&
+			!TransactionIdPrecedes(xid, ShmemVariableCache->oldestClogXid);
+		if (known && (TransactionIdIsCurrentTransactionId(xid) ||
+					  TransactionIdIsInProgress(xid)))
+		{
+			LWLockRelease(XactTruncationLock);
+			continue;
+		}
+		if (known)
+			commit = TransactionIdDidCommit(xid);
+		LWLockRelease(XactTruncationLock);
+		if (!known)
+		{
+			ereport(WARNING,
+					(errmsg("foreign table \"%s\" holds a prepared write of transaction %llu, whose outcome PostgreSQL no longer knows",
+							relname, (unsigned long long) owners[i]),
+					 errdetail("The write stays invisible."),
+					 errhint("Remove the file prepared.%016llx of the table's store once you know the transaction's outcome.",
+							 (unsigned long long) owners[i])));
+			continue;
+		}
+		rc = lsm_resolve(s->db, owners[i], commit, flags);
+		if (rc != LSM_OK && rc != LSM_NOTFOUND)
+			ereport(WARNING,
+					(errmsg("could not %s the prepared write of transaction %llu to foreign table \"%s\": %s",
+							commit ? "apply" : "discard",
+							(unsigned long long) owners[i], relname,
+							lsm_errmsg(s->db)),
+					 errdetail("The next statement that reads the table tries again.")));
+	}
+}
+
+/*
+ * The stores the transaction wrote (and did not drop), in OID order, so
+ * that commit locks cannot deadlock; *n of them, in a palloc'ed array.
+ */
+static PendingStore **
+stores_in_order(int *n)
+{
+	HASH_SEQ_STATUS status;
+	PendingStore *ps;
+	PendingStore **order;
+
+	*n = 0;
+	order = palloc(sizeof(PendingStore *) *
+				   Max(hash_get_num_entries(pending_stores), 1));
+	hash_seq_init(&status, pending_stores);
+	while ((ps = hash_seq_search(&status)) != NULL)
+	{
+		if (store_has_writes(ps) && !LsmFdwPendingDropped(ps->relid))
+			order[(*n)++] = ps;
+	}
+	qsort(order, *n, sizeof(PendingStore *), pending_store_cmp);
+	return order;
+}
+
+/*
+ * Whether a commit of the n stores in order must be atomic across them:
+ * several stores, or one and a transaction id (the transaction wrote
+ * PostgreSQL's tables too).  Not when a store's writes moved to a stage
+ * (prepare_stores cannot prepare them): those commit store by store.
+ */
+static bool
+needs_two_phase(PendingStore **order, int n)
+{
+	int			i;
+
+	if (n == 0 || (n == 1 && !TransactionIdIsValid(GetTopTransactionIdIfAny())))
+		return false;
+	for (i = 0; i < n; i++)
+		if (order[i]->stage != NULL)
+			return false;
+	return true;
 }
 
 /*
@@ -1578,12 +1884,14 @@ end_xact(bool commit)
 	removals = NIL;
 	pending_bytes = 0;
 	spill_floor = 0;
+	xact_owner = 0;
+	kill_steps = 0;
 }
 
 /*
- * Transaction callback: writes the pending writes at pre-commit, refuses
- * PREPARE TRANSACTION of a transaction that wrote (the stores have no
- * two-phase commit), and ends the transaction's state at commit or abort.
+ * Transaction callback: writes (or prepares) the pending writes at
+ * pre-commit, prepares them at pre-prepare, resolves what it prepared and
+ * ends the transaction's state at commit or abort.
  */
 static void
 xact_callback(XactEvent event, void *arg)
@@ -1593,30 +1901,31 @@ xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PRE_COMMIT:
 			if (pending_stores != NULL)
 			{
-				HASH_SEQ_STATUS status;
-				PendingStore *ps;
 				PendingStore **order;
-				int			n = 0;
+				int			n;
 				int			i;
 
-				/* in OID order, so that commit locks cannot deadlock */
-				order = palloc(sizeof(PendingStore *) *
-							   Max(hash_get_num_entries(pending_stores), 1));
-				hash_seq_init(&status, pending_stores);
-				while ((ps = hash_seq_search(&status)) != NULL)
-				{
-					if (store_has_writes(ps) &&
-						!LsmFdwPendingDropped(ps->relid))
-						order[n++] = ps;
-				}
-				qsort(order, n, sizeof(PendingStore *), pending_store_cmp);
+				order = stores_in_order(&n);
 				for (i = 0; i < n; i++)
 					(void) fold_command(order[i], true);
 				for (i = 0; i < n; i++)
 					lock_and_check_store(order[i]);
-				for (i = 0; i < n; i++)
-					write_store(order[i]);
-				wait_stores(order, n);
+
+				/*
+				 * One store and nothing else: committed in one phase.
+				 * Several, or one and PostgreSQL's own tables (the
+				 * transaction has an id): prepared, then resolved once
+				 * PostgreSQL's commit record decided (XACT_EVENT_COMMIT).
+				 * Writes that outgrew memory go store by store.
+				 */
+				if (needs_two_phase(order, n))
+					prepare_stores(order, n, false);
+				else
+				{
+					for (i = 0; i < n; i++)
+						write_store(order[i]);
+					wait_stores(order, n);
+				}
 				/* the locks are free: the compactions the writes call for */
 				for (i = 0; i < n; i++)
 					order[i]->launch_compactor =
@@ -1626,18 +1935,37 @@ xact_callback(XactEvent event, void *arg)
 			}
 			break;
 		case XACT_EVENT_PRE_PREPARE:
-			if (has_writes() || removals != NIL)
+			if (removals != NIL)
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot PREPARE a transaction that has modified lsm_fdw foreign tables")));
+						 errmsg("cannot PREPARE a transaction that created or dropped lsm_fdw foreign tables")));
+			if (has_writes())
+			{
+				PendingStore **order;
+				int			n,
+							i;
+
+				order = stores_in_order(&n);
+				for (i = 0; i < n; i++)
+					(void) fold_command(order[i], true);
+				for (i = 0; i < n; i++)
+					lock_and_check_store(order[i]);
+				prepare_stores(order, n, true);
+				pfree(order);
+			}
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
+			resolve_stores(true);
+			end_xact(true);
+			break;
 		case XACT_EVENT_PREPARE:
+			/* resolved by whoever reads the store after COMMIT PREPARED */
 			end_xact(true);
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
+			resolve_stores(false);
 			end_xact(false);
 			break;
 		case XACT_EVENT_PARALLEL_PRE_COMMIT:

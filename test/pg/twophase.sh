@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# test/pg/twophase.sh: prepared transactions and commits across stores,
+# through crashes (docs/architecture.md, "Prepared batches").
+#
+#   prepared_survive_restart   two prepared transactions that wrote two
+#                              foreign tables and a native one, then
+#                              `pg_ctl -m immediate` and a restart: both are
+#                              in pg_prepared_xacts, their rows invisible, a
+#                              commit that writes one of their keys fails;
+#                              COMMIT PREPARED of one shows all its rows in
+#                              every table, ROLLBACK PREPARED of the other
+#                              leaves none.
+#   kill_at_step_N             a transaction that writes two foreign tables
+#                              and a native table, its backend SIGKILLed at
+#                              step N of its commit (lsm_fdw.test_kill_at:
+#                              after each store's prepare, once both are
+#                              durable, before and after each store's
+#                              resolve): after crash recovery its three rows
+#                              are all there, exactly when the kill came
+#                              after PostgreSQL's commit record, or none; and
+#                              the keys can be written again (no batch is
+#                              left undecided).
+#
+# Environment: see common.bash.  The server needs max_prepared_transactions
+# > 0 (test/run sets it).
+
+# shellcheck source-path=SCRIPTDIR source=common.bash
+source "$(dirname "${BASH_SOURCE[0]}")/common.bash"
+
+db=lsm_twophase
+# steps of a commit across two stores (src/fdw/xact.c kill_point): two
+# prepares, durable, then two resolves with a step before and after each
+steps=7
+committed_from=4
+
+# counts ID: the rows of ID in a, b and h, as "a b h".
+counts() {
+	sql "$db" "SELECT (SELECT count(*) FROM a WHERE id = $1) || ' ' ||
+	              (SELECT count(*) FROM b WHERE id = $1) || ' ' ||
+	              (SELECT count(*) FROM h WHERE id = $1)"
+}
+
+# wait_ready: waits until the server accepts connections again (after a
+# backend's crash, the postmaster restarts every process and recovers).
+wait_ready() {
+	local i
+
+	for ((i = 0; i < 300; i++)); do
+		if sql postgres "SELECT 1" >/dev/null 2>&1; then
+			return 0
+		fi
+		sleep 0.2
+	done
+	return 1
+}
+
+if [ "$(sql postgres "SHOW max_prepared_transactions")" = 0 ]; then
+	fail prepared_survive_restart "max_prepared_transactions is 0"
+	exit 1
+fi
+create_db "$db"
+sql "$db" \
+	"CREATE FOREIGN TABLE a (id int OPTIONS (key 'true'), v text) SERVER lsm" \
+	"CREATE FOREIGN TABLE b (id int OPTIONS (key 'true'), v text) SERVER lsm" \
+	"CREATE TABLE h (id int PRIMARY KEY, v text)" \
+	"INSERT INTO b VALUES (101, 'before')"
+
+# --- prepared transactions survive an immediate shutdown
+"${PSQL[@]}" -d "$db" <<'SQL'
+BEGIN;
+INSERT INTO a VALUES (100, 'p1');
+INSERT INTO b VALUES (100, 'p1');
+INSERT INTO h VALUES (100, 'p1');
+PREPARE TRANSACTION 'p1';
+BEGIN;
+INSERT INTO a VALUES (101, 'p2');
+UPDATE b SET v = 'p2' WHERE id = 101;
+INSERT INTO h VALUES (101, 'p2');
+PREPARE TRANSACTION 'p2';
+SQL
+pg_crash
+pg_start
+name=prepared_survive_restart
+prepared=$(sql "$db" "SELECT string_agg(gid, ',' ORDER BY gid) FROM pg_prepared_xacts")
+invisible="$(counts 100) / $(counts 101) / $(sql "$db" "SELECT v FROM b WHERE id = 101")"
+conflict=$(sql "$db" "UPDATE b SET v = 'mine' WHERE id = 101" 2>&1 || true)
+sql "$db" "COMMIT PREPARED 'p1'" "ROLLBACK PREPARED 'p2'"
+after="$(counts 100) / $(counts 101) / $(sql "$db" "SELECT v FROM b WHERE id = 101")"
+if [ "$prepared" = "p1,p2" ] && [ "$invisible" = "0 0 0 / 0 1 0 / before" ] &&
+	[[ $conflict == *"could not serialize access due to a prepared transaction"* ]] &&
+	[ "$after" = "1 1 1 / 0 1 0 / before" ]; then
+	ok "$name"
+else
+	fail "$name" "prepared after the restart: $prepared (want p1,p2)" \
+		"rows while prepared: $invisible (want 0 0 0 / 0 1 0 / before)" \
+		"a conflicting update: $conflict" \
+		"after COMMIT PREPARED p1, ROLLBACK PREPARED p2: $after (want 1 1 1 / 0 1 0 / before)"
+fi
+
+# --- a commit across stores killed at each of its steps
+for ((step = 1; step <= steps + 1; step++)); do
+	name=kill_at_step_$step
+	if [ "$step" -gt "$steps" ]; then
+		name=no_kill
+	fi
+	out=$("${PSQL[@]}" -d "$db" 2>&1 <<SQL || true
+BEGIN;
+INSERT INTO a VALUES ($step, 'k');
+INSERT INTO b VALUES ($step, 'k');
+INSERT INTO h VALUES ($step, 'k');
+SET LOCAL lsm_fdw.test_kill_at = $step;
+COMMIT;
+SQL
+)
+	if ! wait_ready; then
+		fail "$name" "the server did not come back" "$out"
+		continue
+	fi
+	want="0 0 0"
+	if [ "$step" -ge "$committed_from" ]; then
+		want="1 1 1"
+	fi
+	got=$(counts "$step")
+	killed=no
+	if [[ $out == *"server closed the connection"* ]]; then
+		killed=yes
+	fi
+	want_killed=yes
+	if [ "$step" -gt "$steps" ]; then
+		want_killed=no
+	fi
+	again=$(sql "$db" \
+		"INSERT INTO a VALUES ($step, 'again') ON CONFLICT DO NOTHING" \
+		"UPDATE a SET v = 'again' WHERE id = $step" \
+		"INSERT INTO b VALUES ($step, 'again') ON CONFLICT DO NOTHING" \
+		"UPDATE b SET v = 'again' WHERE id = $step" \
+		"SELECT (SELECT v FROM a WHERE id = $step) || ' ' || (SELECT v FROM b WHERE id = $step)" 2>&1 || true)
+	check "$name" "killed $want_killed: $want / again again" \
+		"killed $killed: $got / $again" "$out"
+done
+
+drop_db "$db"
