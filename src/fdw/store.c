@@ -187,7 +187,8 @@ LsmFdwOpenStore(LsmFdwTable *t, bool refresh)
 		s->snapshot_lxid = MyProc->lxid;
 		s->l0_trigger = opts.l0_compaction_trigger;
 		check_layout(s, t, &meta);
-		if (refresh)
+		/* the snapshot begins here (planning, too): after the decided ones */
+		if (IsTransactionState())
 			LsmFdwResolvePrepared(s, t->relname);
 		return s;				/* just opened: nothing to catch up with */
 	}

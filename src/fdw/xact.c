@@ -1620,6 +1620,14 @@ resolve_stores(bool commit)
 
 	if (pending_stores == NULL || xact_owner == 0)
 		return;
+
+	/*
+	 * An asynchronous commit's record is not on disk yet: a store must not
+	 * keep the batch (its record may outlive a crash of the machine) while
+	 * PostgreSQL loses the commit.
+	 */
+	if (commit && synchronous_commit <= SYNCHRONOUS_COMMIT_OFF)
+		XLogFlush(XactLastCommitEnd);
 	hash_seq_init(&status, pending_stores);
 	while ((ps = hash_seq_search(&status)) != NULL)
 	{
@@ -1750,6 +1758,9 @@ LsmFdwResolvePrepared(LsmFdwStore *s, const char *relname)
 		if (known)
 			commit = TransactionIdDidCommit(xid);
 		LWLockRelease(XactTruncationLock);
+		/* an asynchronous commit is applied once it is durable */
+		if (commit)
+			XLogFlush(TransactionIdGetCommitLSN(xid));
 		if (!known)
 		{
 			ereport(WARNING,
