@@ -112,6 +112,16 @@ ROLLBACK;
 SELECT count(*) FROM acct WHERE id = 6;
 SELECT count(*) FROM ledger WHERE id = 11;
 
+-- lsm_fdw.atomic_commit = off: committed table by table, faster (a crash in
+-- the middle of the commit could leave one without the other)
+SET lsm_fdw.atomic_commit = off;
+BEGIN;
+INSERT INTO acct VALUES (7, 'gus', 1);
+INSERT INTO ledger VALUES (12, 'gus');
+COMMIT;
+RESET lsm_fdw.atomic_commit;
+SELECT (SELECT who FROM acct WHERE id = 7), (SELECT note FROM ledger WHERE id = 12);
+
 -- no prepared write is left behind
 SELECT * FROM pg_prepared_xacts;
 

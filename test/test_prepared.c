@@ -2,9 +2,10 @@
  * test_prepared.c
  *		Prepared batches (lsm_prepare, lsm_resolve): invisible until resolved,
  *		visible to every handle at once after a commit, gone after a
- *		rollback, kept across reopening and flushes, conflicts reported
- *		under the lock, and resolved exactly once whatever step a process is
- *		killed at (the crash points of prepared.c and of the write path).
+ *		rollback, kept across reopening, replays of the log and flushes
+ *		(which carry them into the next log), conflicts reported under the
+ *		lock, and decided exactly once whatever step a process is killed
+ *		at (the crash points of the write path and of a flush).
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -93,16 +94,6 @@ prepared_count(lsm_db *db)
 	return n;
 }
 
-static bool
-file_exists(const char *dir, const char *name)
-{
-	char		path[4096];
-	struct stat st;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	return stat(path, &st) == 0;
-}
-
 TEST(prepare_commit_rollback)
 {
 	char	   *dir = harness_tmpdir("prep");
@@ -116,7 +107,6 @@ TEST(prepare_commit_rollback)
 	put(db, "a", "old");
 	put(db, "c", "old");
 	CHECK_DB_OK(db, lsm_prepare(db, b, 7, LSM_WRITE_SYNC));
-	CHECK(file_exists(dir, "prepared.0000000000000007"));
 
 	/* invisible, to both handles, but listed and conflicting */
 	CHECK_VALUE(db, "a", "old");
@@ -137,7 +127,6 @@ TEST(prepare_commit_rollback)
 
 	/* committed by the other handle: visible everywhere, exactly once */
 	CHECK_DB_OK(other, lsm_resolve(other, 7, 1, LSM_WRITE_SYNC));
-	CHECK(!file_exists(dir, "prepared.0000000000000007"));
 	CHECK_VALUE(other, "b", "new");
 	CHECK_DB_OK(db, lsm_refresh(db));
 	CHECK_VALUE(db, "a", "new");
@@ -147,18 +136,15 @@ TEST(prepare_commit_rollback)
 	CHECK_RC(LSM_NOTFOUND, lsm_resolve(db, 7, 1, LSM_WRITE_SYNC));
 	CHECK_RC(LSM_NOTFOUND, lsm_prepared_holds(db, "a", 1, NULL));
 
-	/* committed without sync: the file stays until the flush, resolved */
+	/* committed without sync: decided all the same */
 	lsm_batch_free(b);
 	b = batch_of("lazy");
 	CHECK_DB_OK(db, lsm_prepare(db, b, 10, LSM_WRITE_SYNC));
 	CHECK_DB_OK(db, lsm_resolve(db, 10, 1, LSM_WRITE_NOSYNC));
-	CHECK(file_exists(dir, "prepared.000000000000000a"));
+	CHECK_DB_OK(other, lsm_refresh(other));
 	CHECK_EQ(prepared_count(other), 0);
 	CHECK_RC(LSM_NOTFOUND, lsm_prepared_holds(other, "a", 1, NULL));
-	CHECK_VALUE(db, "a", "lazy");
-	CHECK_DB_OK(db, lsm_flush(db));
-	CHECK(!file_exists(dir, "prepared.000000000000000a"));
-	CHECK_EQ(prepared_count(other), 0);
+	CHECK_VALUE(other, "a", "lazy");
 	put(db, "a", "new");
 
 	/* rolled back: nothing of it, ever */
@@ -196,7 +182,7 @@ TEST(prepare_deferred_under_lock)
 	CHECK_DB_OK(db, lsm_prepared_holds(db, "b", 1, NULL));
 	lsm_unlock(db);
 	CHECK_DB_OK(db, lsm_write_wait(db));
-	CHECK(file_exists(dir, "prepared.000000001234abcd"));
+	CHECK_EQ(prepared_count(db), 1);
 	CHECK_DB_OK(db, lsm_resolve(db, 0x1234abcdULL, 1, LSM_WRITE_SYNC));
 	CHECK_VALUE(db, "b", "x");
 	lsm_batch_free(b);
@@ -244,81 +230,53 @@ TEST(prepared_across_flushes_and_reopen)
 	CHECK_DB_OK(db, lsm_close(db));
 }
 
-/* Copies file from to to. */
+/* Removes the shared memtable files of dir: the next open replays the log. */
 static void
-copy_file(const char *from, const char *to)
+drop_memfiles(const char *dir)
 {
-	char		buf[65536];
-	int			in = open(from, O_RDONLY),
-				out;
-	ssize_t		n;
+	DIR		   *d = opendir(dir);
+	struct dirent *de;
 
-	CHECK(in >= 0);
-	out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	CHECK(out >= 0);
-	while ((n = read(in, buf, sizeof(buf))) > 0)
-		CHECK_EQ(write(out, buf, (size_t) n), n);
-	close(in);
-	close(out);
+	CHECK(d != NULL);
+	while ((de = readdir(d)) != NULL)
+		if (strstr(de->d_name, ".mem") != NULL)
+		{
+			char		p[4096];
+
+			snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
+			CHECK_EQ(unlink(p), 0);
+		}
+	closedir(d);
 }
 
 /*
- * The crash between a commit's durable record and the removal of the file
- * (put back by hand): the owner is resolved already, for a handle that
- * maps the shared memtable, for one that replays the log, and a flush
- * removes the file before the log goes.
+ * The list of prepared batches is rebuilt from the log by a replay (no
+ * shared memtable, as after a reboot), including the ones a flush carried
+ * into a newer log, and the decided ones stay decided.
  */
-TEST(resolved_file_left_behind)
+TEST(prepared_replayed)
 {
-	char	   *dir = harness_tmpdir("prepleft");
-	char		path[4096],
-				saved[4096];
-	lsm_db	   *db = open_db(dir),
-			   *fresh;
-	lsm_batch  *b = batch_of("once");
+	char	   *dir = harness_tmpdir("prepreplay");
+	lsm_db	   *db = open_db(dir);
+	lsm_batch  *b5 = batch_of("five"),
+			   *b6 = batch_of("six");
+	uint64_t	owners[4];
+	size_t		n;
 	int			i;
 
-	snprintf(path, sizeof(path), "%s/prepared.0000000000000005", dir);
-	snprintf(saved, sizeof(saved), "%s.saved", dir);
-	CHECK_DB_OK(db, lsm_prepare(db, b, 5, LSM_WRITE_SYNC));
-	copy_file(path, saved);
+	CHECK_DB_OK(db, lsm_prepare(db, b5, 5, LSM_WRITE_SYNC));
+	CHECK_DB_OK(db, lsm_prepare(db, b6, 6, LSM_WRITE_SYNC));
 	CHECK_DB_OK(db, lsm_resolve(db, 5, 1, LSM_WRITE_SYNC));
-	put(db, "a", "after");
-	copy_file(saved, path);
-
-	fresh = open_db(dir);
-	CHECK_EQ(prepared_count(fresh), 0);
-	CHECK_RC(LSM_NOTFOUND, lsm_prepared_holds(fresh, "a", 1, NULL));
-	CHECK_RC(LSM_NOTFOUND, lsm_resolve(fresh, 5, 1, LSM_WRITE_SYNC));
-	CHECK(!file_exists(dir, "prepared.0000000000000005"));
-	CHECK_VALUE(fresh, "a", "after");
-	CHECK_DB_OK(fresh, lsm_close(fresh));
 	CHECK_DB_OK(db, lsm_close(db));
-
-	/* a reopen replays the log when the shared memtable is gone */
-	copy_file(saved, path);
-	snprintf(saved, sizeof(saved), "%s", dir);
-	{
-		DIR		   *d = opendir(dir);
-		struct dirent *de;
-
-		CHECK(d != NULL);
-		while ((de = readdir(d)) != NULL)
-			if (strstr(de->d_name, ".mem") != NULL)
-			{
-				char		p[4096];
-
-				snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
-				CHECK_EQ(unlink(p), 0);
-			}
-		closedir(d);
-	}
+	drop_memfiles(dir);
 	db = open_db(dir);
-	CHECK_EQ(prepared_count(db), 0);
-	CHECK_VALUE(db, "a", "after");
+	CHECK_DB_OK(db, lsm_prepared(db, owners, 4, &n));
+	CHECK_EQ(n, 1);
+	CHECK_EQ(owners[0], 6);
+	CHECK_RC(LSM_NOTFOUND, lsm_resolve(db, 5, 1, LSM_WRITE_SYNC));
+	CHECK_VALUE(db, "a", "five");
 
-	/* a flush removes it before the log that resolved it goes */
-	CHECK(file_exists(dir, "prepared.0000000000000005"));
+	/* flushes carry 6 from log to log */
 	for (i = 0; i < 2000; i++)
 	{
 		char		k[32];
@@ -326,39 +284,103 @@ TEST(resolved_file_left_behind)
 		snprintf(k, sizeof(k), "k%05d", i);
 		put(db, k, "filler value of some length to fill memtables");
 	}
-	CHECK(!file_exists(dir, "prepared.0000000000000005"));
+	CHECK_DB_OK(db, lsm_close(db));
+	drop_memfiles(dir);
+	db = open_db(dir);
+	CHECK_DB_OK(db, lsm_prepared(db, owners, 4, &n));
+	CHECK_EQ(n, 1);
+	CHECK_EQ(owners[0], 6);
+	CHECK_DB_OK(db, lsm_prepared_holds(db, "b", 1, NULL));
+	CHECK_DB_OK(db, lsm_resolve(db, 6, 0, LSM_WRITE_SYNC));
+	CHECK_DB_OK(db, lsm_close(db));
+	drop_memfiles(dir);
+	db = open_db(dir);
 	CHECK_EQ(prepared_count(db), 0);
-	CHECK_VALUE(db, "a", "after");
-	lsm_batch_free(b);
+	CHECK_VALUE(db, "a", "five");
+	CHECK_DB_OK(db, lsm_verify(db));
+	lsm_batch_free(b5);
+	lsm_batch_free(b6);
 	CHECK_DB_OK(db, lsm_close(db));
 }
 
-/* A damaged file (a torn one after a power loss) rolls back, never commits. */
-TEST(damaged_prepared_file)
+/*
+ * A flush killed at each of its crash points while a batch is prepared:
+ * afterwards the batch is listed exactly once, by a new handle and by the
+ * one that stayed open, and commits exactly once.
+ */
+static void
+flush_child(const char *dir, long at)
 {
-	char	   *dir = harness_tmpdir("prepbad");
-	char		path[4096];
-	lsm_db	   *db = open_db(dir);
-	lsm_batch  *b = batch_of("torn");
-	int			fd;
+	lsm_options o = small_options();
+	lsm_fault	f;
+	lsm_db	   *db;
+	char		k[32];
 
-	CHECK_DB_OK(db, lsm_prepare(db, b, 11, LSM_WRITE_SYNC));
-	CHECK_DB_OK(db, lsm_prepare(db, b, 12, LSM_WRITE_SYNC));
-	snprintf(path, sizeof(path), "%s/prepared.000000000000000b", dir);
-	fd = open(path, O_WRONLY);
-	CHECK(fd >= 0);
-	CHECK_EQ(ftruncate(fd, 30), 0);
-	close(fd);
+	snprintf(k, sizeof(k), "f%06ld", at);
+	CHECK_OK(lsm_open(dir, &o, &db));
+	memset(&f, 0, sizeof(f));
+	f.kill_at = at;
+	lsm_fault_install(&f);
+	put(db, k, "flushed");
+	CHECK_DB_OK(db, lsm_flush(db));
+	lsm_fault_install(NULL);
 	CHECK_DB_OK(db, lsm_close(db));
+}
+
+TEST(flush_kill_points)
+{
+	char	   *dir = harness_tmpdir("prepflushkill");
+	lsm_db	   *open_one = open_db(dir),
+			   *db;
+	lsm_batch  *b = batch_of("carried");
+	uint64_t	owners[4];
+	size_t		n;
+	long		at;
+	int			kills = 0;
+
+	CHECK_DB_OK(open_one, lsm_prepare(open_one, b, 77, LSM_WRITE_SYNC));
+	for (at = 1;; at++)
+	{
+		pid_t		pid = fork();
+		int			status;
+
+		CHECK(pid >= 0);
+		if (pid == 0)
+		{
+			flush_child(dir, at);
+			_exit(0);
+		}
+		CHECK_EQ(waitpid(pid, &status, 0), pid);
+		CHECK(WIFSIGNALED(status) || (WIFEXITED(status) &&
+									  WEXITSTATUS(status) == 0));
+		db = open_db(dir);
+		CHECK_DB_OK(db, lsm_prepared(db, owners, 4, &n));
+		CHECK_MSG(n == 1 && owners[0] == 77, "kill point %ld: %zu batches listed", at, n);
+		CHECK_DB_OK(open_one, lsm_refresh(open_one));
+		CHECK_DB_OK(open_one, lsm_prepared(open_one, owners, 4, &n));
+		CHECK_MSG(n == 1 && owners[0] == 77, "kill point %ld: the open handle lists %zu", at, n);
+		CHECK_VALUE(db, "a", "");
+		CHECK_DB_OK(db, lsm_close(db));
+		if (!WIFSIGNALED(status))
+			break;
+		kills++;
+		CHECK(at < 500);
+	}
+	CHECK_GT(kills, 3);
+	printf("# %d kill points\n", kills);
+	CHECK_DB_OK(open_one, lsm_resolve(open_one, 77, 1, LSM_WRITE_SYNC));
+	CHECK_RC(LSM_NOTFOUND, lsm_resolve(open_one, 77, 1, LSM_WRITE_SYNC));
+	put(open_one, "a", "after");
+	CHECK_DB_OK(open_one, lsm_flush(open_one));
+	CHECK_DB_OK(open_one, lsm_close(open_one));
+	drop_memfiles(dir);
 	db = open_db(dir);
-	CHECK_EQ(prepared_count(db), 2);
-	CHECK_RC(LSM_CORRUPTION, lsm_resolve(db, 11, 1, LSM_WRITE_SYNC));
-	CHECK_DB_OK(db, lsm_resolve(db, 11, 0, LSM_WRITE_SYNC));
-	CHECK_DB_OK(db, lsm_resolve(db, 12, 1, LSM_WRITE_SYNC));
-	CHECK_VALUE(db, "a", "torn");
 	CHECK_EQ(prepared_count(db), 0);
-	lsm_batch_free(b);
+	CHECK_VALUE(db, "a", "after");
+	CHECK_VALUE(db, "b", "carried");
+	CHECK_DB_OK(db, lsm_verify(db));
 	CHECK_DB_OK(db, lsm_close(db));
+	lsm_batch_free(b);
 }
 
 /*
@@ -474,8 +496,8 @@ main(int argc, char **argv)
 	RUN(prepare_commit_rollback);
 	RUN(prepare_deferred_under_lock);
 	RUN(prepared_across_flushes_and_reopen);
-	RUN(resolved_file_left_behind);
-	RUN(damaged_prepared_file);
+	RUN(prepared_replayed);
 	RUN(resolve_kill_points);
+	RUN(flush_kill_points);
 	return harness_done();
 }

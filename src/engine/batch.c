@@ -30,6 +30,7 @@ lsm_batch_new(void)
 	}
 	memset(b->rep.data, 0, BATCH_PREFIX);
 	b->rep.len = BATCH_PREFIX;
+	b->rtype = LSM_WAL_BATCH;
 	return b;
 }
 

@@ -274,17 +274,6 @@ remove_obsolete(lsm_db *db, const lsm_version *v, bool dry_run)
 		/* the final sweep also clears stages of dead processes */
 		if (dry_run && lsm_stage_gc_entry(db, de->d_name))
 			continue;
-		/* a prepared batch's file written by a holder of the lock that died */
-		if (lsm_prepared_tmp_file(de->d_name))
-		{
-			n++;
-			if (!dry_run)
-			{
-				snprintf(path, sizeof(path), "%s/%s", db->dir, de->d_name);
-				(void) lsm_env_unlink(path, NULL);
-			}
-			continue;
-		}
 		if (sscanf(de->d_name, "%llu.%3s", &num, ext) != 2)
 			continue;
 		if (strcmp(ext, "sst") == 0)

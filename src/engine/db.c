@@ -91,10 +91,10 @@
  *		whole batch is in (publish_memfile), and a file whose writer died
  *		applying (apply_to != applied_off) is rebuilt from the log, never
  *		repaired in place (rebuild_memfile).
- *	(12) A prepared batch's file is removed only once the record that
- *		resolved it (a commit) is durable, and before the log that holds
- *		that record is deleted, with a directory fsync in between
- *		(prepared.c): no batch is lost, and none applied twice.
+ *	(12) A flush writes the undecided prepared batches of its memtable
+ *		into the new log, and syncs it, before the manifest switch that
+ *		drops the old log (prepared.c): the current log always holds every
+ *		undecided batch, and a decided one is never decided again.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE				/* flock, fdatasync, strdup, timespec */
@@ -856,25 +856,60 @@ apply_entry_cp(void *arg, uint64_t seq, int kind, const uint8_t *key,
 }
 
 /*
- * lsm_wal_apply_fn: adds a replayed batch to the memtable arg, after checking
- * all of it, so that a malformed batch adds nothing; a batch that resolved
- * a prepared batch (type 2) notes its owner too.
+ * Applies a log record of type to memtable mt: a batch's entries (with fn,
+ * one entry at a time), and what a record of a prepared batch says (the
+ * batch kept aside, committed, or rolled back: prepared.c).  With check,
+ * the whole record is checked first, so that a malformed one adds nothing.
  */
+static int
+apply_record(lsm_memtable *mt, int type, const uint8_t *payload, size_t n,
+			 lsm_batch_fn fn, bool check, lsm_err *e)
+{
+	const size_t head = LSM_BATCH_HEADER + LSM_WAL_OWNER;
+	uint64_t	owner;
+	int			rc = LSM_OK;
+
+	switch (type)
+	{
+		case LSM_WAL_BATCH:
+			if (check)
+				rc = lsm_batch_check(payload, n, e);
+			return rc != LSM_OK ? rc : lsm_batch_iterate(payload, n, fn, mt, e);
+		case LSM_WAL_BATCH_OF:
+			n -= LSM_WAL_OWNER;
+			owner = lsm_get_u64(payload + n);
+			if (check)
+				rc = lsm_batch_check(payload, n, e);
+			if (rc == LSM_OK)
+				rc = lsm_batch_iterate(payload, n, fn, mt, e);
+			if (rc == LSM_OK)
+				(void) lsm_memtable_decide_prepared(mt, owner);
+			return rc;
+		case LSM_WAL_PREPARE:
+			owner = lsm_get_u64(payload + LSM_BATCH_HEADER);
+			if (check && (lsm_get_u32(payload + 8) != 1 ||
+						  lsm_batch_check(payload + head, n - head, e) != LSM_OK))
+				return LSM_CORRUPT(e, "malformed prepared batch of owner %llx",
+								   (unsigned long long) owner);
+			if (lsm_memtable_add_prepared(mt, owner, payload + head,
+										  n - head) != LSM_OK)
+				return lsm_err_set(e, LSM_NOMEM, "the memtable has no room");
+			return LSM_OK;
+		case LSM_WAL_ROLLBACK:
+			if (check && (lsm_get_u32(payload + 8) != 1 || n != head))
+				return LSM_CORRUPT(e, "malformed rollback record");
+			(void) lsm_memtable_decide_prepared(mt, lsm_get_u64(payload + LSM_BATCH_HEADER));
+			return LSM_OK;
+	}
+	return LSM_CORRUPT(e, "log record of unknown type %d", type);
+}
+
+/* lsm_wal_apply_fn: a replayed record into the memtable arg, checked. */
 static int
 apply_payload(void *arg, int type, const uint8_t *payload, size_t n,
 			  lsm_err *e)
 {
-	int			rc;
-
-	if (type == LSM_WAL_BATCH_OF)
-		n -= LSM_WAL_OWNER;
-	if ((rc = lsm_batch_check(payload, n, e)) != LSM_OK ||
-		(rc = lsm_batch_iterate(payload, n, apply_entry, arg, e)) != LSM_OK)
-		return rc;
-	if (type == LSM_WAL_BATCH_OF &&
-		lsm_memtable_note_resolved(arg, lsm_get_u64(payload + n)) != LSM_OK)
-		return lsm_err_set(e, LSM_NOMEM, "the memtable has no room");
-	return LSM_OK;
+	return apply_record(arg, type, payload, n, apply_entry, true, e);
 }
 
 /*
@@ -1078,9 +1113,16 @@ static int
 check_payload(void *arg, int type, const uint8_t *payload, size_t n,
 			  lsm_err *e)
 {
+	const size_t head = LSM_BATCH_HEADER + LSM_WAL_OWNER;
+
 	(void) arg;
-	return lsm_batch_check(payload, type == LSM_WAL_BATCH_OF ?
-						   n - LSM_WAL_OWNER : n, e);
+	if (type == LSM_WAL_BATCH_OF)
+		return lsm_batch_check(payload, n - LSM_WAL_OWNER, e);
+	if (type == LSM_WAL_PREPARE)
+		return lsm_batch_check(payload + head, n - head, e);
+	if (type == LSM_WAL_ROLLBACK)
+		return n == head ? LSM_OK : LSM_CORRUPT(e, "malformed rollback record");
+	return lsm_batch_check(payload, n, e);
 }
 
 /*
@@ -1974,7 +2016,6 @@ check_no_data(lsm_db *db, lsm_err *e)
 		store_file_kind kind = kind_of(de->d_name, &number);
 
 		if (kind == FILE_TABLE || kind == FILE_NODE ||
-			lsm_prepared_file(de->d_name) ||
 			(kind == FILE_LOG && file_size_of(db, de->d_name) > 0))
 			rc = LSM_CORRUPT(e, "store \"%s\" has no MANIFEST but holds %s: the manifest was lost",
 							 db->dir, de->d_name);
@@ -1987,6 +2028,46 @@ check_no_data(lsm_db *db, lsm_err *e)
 		rc = LSM_OK;
 	}
 	return rc;
+}
+
+/* lsm_wal_apply_fn of log_has_commits: stops at a record that commits. */
+static int
+stop_at_commit(void *arg, int type, const uint8_t *payload, size_t n,
+			   lsm_err *e)
+{
+	(void) payload;
+	(void) n;
+	(void) e;
+	if (type == LSM_WAL_PREPARE)
+		return LSM_OK;
+	*(bool *) arg = true;
+	return LSM_BUSY;			/* enough */
+}
+
+/*
+ * Whether log name holds a record other than a prepared batch: a flush
+ * writes the undecided ones into its new log before a manifest names it
+ * (invariant 12), so a log left by a flush that died holds those alone.
+ * A log that cannot be read counts as one that does.
+ */
+static bool
+log_has_commits(lsm_db *db, const char *name)
+{
+	lsm_wal_replay_result res;
+	lsm_err		e;
+	char		path[4096];
+	bool		commits = false;
+	int			fd;
+
+	lsm_err_clear(&e);
+	path_of(db, name, path, sizeof(path));
+	if (lsm_env_open(path, O_RDONLY | O_CLOEXEC, 0, &fd, &e) != LSM_OK)
+		return true;
+	if (lsm_wal_replay(fd, name, 0, 0, stop_at_commit, &commits, &res, &e) != LSM_OK &&
+		!commits)
+		commits = true;
+	lsm_env_close(fd);
+	return commits;
 }
 
 /*
@@ -2024,7 +2105,7 @@ check_directory(lsm_db *db, bool report, lsm_err *e)
 					i;
 
 		if (kind == FILE_LOG && number > v->log_number && number > newest &&
-			file_size_of(db, de->d_name) > 0)
+			file_size_of(db, de->d_name) > 0 && log_has_commits(db, de->d_name))
 		{
 			newest = number;
 			snprintf(newest_name, sizeof(newest_name), "%s", de->d_name);
@@ -2146,7 +2227,7 @@ lsm_open(const char *dir, const lsm_options *o, lsm_db **out)
 	}
 	db->opt = *o;
 	db->lock_fd = db->compact_fd = db->sync_fd = db->manifest_fd =
-		db->log_fd = db->prepare_fd = -1;
+		db->log_fd = -1;
 	db->mem = new_memtable(db);
 	if (db->mem == NULL)
 		rc = lsm_err_set(&open_err, LSM_NOMEM, "out of memory");
@@ -2324,15 +2405,16 @@ flush_install(lsm_db *db, lsm_file **ingest, int ningest, uint64_t nseq,
 	lsm_file   *f = NULL;
 	lsm_file  **add = NULL;
 	lsm_memtable *fresh = NULL,
-			   *shared = NULL,
-			   *resolved = NULL;
+			   *shared = NULL;
 	lsm_memfile_header *shdr = NULL;
 	lsm_iiter  *it;
 	lsm_version *v;
 	uint64_t	number,
 				lognum = 0,
 				maxnum,
-				old_log = db->log_number;
+				old_log = db->log_number,
+				carried_off = 0,
+				carried = 0;
 	char		name[32],
 				path[4096];
 	bool		bottom;
@@ -2443,6 +2525,28 @@ flush_install(lsm_db *db, lsm_file **ingest, int ningest, uint64_t nseq,
 					   db->dir, (unsigned long long) lognum, why.msg);
 		}
 	}
+	/*
+	 * Invariant (12): the undecided prepared batches move to the new log
+	 * and memtable before the switch drops the old ones.
+	 */
+	if (rc == LSM_OK && !shared && fresh == NULL &&
+		lsm_memtable_undecided(db->mem, NULL, NULL) > 0 &&
+		(fresh = new_memtable(db)) == NULL)
+		rc = LSM_NOMEM_ERR(e);
+	if (rc == LSM_OK)
+	{
+		lsm_wal_filename(lognum, name, sizeof(name));
+		rc = lsm_prepared_carry(db, db->mem, shared ? shared : fresh, logfd,
+								name, db->last_seq + nseq, &carried_off,
+								&carried, e);
+	}
+	/* the new shared memtable holds them: no one may apply them again */
+	if (rc == LSM_OK && shdr && carried > 0)
+	{
+		lsm_memfile_store(&shdr->applied_seq, db->last_seq + nseq + carried);
+		lsm_memfile_store(&shdr->applied_off, carried_off);
+		lsm_memfile_store(&shdr->apply_to, carried_off);
+	}
 	/* invariants (1), (4) and (8): the new files' names are durable */
 	if (rc == LSM_OK)
 		rc = lsm_env_fsync_dir(db->dir, e);
@@ -2504,12 +2608,6 @@ flush_install(lsm_db *db, lsm_file **ingest, int ningest, uint64_t nseq,
 		return rc;
 	}
 	lsm_file_unref(f);
-	/* the old memtable's list of resolved owners, for after the switch */
-	if (lsm_memtable_resolved_owners(db->mem, NULL, 0) > 0)
-	{
-		resolved = db->mem;
-		lsm_memtable_ref(resolved);
-	}
 	if (shared)
 	{
 		lsm_memtable_unref(fresh);
@@ -2531,36 +2629,20 @@ flush_install(lsm_db *db, lsm_file **ingest, int ningest, uint64_t nseq,
 	db->log_fd = logfd;
 	note_log_file(db);
 	db->log_number = lognum;
-	db->log_off = 0;
-	db->log_size = 0;
+	db->log_off = carried_off;
+	db->log_size = carried_off;
 	db->log_whole = true;
-	db->last_seq += nseq;
+	db->last_seq += nseq + carried;
+	if (carried > 0 && db->mhdr)
+		publish_memfile(db);
 	if (rc == LSM_OK)
 		note_switch_durable(db);
 	if (f != NULL || (ningest == 0 && !replace))
 		db->ctr.flushes++;
 	if (ningest > 0 || replace)
 		db->ctr.ingests++;
-	/*
-	 * Invariant (5): the manifest that moved past the old log is durable.
-	 * Invariant (12): the prepared batches its records resolved go first,
-	 * durably; if they cannot, the log stays (an orphan).
-	 */
-	if (rc == LSM_OK && resolved)
-	{
-		lsm_err		why;
-
-		lsm_err_clear(&why);
-		if (lsm_prepared_forget(db, resolved, &why) != LSM_OK)
-		{
-			lsm_db_log(db, LSM_LOG_WARNING,
-					   "store \"%s\" keeps write-ahead log %llu: could not remove the prepared batches it resolved: %s",
-					   db->dir, (unsigned long long) old_log, why.msg);
-			old_log = 0;
-		}
-	}
-	lsm_memtable_unref(resolved);
-	if (rc == LSM_OK && old_log != 0)
+	/* invariant (5): the manifest that moved past the old log is durable */
+	if (rc == LSM_OK)
 	{
 		lsm_wal_filename(old_log, name, sizeof(name));
 		path_of(db, name, path, sizeof(path));
@@ -2653,10 +2735,10 @@ lsm_write_wait(lsm_db *db)
 static int
 write_wait(lsm_db *db, lsm_err *e)
 {
-	int			rc = lsm_prepared_wait(db, e);
+	int			rc = LSM_OK;
 
-	if (rc != LSM_OK || db->wait_last == 0)
-		return rc;
+	if (db->wait_last == 0)
+		return LSM_OK;
 	if (db->page)
 	{
 		rc = wait_durable(db, db->wait_seq, db->wait_log, e);
@@ -2827,7 +2909,7 @@ lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, bool defer, lsm_err *e)
 	if (rc == LSM_OK)
 		rc = lsm_wal_append(db->log_fd, sync ? NULL : db->log_map, name,
 							db->log_off,
-							b->owner ? LSM_WAL_BATCH_OF : LSM_WAL_BATCH,
+							b->rtype,
 							b->rep.data, b->rep.len, e);
 	if (rc == LSM_OK && sync && pg == NULL)
 		rc = lsm_env_fsync(db->log_fd, name, e);
@@ -2858,13 +2940,8 @@ lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, bool defer, lsm_err *e)
 	if (db->mhdr)
 		lsm_memfile_store(&db->mhdr->apply_to, db->log_off + b->rep.len);
 	lsm_env_crash_point();
-	rc = lsm_batch_iterate(b->rep.data + LSM_WAL_HEADER,
-						   b->rep.len - LSM_WAL_HEADER -
-						   (b->owner ? LSM_WAL_OWNER : 0), apply_entry_cp,
-						   db->mem, e);
-	if (rc == LSM_OK && b->owner &&
-		lsm_memtable_note_resolved(db->mem, b->owner) != LSM_OK)
-		rc = lsm_err_set(e, LSM_NOMEM, "the memtable has no room");
+	rc = apply_record(db->mem, b->rtype, b->rep.data + LSM_WAL_HEADER,
+					  b->rep.len - LSM_WAL_HEADER, apply_entry_cp, false, e);
 	if (rc != LSM_OK && db->mhdr)
 	{
 		/* committed, but left applying: the next catch-up rebuilds it */

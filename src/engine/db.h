@@ -33,9 +33,10 @@ struct lsm_batch
 	lsm_buf		rep;			/* WAL record form; see batch.c */
 	uint32_t	count;
 	size_t		user_bytes;
-	uint64_t	owner;			/* nonzero: resolves this prepared batch
-								 * (a log record of type 2, whose owner
-								 * follows the entries in rep; prepared.c) */
+	int			rtype;			/* the log record it is (LSM_WAL_*): a
+								 * batch, or one of a prepared batch (rep
+								 * then holds that record: prepared.c),
+								 * whose count is the sequences it takes */
 };
 
 typedef int (*lsm_batch_fn) (void *arg, uint64_t seq, int kind,
@@ -123,13 +124,6 @@ typedef struct lsm_lock_page
 	uint32_t	lock_sleepers;
 	uint32_t	lock_woken;		/* 1 from a wake until a sleeper returns */
 	uint32_t	lock_futile;	/* log2 of releases per wake (db.c) */
-
-	/*
-	 * Bumped whenever a prepared batch's file is added or removed, or a
-	 * record resolves one (prepared.c): handles load their prepared set
-	 * again when it moved.
-	 */
-	uint64_t	prepared_gen;
 } lsm_lock_page;
 
 #define LSM_GROUP_MAGIC UINT64_C(0x4c534d47524f5550)
@@ -206,11 +200,8 @@ struct lsm_db
 	lsm_stats	ctr;			/* counters part of lsm_stats */
 	lsm_flat   *flat;			/* flat value filter layout, built on demand */
 
-	/* prepared batches (prepared.c) */
-	struct lsm_prepared_set *prepared;	/* as last loaded, or NULL */
-	uint64_t	prepared_gen;	/* the page's prepared_gen it was loaded at */
-	int			prepare_fd;		/* a prepared file lsm_write_wait syncs, or
-								 * -1 */
+	struct lsm_prepared_keys *prepared;	/* keys of the undecided prepared
+										 * batches (prepared.c), or NULL */
 };
 
 /* Copies an internal error into the handle; returns its code. */
@@ -296,19 +287,17 @@ int			lsm_db_update_tree(lsm_db *db, lsm_version *v,
 							   lsm_err *e);
 
 /*
- * Prepared batches (prepared.c).  lsm_prepared_close frees the handle's
- * prepared set; lsm_prepared_wait syncs the file of a deferred lsm_prepare
- * (lsm_write_wait); lsm_prepared_forget removes the files of the owners
- * that mt, a memtable being flushed, resolved, and syncs the directory
- * (REQUIRES: the write lock, the flush's manifest durable, the old log still
- * there); lsm_prepared_file and lsm_prepared_tmp_file tell the names of the
- * files apart.
+ * Prepared batches (prepared.c): lsm_prepared_close frees the handle's key
+ * cache; lsm_prepared_carry writes the undecided prepared batches of
+ * memtable from into the log logfd (named name) from offset 0, as records
+ * at the sequences after seq, and into memtable to, and syncs the log; *off
+ * and *used get the bytes and sequences it took.  REQUIRES: the write lock
+ * (a flush, before the switch that drops from's log).
  */
 void		lsm_prepared_close(lsm_db *db);
-int			lsm_prepared_wait(lsm_db *db, lsm_err *e);
-int			lsm_prepared_forget(lsm_db *db, const lsm_memtable *mt, lsm_err *e);
-bool		lsm_prepared_file(const char *name);
-bool		lsm_prepared_tmp_file(const char *name);
+int			lsm_prepared_carry(lsm_db *db, lsm_memtable *from, lsm_memtable *to,
+							   int logfd, const char *name, uint64_t seq,
+							   uint64_t *off, uint64_t *used, lsm_err *e);
 
 /*
  * Waits until every record the handle has seen is durable (another

@@ -264,25 +264,27 @@ int			lsm_write_wait(lsm_db *db);
  * batches").  An owner is a nonzero id the caller chooses, unique among the
  * store's prepared batches.
  *
- * lsm_prepare makes batch b durable (as flags say, LSM_WRITE_DEFER
- * included: lsm_write_wait then syncs it) without making it visible: no
- * read sees it until it is resolved.  Under lsm_lock, or taking the write
- * lock for the call.  LSM_EXISTS if owner has a prepared batch already.
+ * lsm_prepare writes batch b to the log as a prepared batch, durable as
+ * flags say (with LSM_WRITE_DEFER, at lsm_write_wait), without making it
+ * visible: no read sees it until it is committed.  Under lsm_lock, or
+ * taking the write lock for the call.  LSM_EXISTS if owner has a prepared
+ * batch already.
  *
  * lsm_resolve applies owner's prepared batch atomically at the next
  * sequences, as one commit with the durability flags say (commit nonzero),
- * or discards it.  The batch's file goes once the commit is durable (with
- * LSM_WRITE_NOSYNC, at the next flush).  Idempotent: LSM_NOTFOUND if the store has no
- * undecided batch of owner (never prepared, or resolved already, by any
- * process, before or after a crash).  The caller's decision must be the
- * same every time.  Not under lsm_lock (LSM_INVALID).
+ * or discards it.  LSM_NOTFOUND if the store has no undecided batch of
+ * owner (never prepared, or decided already, by any process, before or
+ * after a crash): the caller's decision must be the same every time, and
+ * a resolve whose record a crash lost is simply made again.  Not under
+ * lsm_lock (LSM_INVALID).
  *
  * lsm_prepared lists up to max owners of undecided batches in owners and
- * sets *n to how many there are.  lsm_prepared_holds tells whether an
- * undecided batch writes key (LSM_OK, its owner in *owner if not NULL) or
- * not (LSM_NOTFOUND): under lsm_lock the answer holds until lsm_unlock, so
- * a committer that checks its keys cannot overlap a prepared batch.  Both
- * cost a load of LOCK's page while no batch was prepared or resolved.
+ * sets *n to how many there are, as of the handle's last catch-up (a
+ * refresh, or lsm_lock).  lsm_prepared_holds tells whether an undecided
+ * batch writes key (LSM_OK, its owner in *owner if not NULL) or not
+ * (LSM_NOTFOUND): under lsm_lock the answer holds until lsm_unlock, so a
+ * committer that checks its keys cannot overlap a prepared batch.  Both
+ * cost one load while no batch is undecided.
  */
 int			lsm_prepare(lsm_db *db, lsm_batch *b, uint64_t owner, int flags);
 int			lsm_resolve(lsm_db *db, uint64_t owner, int commit, int flags);

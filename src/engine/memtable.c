@@ -70,7 +70,7 @@
 #include "vfilter.h"
 
 #define MAX_HEIGHT 12
-#define MT_MAGIC UINT64_C(0x4c534d4d54524732)	/* "LSMMTRG2" */
+#define MT_MAGIC UINT64_C(0x4c534d4d54524733)	/* "LSMMTRG3" */
 #define UNIT 8					/* bytes per offset unit */
 #define MAX_REGION ((size_t) UINT32_MAX * UNIT)
 
@@ -130,13 +130,16 @@ typedef struct vslot
 	uint32_t	pad;
 } vslot;
 
-/* An owner of a prepared batch that a record of this memtable resolved. */
-typedef struct mt_owner
+/* A prepared batch of this memtable's log (prepared.c). */
+typedef struct mt_prep
 {
 	uint64_t	owner;
-	mt_off		next;
-	uint32_t	pad;
-} mt_owner;
+	mt_off		next;			/* the undecided one prepared before it */
+	uint32_t	decided;		/* committed or rolled back since (and
+								 * unlinked) */
+	uint64_t	len;			/* bytes of the batch payload that follows */
+	uint8_t		batch[];
+} mt_prep;
 
 /* The region's header, at its start. */
 typedef struct mt_region
@@ -162,7 +165,10 @@ typedef struct mt_region
 	uint64_t	unindexed;
 	uint64_t	vindex;			/* slots offset << 32 | mask; 0: none */
 	uint64_t	vused;			/* slots in use */
-	mt_off		owners;			/* resolved owners (mt_owner), newest first */
+	mt_off		prepared;		/* undecided prepared batches (mt_prep),
+								 * newest first */
+	uint32_t	undecided;		/* how many of them are not decided */
+	uint64_t	prep_changes;	/* bumped at each prepare and decision */
 } mt_region;
 
 struct lsm_memtable
@@ -1021,45 +1027,114 @@ lsm_memtable_add(lsm_memtable *mt, uint64_t seq, int kind,
 	return LSM_OK;
 }
 
-int
-lsm_memtable_note_resolved(lsm_memtable *mt, uint64_t owner)
+/* ---------- prepared batches ---------- */
+
+static mt_prep *
+prep_at(const lsm_memtable *mt, mt_off o)
 {
-	mt_owner   *o;
+	return o ? (mt_prep *) at(mt, o) : NULL;
+}
+
+/*
+ * The undecided batch of owner.  The list holds the undecided ones only: a
+ * decision unlinks its batch (a reader that stands on it goes on from its
+ * next, which stays), so that it stays as short as the transactions in
+ * flight.
+ */
+static mt_prep *
+prep_of(const lsm_memtable *mt, uint64_t owner)
+{
+	mt_prep    *p;
+
+	for (p = prep_at(mt, load_off(&mt->r->prepared)); p != NULL;
+		 p = prep_at(mt, load_off(&p->next)))
+		if (p->owner == owner)
+			return p;
+	return NULL;
+}
+
+int
+lsm_memtable_add_prepared(lsm_memtable *mt, uint64_t owner,
+						  const uint8_t *batch, size_t len)
+{
+	mt_region  *r = mt->r;
+	mt_prep    *p;
 
 	LSM_ASSERT(mt->writable);
-	o = region_alloc(mt, sizeof(mt_owner), UNIT);
-	if (o == NULL)
+	if (prep_of(mt, owner) != NULL)
+		return LSM_OK;			/* a record applied again: once is enough */
+	p = region_alloc(mt, sizeof(mt_prep) + len, UNIT);
+	if (p == NULL)
 		return LSM_NOMEM;
-	o->owner = owner;
-	o->next = mt->r->owners;
-	store_off(&mt->r->owners, off_of(mt, o));
+	p->owner = owner;
+	p->next = r->prepared;
+	p->len = len;
+	memcpy(p->batch, batch, len);
+	store_off(&r->prepared, off_of(mt, p));
+	__atomic_store_n(&r->undecided, r->undecided + 1, __ATOMIC_RELEASE);
+	store64(&r->prep_changes, r->prep_changes + 1);
 	return LSM_OK;
 }
 
 bool
-lsm_memtable_resolved(const lsm_memtable *mt, uint64_t owner)
+lsm_memtable_decide_prepared(lsm_memtable *mt, uint64_t owner)
 {
-	mt_off		o;
+	mt_region  *r = mt->r;
+	mt_off	   *link = &r->prepared;
+	mt_prep    *p;
 
-	for (o = load_off(&mt->r->owners); o != 0;
-		 o = ((const mt_owner *) at(mt, o))->next)
-		if (((const mt_owner *) at(mt, o))->owner == owner)
-			return true;
+	LSM_ASSERT(mt->writable);
+	for (p = prep_at(mt, *link); p != NULL; link = &p->next, p = prep_at(mt, *link))
+	{
+		if (p->owner != owner)
+			continue;
+		__atomic_store_n(&p->decided, 1, __ATOMIC_RELEASE);
+		store_off(link, p->next);
+		__atomic_store_n(&r->undecided, r->undecided - 1, __ATOMIC_RELEASE);
+		store64(&r->prep_changes, r->prep_changes + 1);
+		return true;
+	}
 	return false;
 }
 
 int
-lsm_memtable_resolved_owners(const lsm_memtable *mt, uint64_t *owners,
-							 size_t max)
+lsm_memtable_prepared(const lsm_memtable *mt, uint64_t owner,
+					  const uint8_t **batch, size_t *len)
 {
-	mt_off		o;
-	int			n = 0;
+	mt_prep    *p = prep_of(mt, owner);
 
-	for (o = load_off(&mt->r->owners); o != 0;
-		 o = ((const mt_owner *) at(mt, o))->next, n++)
-		if ((size_t) n < max)
-			owners[n] = ((const mt_owner *) at(mt, o))->owner;
+	if (p == NULL || __atomic_load_n(&p->decided, __ATOMIC_ACQUIRE))
+		return LSM_NOTFOUND;
+	*batch = p->batch;
+	*len = (size_t) p->len;
+	return LSM_OK;
+}
+
+size_t
+lsm_memtable_undecided(const lsm_memtable *mt, lsm_memtable_prepared_fn fn,
+					   void *arg)
+{
+	mt_prep    *p;
+	size_t		n = 0;
+
+	if (__atomic_load_n(&mt->r->undecided, __ATOMIC_ACQUIRE) == 0)
+		return 0;
+	for (p = prep_at(mt, load_off(&mt->r->prepared)); p != NULL;
+		 p = prep_at(mt, load_off(&p->next)))
+	{
+		if (__atomic_load_n(&p->decided, __ATOMIC_ACQUIRE))
+			continue;
+		if (fn)
+			fn(arg, p->owner, p->batch, (size_t) p->len);
+		n++;
+	}
 	return n;
+}
+
+uint64_t
+lsm_memtable_prepared_changes(const lsm_memtable *mt)
+{
+	return load64(&mt->r->prep_changes);
 }
 
 bool

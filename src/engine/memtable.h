@@ -138,17 +138,28 @@ bool		lsm_memtable_get(const lsm_memtable *mt, const void *key,
 							 const uint8_t **val, size_t *vlen, uint64_t *seq);
 
 /*
- * The owners of prepared batches (prepared.c) that records of this memtable's
- * log resolved: lsm_memtable_note_resolved adds one (LSM_NOMEM: no room; the
- * caller reserved it with the batch), after the batch's entries;
- * lsm_memtable_resolved tells whether owner is one, and
- * lsm_memtable_resolved_owners copies up to max of them and returns how many
- * there are.  Read without locks, as the entries are.
+ * The prepared batches of the memtable's log (prepared.c), each a batch
+ * payload of an owner, kept in the region so that every process sees them.
+ * lsm_memtable_add_prepared adds one (LSM_NOMEM: no room; the caller
+ * reserved it; a second one of owner adds nothing);
+ * lsm_memtable_decide_prepared marks owner's decided and drops it from the
+ * list (false if it has no undecided one).  lsm_memtable_prepared finds
+ * owner's undecided one: LSM_OK with its batch, or LSM_NOTFOUND.
+ * lsm_memtable_undecided calls fn (if not NULL) for each undecided one and
+ * returns how many there are (one load when there are none);
+ * lsm_memtable_prepared_changes moves at every prepare and decision.  Read
+ * without locks, as the entries are.
  */
-int			lsm_memtable_note_resolved(lsm_memtable *mt, uint64_t owner);
-bool		lsm_memtable_resolved(const lsm_memtable *mt, uint64_t owner);
-int			lsm_memtable_resolved_owners(const lsm_memtable *mt,
-										 uint64_t *owners, size_t max);
+typedef void (*lsm_memtable_prepared_fn) (void *arg, uint64_t owner,
+										  const uint8_t *batch, size_t len);
+int			lsm_memtable_add_prepared(lsm_memtable *mt, uint64_t owner,
+									  const uint8_t *batch, size_t len);
+bool		lsm_memtable_decide_prepared(lsm_memtable *mt, uint64_t owner);
+int			lsm_memtable_prepared(const lsm_memtable *mt, uint64_t owner,
+								  const uint8_t **batch, size_t *len);
+size_t		lsm_memtable_undecided(const lsm_memtable *mt,
+								   lsm_memtable_prepared_fn fn, void *arg);
+uint64_t	lsm_memtable_prepared_changes(const lsm_memtable *mt);
 
 /* Bytes of entries (the flush criterion) and bytes the arena allocated. */
 size_t		lsm_memtable_bytes(const lsm_memtable *mt);

@@ -92,8 +92,10 @@ least_payload(uint8_t t)
 {
 	if (t == LSM_WAL_BATCH)
 		return LSM_BATCH_HEADER;
-	if (t == LSM_WAL_BATCH_OF)
+	if (t == LSM_WAL_BATCH_OF || t == LSM_WAL_ROLLBACK)
 		return LSM_BATCH_HEADER + LSM_WAL_OWNER;
+	if (t == LSM_WAL_PREPARE)
+		return 2 * LSM_BATCH_HEADER + LSM_WAL_OWNER;
 	return 0;
 }
 

@@ -7,8 +7,12 @@
  *		type 1 (batch) payload: [first sequence u64][count u32]
  *				 { [kind u8][key len varint][key] ([value len varint][value])
  *				 if kind is put } * count
- *		type 2 (a prepared batch, resolved): a type 1 payload, then
+ *		type 2 (a prepared batch committed): a type 1 payload, then
  *				 [owner u64] (prepared.c)
+ *		type 3 (a batch prepared): [first sequence u64][1 u32][owner u64]
+ *				 [a type 1 payload whose first sequence is 1]: one sequence
+ *		type 4 (a prepared batch rolled back): [first sequence u64][1 u32]
+ *				 [owner u64]: one sequence
  *
  * The file is preallocated: a writer appends at the end of the records,
  * into zeros written ahead of it (lsm_wal_prealloc), so that the fdatasync
@@ -32,8 +36,10 @@
 
 #define LSM_WAL_HEADER 9
 #define LSM_WAL_BATCH 1
-#define LSM_WAL_BATCH_OF 2		/* a batch, then the owner it resolves */
-#define LSM_WAL_OWNER 8			/* bytes of the owner after a type 2 batch */
+#define LSM_WAL_BATCH_OF 2		/* a batch, then the owner it commits */
+#define LSM_WAL_PREPARE 3		/* a batch prepared by an owner */
+#define LSM_WAL_ROLLBACK 4		/* an owner's prepared batch discarded */
+#define LSM_WAL_OWNER 8			/* bytes of an owner */
 #define LSM_BATCH_HEADER 12		/* first sequence u64, count u32 */
 
 /* File name of log number (buf of at least 32 bytes). */
@@ -41,8 +47,7 @@ void		lsm_wal_filename(uint64_t number, char *buf, size_t n);
 
 /*
  * Fills in the record header of rec (LSM_WAL_HEADER bytes reserved at its
- * start, followed by the payload), of type (LSM_WAL_BATCH or
- * LSM_WAL_BATCH_OF), and writes it at off, the end of the
+ * start, followed by the payload), of type (LSM_WAL_*), and writes it at off, the end of the
  * records: copied into map, a writable mapping of the log that covers it
  * (lsm_env_map_write), or with one pwrite if map is NULL.  LSM_INVALID if
  * the payload is too large for the 32-bit length (nothing is written);

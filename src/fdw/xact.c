@@ -232,6 +232,9 @@ static int	pending_memory_kb = 65536;
 static int	test_kill_at = 0;
 static int	kill_steps = 0;
 
+/* lsm_fdw.atomic_commit: commits across stores are all or nothing */
+static bool atomic_commit = true;
+
 /* What a pending version costs in memory beyond its key and row */
 #define VERSION_OVERHEAD	(sizeof(PendingVersion) + sizeof(PendingKey) + \
 							 sizeof(PendingVersion *) + 64)
@@ -297,6 +300,13 @@ LsmFdwInitXact(void)
 							65536, 1024, INT_MAX,
 							PGC_USERSET, GUC_UNIT_KB,
 							NULL, NULL, NULL);
+	DefineCustomBoolVariable("lsm_fdw.atomic_commit",
+							 "Commits a transaction's writes to several lsm_fdw tables, or to lsm_fdw and native tables, all or nothing.",
+							 "Off: each table's writes are committed one after another, faster, but a crash or an I/O error in the middle of a commit can leave some of them committed.",
+							 &atomic_commit,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
 	DefineCustomIntVariable("lsm_fdw.test_kill_at",
 							"Kills the backend at this step of a commit across stores (tests only).",
 							NULL,
@@ -1607,16 +1617,17 @@ prepare_stores(PendingStore **order, int n, bool two_phase)
 /*
  * Resolves the stores this transaction prepared at pre-commit: commit at
  * XACT_EVENT_COMMIT (PostgreSQL's commit record is written), rollback at
- * an abort.  Raises no error: a store that cannot be resolved now is
- * resolved by the next statement that reads it (LsmFdwResolvePrepared).
+ * an abort.  The records that resolve are not synced: the batches are
+ * durable, and so is PostgreSQL's decision, so a resolve that a crash
+ * loses is made again by the first statement that reads the store.  Raises
+ * no error: a store that cannot be resolved now is resolved by the next
+ * statement that reads it (LsmFdwResolvePrepared).
  */
 static void
 resolve_stores(bool commit)
 {
 	HASH_SEQ_STATUS status;
 	PendingStore *ps;
-	int			flags = synchronous_commit > SYNCHRONOUS_COMMIT_OFF
-		? LSM_WRITE_DEFAULT : LSM_WRITE_NOSYNC;
 
 	if (pending_stores == NULL || xact_owner == 0)
 		return;
@@ -1637,7 +1648,7 @@ resolve_stores(bool commit)
 			continue;
 		lsm_unlock(ps->store->db);
 		kill_point();
-		rc = lsm_resolve(ps->store->db, xact_owner, commit, flags);
+		rc = lsm_resolve(ps->store->db, xact_owner, commit, LSM_WRITE_NOSYNC);
 		kill_point();
 		if (rc != LSM_OK && rc != LSM_NOTFOUND)
 			ereport(WARNING,
@@ -1729,8 +1740,6 @@ LsmFdwResolvePrepared(LsmFdwStore *s, const char *relname)
 	uint64		owners[16];
 	size_t		n,
 				i;
-	int			flags = synchronous_commit > SYNCHRONOUS_COMMIT_OFF
-		? LSM_WRITE_DEFAULT : LSM_WRITE_NOSYNC;
 	int			rc;
 
 	if ((rc = lsm_prepared(s->db, owners, lengthof(owners), &n)) != LSM_OK)
@@ -1771,7 +1780,7 @@ LsmFdwResolvePrepared(LsmFdwStore *s, const char *relname)
 							 (unsigned long long) owners[i])));
 			continue;
 		}
-		rc = lsm_resolve(s->db, owners[i], commit, flags);
+		rc = lsm_resolve(s->db, owners[i], commit, LSM_WRITE_NOSYNC);
 		if (rc != LSM_OK && rc != LSM_NOTFOUND)
 			ereport(WARNING,
 					(errmsg("could not %s the prepared write of transaction %llu to foreign table \"%s\": %s",
@@ -1809,15 +1818,17 @@ stores_in_order(int *n)
 /*
  * Whether a commit of the n stores in order must be atomic across them:
  * several stores, or one and a transaction id (the transaction wrote
- * PostgreSQL's tables too).  Not when a store's writes moved to a stage
- * (prepare_stores cannot prepare them): those commit store by store.
+ * PostgreSQL's tables too), unless lsm_fdw.atomic_commit is off.  Not when
+ * a store's writes moved to a stage (prepare_stores cannot prepare them):
+ * those commit store by store.
  */
 static bool
 needs_two_phase(PendingStore **order, int n)
 {
 	int			i;
 
-	if (n == 0 || (n == 1 && !TransactionIdIsValid(GetTopTransactionIdIfAny())))
+	if (!atomic_commit || n == 0 ||
+		(n == 1 && !TransactionIdIsValid(GetTopTransactionIdIfAny())))
 		return false;
 	for (i = 0; i < n; i++)
 		if (order[i]->stage != NULL)
