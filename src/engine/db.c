@@ -856,6 +856,42 @@ apply_entry_cp(void *arg, uint64_t seq, int kind, const uint8_t *key,
 }
 
 /*
+ * The parts of a log record of type (wal.h): its batch payload (NULL for a
+ * rollback) and the owner of the prepared batch it is about (0 for a plain
+ * batch).  LSM_CORRUPTION if it is framed wrong for its type; the batch
+ * itself is not checked.
+ */
+static int
+record_parts(int type, const uint8_t *p, size_t n, const uint8_t **batch,
+			 size_t *blen, uint64_t *owner, lsm_err *e)
+{
+	const size_t head = LSM_BATCH_HEADER + LSM_WAL_OWNER;
+
+	*batch = p;
+	*blen = n;
+	*owner = 0;
+	switch (type)
+	{
+		case LSM_WAL_BATCH:
+			return LSM_OK;
+		case LSM_WAL_BATCH_OF:
+			*blen = n - LSM_WAL_OWNER;
+			*owner = lsm_get_u64(p + *blen);
+			return LSM_OK;
+		case LSM_WAL_PREPARE:
+		case LSM_WAL_ROLLBACK:
+			*owner = lsm_get_u64(p + LSM_BATCH_HEADER);
+			*batch = type == LSM_WAL_PREPARE ? p + head : NULL;
+			*blen = n - head;
+			if (lsm_get_u32(p + 8) != 1 || (type == LSM_WAL_ROLLBACK && n != head))
+				return LSM_CORRUPT(e, "malformed record of prepared batch %llx",
+								   (unsigned long long) *owner);
+			return LSM_OK;
+	}
+	return LSM_CORRUPT(e, "log record of unknown type %d", type);
+}
+
+/*
  * Applies a log record of type to memtable mt: a batch's entries (with fn,
  * one entry at a time), and what a record of a prepared batch says (the
  * batch kept aside, committed, or rolled back: prepared.c).  With check,
@@ -865,43 +901,24 @@ static int
 apply_record(lsm_memtable *mt, int type, const uint8_t *payload, size_t n,
 			 lsm_batch_fn fn, bool check, lsm_err *e)
 {
-	const size_t head = LSM_BATCH_HEADER + LSM_WAL_OWNER;
+	const uint8_t *batch;
+	size_t		blen;
 	uint64_t	owner;
-	int			rc = LSM_OK;
+	int			rc;
 
-	switch (type)
-	{
-		case LSM_WAL_BATCH:
-			if (check)
-				rc = lsm_batch_check(payload, n, e);
-			return rc != LSM_OK ? rc : lsm_batch_iterate(payload, n, fn, mt, e);
-		case LSM_WAL_BATCH_OF:
-			n -= LSM_WAL_OWNER;
-			owner = lsm_get_u64(payload + n);
-			if (check)
-				rc = lsm_batch_check(payload, n, e);
-			if (rc == LSM_OK)
-				rc = lsm_batch_iterate(payload, n, fn, mt, e);
-			if (rc == LSM_OK)
-				(void) lsm_memtable_decide_prepared(mt, owner);
-			return rc;
-		case LSM_WAL_PREPARE:
-			owner = lsm_get_u64(payload + LSM_BATCH_HEADER);
-			if (check && (lsm_get_u32(payload + 8) != 1 ||
-						  lsm_batch_check(payload + head, n - head, e) != LSM_OK))
-				return LSM_CORRUPT(e, "malformed prepared batch of owner %llx",
-								   (unsigned long long) owner);
-			if (lsm_memtable_add_prepared(mt, owner, payload + head,
-										  n - head) != LSM_OK)
-				return lsm_err_set(e, LSM_NOMEM, "the memtable has no room");
-			return LSM_OK;
-		case LSM_WAL_ROLLBACK:
-			if (check && (lsm_get_u32(payload + 8) != 1 || n != head))
-				return LSM_CORRUPT(e, "malformed rollback record");
-			(void) lsm_memtable_decide_prepared(mt, lsm_get_u64(payload + LSM_BATCH_HEADER));
-			return LSM_OK;
-	}
-	return LSM_CORRUPT(e, "log record of unknown type %d", type);
+	rc = record_parts(type, payload, n, &batch, &blen, &owner, e);
+	if (rc == LSM_OK && check && batch)
+		rc = lsm_batch_check(batch, blen, e);
+	if (rc != LSM_OK)
+		return rc;
+	if (type == LSM_WAL_PREPARE)
+		return lsm_memtable_add_prepared(mt, owner, batch, blen) == LSM_OK ? LSM_OK
+			: lsm_err_set(e, LSM_NOMEM, "the memtable has no room");
+	if (batch && (rc = lsm_batch_iterate(batch, blen, fn, mt, e)) != LSM_OK)
+		return rc;
+	if (owner)
+		(void) lsm_memtable_decide_prepared(mt, owner);
+	return LSM_OK;
 }
 
 /* lsm_wal_apply_fn: a replayed record into the memtable arg, checked. */
@@ -1113,16 +1130,13 @@ static int
 check_payload(void *arg, int type, const uint8_t *payload, size_t n,
 			  lsm_err *e)
 {
-	const size_t head = LSM_BATCH_HEADER + LSM_WAL_OWNER;
+	const uint8_t *batch;
+	size_t		blen;
+	uint64_t	owner;
+	int			rc = record_parts(type, payload, n, &batch, &blen, &owner, e);
 
 	(void) arg;
-	if (type == LSM_WAL_BATCH_OF)
-		return lsm_batch_check(payload, n - LSM_WAL_OWNER, e);
-	if (type == LSM_WAL_PREPARE)
-		return lsm_batch_check(payload + head, n - head, e);
-	if (type == LSM_WAL_ROLLBACK)
-		return n == head ? LSM_OK : LSM_CORRUPT(e, "malformed rollback record");
-	return lsm_batch_check(payload, n, e);
+	return rc == LSM_OK && batch ? lsm_batch_check(batch, blen, e) : rc;
 }
 
 /*
@@ -2908,9 +2922,7 @@ lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, bool defer, lsm_err *e)
 	rc = reserve_log(db, b->rep.len, !sync, e);
 	if (rc == LSM_OK)
 		rc = lsm_wal_append(db->log_fd, sync ? NULL : db->log_map, name,
-							db->log_off,
-							b->rtype,
-							b->rep.data, b->rep.len, e);
+							db->log_off, b->rtype, b->rep.data, b->rep.len, e);
 	if (rc == LSM_OK && sync && pg == NULL)
 		rc = lsm_env_fsync(db->log_fd, name, e);
 	if (rc != LSM_OK)

@@ -361,21 +361,43 @@ expected_failure(int rc, const char *what)
 			lsm_errmsg(NULL));
 }
 
+/* The least payload of a record of type t (wal.h); 0 for an unknown type. */
+static uint32_t
+least_payload(uint8_t t)
+{
+	switch (t)
+	{
+		case LSM_WAL_BATCH:
+			return LSM_BATCH_HEADER;
+		case LSM_WAL_BATCH_OF:
+		case LSM_WAL_ROLLBACK:
+			return LSM_BATCH_HEADER + LSM_WAL_OWNER;
+		case LSM_WAL_PREPARE:
+			return 2 * LSM_BATCH_HEADER + LSM_WAL_OWNER;
+	}
+	return 0;
+}
+
 /*
  * The log's valid prefix, as the engine's replay sees it: whether bytes
- * follow it (a tail that the first writer must cut and report).
+ * that are not zero follow it (a tail that the first writer must cut and
+ * report; zeros after the records are the log's preallocated room).
  */
 static bool
 has_tail(const uint8_t *log, size_t len)
 {
-	size_t		pos = 0;
+	size_t		pos = 0,
+				nz = len;
 	uint64_t	expect = first_seq;
 
+	while (nz > 0 && log[nz - 1] == 0)
+		nz--;
 	while (len - pos >= LSM_WAL_HEADER + LSM_BATCH_HEADER)
 	{
 		uint32_t	plen = lsm_get_u32(log + pos + 4);
+		uint32_t	least = least_payload(log[pos + 8]);
 
-		if (log[pos + 8] != LSM_WAL_BATCH || plen < LSM_BATCH_HEADER ||
+		if (least == 0 || plen < least ||
 			plen > len - pos - LSM_WAL_HEADER ||
 			lsm_checksum(log + pos + 4, (size_t) plen + 5) !=
 			lsm_get_u32(log + pos) ||
@@ -384,7 +406,7 @@ has_tail(const uint8_t *log, size_t len)
 		expect += lsm_get_u32(log + pos + LSM_WAL_HEADER + 8);
 		pos += LSM_WAL_HEADER + plen;
 	}
-	return pos < len;
+	return pos < nz;
 }
 
 /* Runs the whole workload (see the file header) on one log. */
