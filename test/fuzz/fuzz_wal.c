@@ -567,6 +567,63 @@ add_record(lsm_buf *buf, uint64_t first, uint32_t count, const void *entries,
 				(good_checksum ? 0 : 1));
 }
 
+/* Appends one record of type with payload p (n bytes) to buf. */
+static void
+add_typed(lsm_buf *buf, int type, const uint8_t *p, size_t n)
+{
+	uint8_t		hdr[LSM_WAL_HEADER];
+	size_t		start = buf->len;
+
+	lsm_put_u32(hdr + 4, (uint32_t) n);
+	hdr[8] = (uint8_t) type;
+	if (lsm_buf_append(buf, hdr, sizeof(hdr)) != LSM_OK ||
+		lsm_buf_append(buf, p, n) != LSM_OK)
+		die("out of memory");
+	lsm_put_u32(buf->data + start, lsm_checksum(buf->data + start + 4, n + 5));
+}
+
+/*
+ * Appends the records of prepared batches (wal.h) from sequence seq on:
+ * owner 7 prepared and committed, 8 prepared and rolled back, 9 prepared
+ * and left undecided.
+ */
+static void
+add_prepared_records(lsm_buf *buf, uint64_t seq)
+{
+	static const uint8_t entries[] = "\x01\x02p7\x01v";	/* put p7 = v */
+	uint8_t		p[64];
+	uint64_t	owner;
+
+	for (owner = 7; owner <= 9; owner++)
+	{
+		/* type 3: one sequence, the owner, the batch (sequence 1) */
+		lsm_put_u64(p, seq++);
+		lsm_put_u32(p + 8, 1);
+		lsm_put_u64(p + 12, owner);
+		lsm_put_u64(p + 20, 1);
+		lsm_put_u32(p + 28, 1);
+		memcpy(p + 32, entries, sizeof(entries) - 1);
+		add_typed(buf, LSM_WAL_PREPARE, p, 32 + sizeof(entries) - 1);
+		if (owner == 7)
+		{
+			/* type 2: the batch at the next sequence, then the owner */
+			lsm_put_u64(p, seq++);
+			lsm_put_u32(p + 8, 1);
+			memcpy(p + 12, entries, sizeof(entries) - 1);
+			lsm_put_u64(p + 12 + sizeof(entries) - 1, owner);
+			add_typed(buf, LSM_WAL_BATCH_OF, p, 20 + sizeof(entries) - 1);
+		}
+		else if (owner == 8)
+		{
+			/* type 4: one sequence, the owner */
+			lsm_put_u64(p, seq++);
+			lsm_put_u32(p + 8, 1);
+			lsm_put_u64(p + 12, owner);
+			add_typed(buf, LSM_WAL_ROLLBACK, p, 20);
+		}
+	}
+}
+
 /* Writes a seed: name in dir. */
 static void
 seed(const char *dir, const char *name, const uint8_t *data, size_t len)
@@ -575,8 +632,8 @@ seed(const char *dir, const char *name, const uint8_t *data, size_t len)
 }
 
 /*
- * The seed corpus: the template's log, torn and damaged copies of it, and
- * the regression inputs of issue 11.
+ * The seed corpus: the template's log, torn and damaged copies of it, one
+ * with records of prepared batches, and the regression inputs of issue 11.
  */
 static void
 write_seeds(const char *dir)
@@ -657,6 +714,14 @@ write_seeds(const char *dir)
 			lsm_buf_free(&b);
 		}
 	}
+
+	/* records of prepared batches after the template's */
+	memset(&b, 0, sizeof(b));
+	if (lsm_buf_append(&b, log, len) != LSM_OK)
+		die("out of memory");
+	add_prepared_records(&b, next_seq);
+	seed(dir, "prepared-batches", b.data, b.len);
+	lsm_buf_free(&b);
 
 	/* a sequence past LSM_MAX_SEQUENCE, as the first record */
 	memset(&b, 0, sizeof(b));
