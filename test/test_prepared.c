@@ -5,10 +5,14 @@
  *		rollback, kept across reopening, replays of the log and flushes
  *		(which carry them into the next log), conflicts reported under the
  *		lock, and decided exactly once whatever step a process is killed
- *		at (the crash points of the write path and of a flush).
+ *		at (the crash points of the write path and of a flush); processes
+ *		preparing and deciding while others write and flush, and a reader
+ *		that never sees part of a batch.
  */
 #include <dirent.h>
+#include <inttypes.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 
 #include "harness.h"
@@ -489,6 +493,179 @@ TEST(resolve_kill_points)
 		   kills, commits);
 }
 
+/*
+ * Processes that prepare and decide at the same time as others write
+ * (small memtables: flushes carry undecided batches all the time), and a
+ * reader that checks, while they run, that no key of a batch is seen
+ * before its commit.  Process p prepares owners p * 1000 + i, each putting
+ * "o<owner>/<j>" for j < 3, and commits the even ones and rolls back the
+ * odd ones, every second one through another handle; a plain writer puts
+ * filler.  At the end: the committed batches whole, the rolled-back ones
+ * absent, nothing undecided, after a reopen too.
+ */
+#define CONC_PROCS 3
+#define CONC_OWNERS 200
+
+static void
+conc_preparer(const char *dir, int p)
+{
+	lsm_db	   *db = open_db(dir),
+			   *other = open_db(dir);
+	int			i,
+				j;
+
+	for (i = 0; i < CONC_OWNERS; i++)
+	{
+		uint64_t	owner = (uint64_t) p * 1000 + (uint64_t) i + 1;
+		lsm_batch  *b = lsm_batch_new();
+		lsm_db	   *decider = (i % 4 < 2) ? db : other;
+
+		CHECK(b != NULL);
+		for (j = 0; j < 3; j++)
+		{
+			char		k[32];
+
+			snprintf(k, sizeof(k), "o%" PRIu64 "/%d", owner, j);
+			CHECK_OK(lsm_batch_put(b, k, strlen(k), k, strlen(k)));
+		}
+		CHECK_DB_OK(db, lsm_prepare(db, b, owner, i % 3 ? LSM_WRITE_NOSYNC : LSM_WRITE_SYNC));
+		lsm_batch_free(b);
+		CHECK_DB_OK(decider, lsm_refresh(decider));
+		CHECK_DB_OK(decider, lsm_resolve(decider, owner, owner % 2 == 0, LSM_WRITE_NOSYNC));
+	}
+	CHECK_DB_OK(other, lsm_close(other));
+	CHECK_DB_OK(db, lsm_close(db));
+}
+
+static void
+conc_filler(const char *dir)
+{
+	lsm_db	   *db = open_db(dir);
+	int			i;
+
+	for (i = 0; i < 10000; i++)
+	{
+		char		k[32];
+
+		snprintf(k, sizeof(k), "z%05d", i);
+		put(db, k, "filler value of some length to fill memtables");
+	}
+	CHECK_DB_OK(db, lsm_close(db));
+}
+
+/* Reads every batch's first and last key: both or neither, as committed. */
+static void
+conc_reader(const char *dir, volatile int *stop)
+{
+	lsm_db	   *db = open_db(dir);
+
+	while (!*stop)
+	{
+		int			p,
+					i;
+
+		CHECK_DB_OK(db, lsm_refresh(db));
+		for (p = 0; p < CONC_PROCS; p++)
+			for (i = 0; i < CONC_OWNERS; i++)
+			{
+				uint64_t	owner = (uint64_t) p * 1000 + (uint64_t) i + 1;
+				char		k0[32],
+							k2[32],
+							v0[64],
+							v2[64];
+
+				snprintf(k0, sizeof(k0), "o%" PRIu64 "/0", owner);
+				snprintf(k2, sizeof(k2), "o%" PRIu64 "/2", owner);
+				value_of(db, k0, v0, sizeof(v0));
+				value_of(db, k2, v2, sizeof(v2));
+				CHECK_MSG((v0[0] != 0) == (v2[0] != 0),
+						  "owner %" PRIu64 ": one key seen without the other", owner);
+				CHECK_MSG(v0[0] == 0 || owner % 2 == 0,
+						  "owner %" PRIu64 ": a rolled-back batch is visible", owner);
+			}
+	}
+	CHECK_DB_OK(db, lsm_close(db));
+}
+
+TEST(concurrent_prepares_and_flushes)
+{
+	char	   *dir = harness_tmpdir("prepconc");
+	volatile int *stop = mmap(NULL, sizeof(int), PROT_READ | PROT_WRITE,
+							  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	pid_t		pids[CONC_PROCS + 2];
+	lsm_db	   *db = open_db(dir);
+	int			p,
+				i,
+				j,
+				status;
+
+	CHECK(stop != MAP_FAILED);
+	*stop = 0;
+	CHECK_DB_OK(db, lsm_close(db));
+	for (p = 0; p < CONC_PROCS + 2; p++)
+	{
+		pids[p] = fork();
+		CHECK(pids[p] >= 0);
+		if (pids[p] == 0)
+		{
+			if (p < CONC_PROCS)
+				conc_preparer(dir, p);
+			else if (p == CONC_PROCS)
+				conc_filler(dir);
+			else
+				conc_reader(dir, stop);
+			_exit(0);
+		}
+	}
+	for (p = 0; p < CONC_PROCS + 1; p++)
+	{
+		CHECK_EQ(waitpid(pids[p], &status, 0), pids[p]);
+		CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+				  "process %d failed", p);
+	}
+	*stop = 1;
+	CHECK_EQ(waitpid(pids[CONC_PROCS + 1], &status, 0), pids[CONC_PROCS + 1]);
+	CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the reader failed");
+
+	for (int round = 0; round < 2; round++)
+	{
+		lsm_stats	st;
+
+		db = open_db(dir);
+		CHECK_EQ(prepared_count(db), 0);
+		for (p = 0; p < CONC_PROCS; p++)
+			for (i = 0; i < CONC_OWNERS; i++)
+			{
+				uint64_t	owner = (uint64_t) p * 1000 + (uint64_t) i + 1;
+
+				for (j = 0; j < 3; j++)
+				{
+					char		k[32],
+								v[64];
+
+					snprintf(k, sizeof(k), "o%" PRIu64 "/%d", owner, j);
+					CHECK_STREQ(value_of(db, k, v, sizeof(v)), owner % 2 == 0 ? k : "");
+				}
+			}
+		CHECK_DB_OK(db, lsm_get_stats(db, &st));
+		if (round == 0)
+		{
+			int			l,
+						tables = 0;
+
+			for (l = 0; l < LSM_MAX_LEVELS; l++)
+				tables += st.level[l].files;
+			CHECK_GT(tables, 3);
+			printf("# %d tables flushed while %d processes prepared %d batches each\n",
+				   tables, CONC_PROCS, CONC_OWNERS);
+		}
+		CHECK_DB_OK(db, lsm_verify(db));
+		CHECK_DB_OK(db, lsm_close(db));
+		drop_memfiles(dir);
+	}
+	munmap((void *) stop, sizeof(int));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -499,5 +676,6 @@ main(int argc, char **argv)
 	RUN(prepared_replayed);
 	RUN(resolve_kill_points);
 	RUN(flush_kill_points);
+	RUN(concurrent_prepares_and_flushes);
 	return harness_done();
 }
