@@ -2550,7 +2550,7 @@ flush_install(lsm_db *db, lsm_file **ingest, int ningest, uint64_t nseq,
 	if (rc == LSM_OK)
 	{
 		lsm_wal_filename(lognum, name, sizeof(name));
-		rc = lsm_prepared_carry(db, db->mem, shared ? shared : fresh, logfd,
+		rc = lsm_prepared_carry(db->mem, shared ? shared : fresh, logfd,
 								name, db->last_seq + nseq, &carried_off,
 								&carried, e);
 	}

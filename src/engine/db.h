@@ -295,9 +295,9 @@ int			lsm_db_update_tree(lsm_db *db, lsm_version *v,
  * (a flush, before the switch that drops from's log).
  */
 void		lsm_prepared_close(lsm_db *db);
-int			lsm_prepared_carry(lsm_db *db, lsm_memtable *from, lsm_memtable *to,
-							   int logfd, const char *name, uint64_t seq,
-							   uint64_t *off, uint64_t *used, lsm_err *e);
+int			lsm_prepared_carry(lsm_memtable *from, lsm_memtable *to, int logfd,
+							   const char *name, uint64_t seq, uint64_t *off,
+							   uint64_t *used, lsm_err *e);
 
 /*
  * Waits until every record the handle has seen is durable (another

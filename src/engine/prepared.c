@@ -390,13 +390,12 @@ carry_one(void *arg, uint64_t owner, const uint8_t *batch, size_t len)
 }
 
 int
-lsm_prepared_carry(lsm_db *db, lsm_memtable *from, lsm_memtable *to,
-				   int logfd, const char *name, uint64_t seq, uint64_t *off,
+lsm_prepared_carry(lsm_memtable *from, lsm_memtable *to, int logfd,
+				   const char *name, uint64_t seq, uint64_t *off,
 				   uint64_t *used, lsm_err *e)
 {
 	carry		c;
 
-	(void) db;
 	memset(&c, 0, sizeof(c));
 	c.to = to;
 	c.logfd = logfd;
