@@ -308,12 +308,45 @@ TEST(prepared_replayed)
 }
 
 /*
+ * Runs child(dir, at, fd) in a process of its own, to be killed at its
+ * at-th crash point; returns whether it was (else it ran to the end), and
+ * in *said (if not NULL) whether it wrote a byte to fd before.
+ */
+static bool
+killed_at(void (*child) (const char *, long, int), const char *dir, long at,
+		  bool *said)
+{
+	int			p[2],
+				status;
+	char		c;
+	pid_t		pid;
+
+	CHECK_EQ(pipe(p), 0);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0)
+	{
+		close(p[0]);
+		child(dir, at, p[1]);
+		_exit(0);
+	}
+	close(p[1]);
+	if (said)
+		*said = read(p[0], &c, 1) == 1;
+	close(p[0]);
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	CHECK(WIFSIGNALED(status) || (WIFEXITED(status) &&
+								  WEXITSTATUS(status) == 0));
+	return WIFSIGNALED(status);
+}
+
+/*
  * A flush killed at each of its crash points while a batch is prepared:
  * afterwards the batch is listed exactly once, by a new handle and by the
  * one that stayed open, and commits exactly once.
  */
 static void
-flush_child(const char *dir, long at)
+flush_child(const char *dir, long at, int out)
 {
 	lsm_options o = small_options();
 	lsm_fault	f;
@@ -321,6 +354,7 @@ flush_child(const char *dir, long at)
 	char		k[32];
 
 	snprintf(k, sizeof(k), "f%06ld", at);
+	(void) out;
 	CHECK_OK(lsm_open(dir, &o, &db));
 	memset(&f, 0, sizeof(f));
 	f.kill_at = at;
@@ -345,18 +379,8 @@ TEST(flush_kill_points)
 	CHECK_DB_OK(open_one, lsm_prepare(open_one, b, 77, LSM_WRITE_SYNC));
 	for (at = 1;; at++)
 	{
-		pid_t		pid = fork();
-		int			status;
+		bool		killed = killed_at(flush_child, dir, at, NULL);
 
-		CHECK(pid >= 0);
-		if (pid == 0)
-		{
-			flush_child(dir, at);
-			_exit(0);
-		}
-		CHECK_EQ(waitpid(pid, &status, 0), pid);
-		CHECK(WIFSIGNALED(status) || (WIFEXITED(status) &&
-									  WEXITSTATUS(status) == 0));
 		db = open_db(dir);
 		CHECK_DB_OK(db, lsm_prepared(db, owners, 4, &n));
 		CHECK_MSG(n == 1 && owners[0] == 77, "kill point %ld: %zu batches listed", at, n);
@@ -365,7 +389,7 @@ TEST(flush_kill_points)
 		CHECK_MSG(n == 1 && owners[0] == 77, "kill point %ld: the open handle lists %zu", at, n);
 		CHECK_VALUE(db, "a", "");
 		CHECK_DB_OK(db, lsm_close(db));
-		if (!WIFSIGNALED(status))
+		if (!killed)
 			break;
 		kills++;
 		CHECK(at < 500);
@@ -427,30 +451,12 @@ TEST(resolve_kill_points)
 
 	for (at = 1;; at++)
 	{
-		int			p[2],
-					status;
-		char		c;
-		bool		prepared;
+		bool		prepared,
+					killed = killed_at(kill_child, dir, at, &prepared);
 		char		tag[32];
-		pid_t		pid;
 		lsm_db	   *db;
 		int			rc;
 
-		CHECK_EQ(pipe(p), 0);
-		pid = fork();
-		CHECK(pid >= 0);
-		if (pid == 0)
-		{
-			close(p[0]);
-			kill_child(dir, at, p[1]);
-			_exit(0);
-		}
-		close(p[1]);
-		prepared = read(p[0], &c, 1) == 1;
-		close(p[0]);
-		CHECK_EQ(waitpid(pid, &status, 0), pid);
-		CHECK(WIFSIGNALED(status) || (WIFEXITED(status) &&
-									  WEXITSTATUS(status) == 0));
 		snprintf(tag, sizeof(tag), "t%ld", at);
 
 		db = open_db(dir);
@@ -482,7 +488,7 @@ TEST(resolve_kill_points)
 		CHECK_VALUE(db, "a", "over");
 		CHECK_VALUE(db, "b", "over");
 		CHECK_DB_OK(db, lsm_close(db));
-		if (!WIFSIGNALED(status))
+		if (!killed)
 			break;
 		kills++;
 		CHECK(at < 200);

@@ -1738,17 +1738,20 @@ void
 LsmFdwResolvePrepared(LsmFdwStore *s, const char *relname)
 {
 	uint64		owners[16];
+	FullTransactionId next;
 	size_t		n,
 				i;
 	int			rc;
 
 	if ((rc = lsm_prepared(s->db, owners, lengthof(owners), &n)) != LSM_OK)
 		LsmFdwReportError(rc, s->db, relname, "read the prepared batches of");
+	if (n == 0)
+		return;
+	next = ReadNextFullTransactionId();
 	for (i = 0; i < n && i < lengthof(owners); i++)
 	{
 		FullTransactionId fxid = FullTransactionIdFromU64(owners[i]);
 		TransactionId xid = XidFromFullTransactionId(fxid);
-		FullTransactionId next = ReadNextFullTransactionId();
 		bool		known,
 					commit = false;
 
