@@ -143,8 +143,9 @@ LsmFdwInitCompaction(void)
 }
 
 /*
- * Called for each store a transaction wrote, at pre-commit once its write
- * lock is released and the writes are durable: decides what compaction the
+ * Called for each store a transaction wrote once its writes are in it (at
+ * pre-commit, or at XACT_EVENT_COMMIT for a commit across stores, which
+ * applies its prepared batches then) and the write lock is released: decides what compaction the
  * store needs.  Compacts here (inline mode, or level 0 far over its
  * trigger), or returns true if a background worker is to be launched when
  * the transaction has committed (LsmFdwLaunchCompactor).  Does not raise

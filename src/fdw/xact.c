@@ -1616,8 +1616,9 @@ prepare_stores(PendingStore **order, int n, bool two_phase)
 
 /*
  * Resolves the stores this transaction prepared at pre-commit: commit at
- * XACT_EVENT_COMMIT (PostgreSQL's commit record is written), rollback at
- * an abort.  The records that resolve are not synced: the batches are
+ * XACT_EVENT_COMMIT (PostgreSQL's commit record is written), then decides
+ * the compactions the writes call for (end_xact launches the workers), or
+ * rollback at an abort.  The records that resolve are not synced: the batches are
  * durable, and so is PostgreSQL's decision, so a resolve that a crash
  * loses is made again by the first statement that reads the store.  Raises
  * no error: a store that cannot be resolved now is resolved by the next
@@ -1650,6 +1651,10 @@ resolve_stores(bool commit)
 		kill_point();
 		rc = lsm_resolve(ps->store->db, xact_owner, commit, LSM_WRITE_NOSYNC);
 		kill_point();
+		/* the writes are in now: the compactions they call for */
+		if (commit)
+			ps->launch_compactor =
+				LsmFdwCompactionAfterCommit(ps->store, ps->relname);
 		if (rc != LSM_OK && rc != LSM_NOTFOUND)
 			ereport(WARNING,
 					(errmsg("could not %s the prepared write of transaction %llu to foreign table \"%s\": %s",
@@ -1950,12 +1955,12 @@ xact_callback(XactEvent event, void *arg)
 					for (i = 0; i < n; i++)
 						write_store(order[i]);
 					wait_stores(order, n);
+					/* the locks are free: the compactions the writes call for */
+					for (i = 0; i < n; i++)
+						order[i]->launch_compactor =
+							LsmFdwCompactionAfterCommit(order[i]->store,
+														order[i]->relname);
 				}
-				/* the locks are free: the compactions the writes call for */
-				for (i = 0; i < n; i++)
-					order[i]->launch_compactor =
-						LsmFdwCompactionAfterCommit(order[i]->store,
-													order[i]->relname);
 				pfree(order);
 			}
 			break;
