@@ -52,11 +52,38 @@ COMMIT;
 SELECT count(*), sum(id) FROM big;
 TRUNCATE big;
 INSERT INTO big VALUES (0, 0, 'committed before');
--- and PREPARE TRANSACTION is refused for it too
+-- PREPARE TRANSACTION prepares the stage's tables: invisible, their keys
+-- held against other commits, and gone after ROLLBACK PREPARED
 BEGIN;
 INSERT INTO big SELECT g, g % 100, repeat('p', 50) FROM generate_series(1, 30000) g;
-PREPARE TRANSACTION 'staged';                                  -- ERROR
+PREPARE TRANSACTION 'staged';
 SELECT count(*) FROM big;
+SELECT staged() AS staged;
+\set VERBOSITY terse
+INSERT INTO big VALUES (12345, 0, 'mine');                     -- ERROR
+\set VERBOSITY default
+INSERT INTO big VALUES (40000, 0, 'not theirs');
+ROLLBACK PREPARED 'staged';
+SELECT count(*) FROM big;
+DELETE FROM big WHERE id = 40000;
+-- COMMIT PREPARED installs them whole, with the rows kept in memory
+BEGIN;
+INSERT INTO big SELECT g, g % 100, repeat('p', 50) FROM generate_series(1, 30000) g;
+UPDATE big SET pad = 'changed' WHERE id = 0;
+PREPARE TRANSACTION 'staged';
+SELECT count(*) FROM big;
+COMMIT PREPARED 'staged';
+SELECT count(*), sum(id) FROM big;
+SELECT * FROM big WHERE id = 0;
+-- a prepared TRUNCATE replaces the table at COMMIT PREPARED
+BEGIN;
+TRUNCATE big;
+INSERT INTO big VALUES (1, 1, 'only');
+PREPARE TRANSACTION 'staged';
+COMMIT PREPARED 'staged';
+SELECT * FROM big;
+TRUNCATE big;
+INSERT INTO big VALUES (0, 0, 'committed before');
 
 -- a committed one: reads inside the transaction see every row
 BEGIN;

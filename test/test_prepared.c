@@ -672,6 +672,262 @@ TEST(concurrent_prepares_and_flushes)
 	munmap((void *) stop, sizeof(int));
 }
 
+/* ---------- prepared stages: tables ---------- */
+
+/* Table files in dir. */
+static int
+table_files(const char *dir)
+{
+	DIR		   *d = opendir(dir);
+	struct dirent *de;
+	int			n = 0;
+
+	CHECK(d != NULL);
+	while ((de = readdir(d)) != NULL)
+		if (strstr(de->d_name, ".sst") != NULL)
+			n++;
+	closedir(d);
+	return n;
+}
+
+/* Tables the store's manifest names, as db sees it. */
+static int
+named_tables(lsm_db *db)
+{
+	lsm_stats	st;
+	int			l,
+				n = 0;
+
+	CHECK_DB_OK(db, lsm_get_stats(db, &st));
+	for (l = 0; l < LSM_MAX_LEVELS; l++)
+		n += st.level[l].files;
+	return n;
+}
+
+/*
+ * A stage that spilled into several runs: puts s<i> = <tag> for i < n,
+ * and deletes "c".  (A 4 KiB buffer: a run per ~60 keys.)
+ */
+static lsm_stage *
+big_stage(lsm_db *db, const char *tag, int n)
+{
+	lsm_stage  *st;
+	char		k[32];
+	int			i;
+
+	CHECK_DB_OK(db, lsm_stage_open(db, 4096, &st));
+	for (i = 0; i < n; i++)
+	{
+		snprintf(k, sizeof(k), "s%05d", i);
+		CHECK_DB_OK(db, lsm_stage_put(st, k, strlen(k), tag, strlen(tag)));
+	}
+	CHECK_DB_OK(db, lsm_stage_delete(st, "c", 1));
+	CHECK_GT(lsm_stage_runs(st), 1);
+	return st;
+}
+
+/* Keys s<i> for i < n that hold want (absent: ""). */
+static int
+count_staged(lsm_db *db, int n, const char *want)
+{
+	char		k[32],
+				v[64];
+	int			i,
+				hits = 0;
+
+	for (i = 0; i < n; i++)
+	{
+		snprintf(k, sizeof(k), "s%05d", i);
+		if (strcmp(value_of(db, k, v, sizeof(v)), want) == 0)
+			hits++;
+	}
+	return hits;
+}
+
+/*
+ * A stage too large for a batch is prepared as tables: invisible, listed,
+ * holding its keys (deletes too) for committers of any handle, kept by
+ * flushes, compactions (their sweep of unnamed files) and reopening, and
+ * installed whole by a commit from another handle, or removed by a
+ * rollback.  A truncating stage holds every key and replaces the store.
+ */
+TEST(prepared_stage_tables)
+{
+	char	   *dir = harness_tmpdir("prepstage");
+	lsm_db	   *db = open_db(dir),
+			   *other = open_db(dir);
+	lsm_stage  *st;
+	lsm_batch  *b;
+	uint64_t	who = 0;
+	int			before,
+				i;
+
+	put(db, "c", "old");
+	put(db, "s00005", "old");
+	st = big_stage(db, "staged", 2000);
+	CHECK_DB_OK(db, lsm_stage_prepare(st, 21, LSM_WRITE_SYNC));
+	CHECK_EQ(count_staged(db, 2000, "staged"), 0);
+	CHECK_VALUE(db, "s00005", "old");
+	CHECK_DB_OK(other, lsm_refresh(other));
+	CHECK_EQ(prepared_count(other), 1);
+	CHECK_DB_OK(other, lsm_lock(other, 0));
+	CHECK_DB_OK(other, lsm_prepared_holds(other, "s01999", 6, &who));
+	CHECK_EQ(who, 21);
+	CHECK_DB_OK(other, lsm_prepared_holds(other, "c", 1, NULL));
+	CHECK_RC(LSM_NOTFOUND, lsm_prepared_holds(other, "s02000", 6, NULL));
+	CHECK_RC(LSM_NOTFOUND, lsm_prepared_holds(other, "a", 1, NULL));
+	lsm_unlock(other);
+	b = batch_of("x");
+	CHECK_RC(LSM_EXISTS, lsm_prepare(db, b, 21, LSM_WRITE_SYNC));
+	lsm_batch_free(b);
+
+	/* flushes, compactions (and their sweep), a replay of the log */
+	for (i = 0; i < 3000; i++)
+	{
+		char		k[32];
+
+		snprintf(k, sizeof(k), "k%05d", i);
+		put(db, k, "filler value of some length to fill memtables");
+	}
+	CHECK_DB_OK(db, lsm_flush(db));
+	CHECK_DB_OK(db, lsm_compact_all(db));
+	CHECK_DB_OK(db, lsm_close(db));
+	CHECK_DB_OK(other, lsm_close(other));
+	drop_memfiles(dir);
+	db = open_db(dir);
+	other = open_db(dir);
+	CHECK_EQ(prepared_count(db), 1);
+	CHECK_GT(table_files(dir), named_tables(db));
+	CHECK_EQ(count_staged(db, 2000, ""), 1999);
+
+	/* committed by the other handle */
+	CHECK_DB_OK(other, lsm_resolve(other, 21, 1, LSM_WRITE_NOSYNC));
+	CHECK_RC(LSM_NOTFOUND, lsm_resolve(db, 21, 1, LSM_WRITE_SYNC));
+	CHECK_EQ(prepared_count(db), 0);
+	CHECK_EQ(count_staged(db, 2000, "staged"), 2000);
+	CHECK_VALUE(db, "c", "");
+	CHECK_VALUE(db, "k00001", "filler value of some length to fill memtables");
+	CHECK_EQ(table_files(dir), named_tables(db));
+
+	/* rolled back: its tables go */
+	before = table_files(dir);
+	st = big_stage(db, "gone", 500);
+	CHECK_DB_OK(db, lsm_stage_prepare(st, 22, LSM_WRITE_NOSYNC));
+	CHECK_GT(table_files(dir), before);
+	CHECK_DB_OK(other, lsm_resolve(other, 22, 0, LSM_WRITE_NOSYNC));
+	CHECK_EQ(table_files(dir), before);
+	CHECK_EQ(count_staged(db, 500, "staged"), 500);
+	CHECK_RC(LSM_NOTFOUND, lsm_resolve(db, 22, 1, LSM_WRITE_SYNC));
+
+	/* a small stage is prepared as a batch; an empty one is refused */
+	CHECK_DB_OK(db, lsm_stage_open(db, 0, &st));
+	CHECK_DB_OK(db, lsm_stage_put(st, "small", 5, "yes", 3));
+	CHECK_DB_OK(db, lsm_stage_prepare(st, 23, LSM_WRITE_SYNC | LSM_WRITE_DEFER));
+	CHECK_DB_OK(db, lsm_write_wait(db));
+	CHECK_DB_OK(db, lsm_prepared_holds(db, "small", 5, NULL));
+	CHECK_DB_OK(db, lsm_resolve(db, 23, 1, LSM_WRITE_SYNC));
+	CHECK_VALUE(db, "small", "yes");
+	CHECK_DB_OK(db, lsm_stage_open(db, 0, &st));
+	CHECK_RC(LSM_INVALID, lsm_stage_prepare(st, 24, LSM_WRITE_SYNC));
+
+	/* a truncating stage: every key held, the store replaced at commit */
+	CHECK_DB_OK(db, lsm_stage_open(db, 4096, &st));
+	CHECK_DB_OK(db, lsm_stage_truncate(st));
+	CHECK_DB_OK(db, lsm_stage_put(st, "only", 4, "one", 3));
+	CHECK_DB_OK(db, lsm_stage_prepare(st, 25, LSM_WRITE_SYNC));
+	CHECK_VALUE(db, "small", "yes");
+	CHECK_DB_OK(db, lsm_prepared_holds(db, "anything", 8, &who));
+	CHECK_EQ(who, 25);
+	CHECK_DB_OK(db, lsm_resolve(db, 25, 1, LSM_WRITE_SYNC));
+	CHECK_VALUE(db, "small", "");
+	CHECK_VALUE(db, "only", "one");
+	CHECK_EQ(count_staged(db, 2000, ""), 2000);
+	CHECK_DB_OK(db, lsm_verify(db));
+	CHECK_DB_OK(other, lsm_close(other));
+	CHECK_DB_OK(db, lsm_close(db));
+}
+
+/*
+ * A child prepares a stage of 600 keys as owner `at` and commits it,
+ * killed at its at-th crash point (the spill, the moves, the record, the
+ * ingest's flush and manifest switch).  The parent decides as a
+ * transaction manager would (commit if the prepare returned, else
+ * rollback), and checks: all or nothing, nothing undecided, no table left
+ * that nothing names once a compaction swept, and the same after a replay.
+ */
+static void
+stage_kill_child(const char *dir, long at, int out)
+{
+	lsm_options o = small_options();
+	lsm_fault	f;
+	lsm_stage  *st;
+	lsm_db	   *db;
+	char		tag[32];
+
+	snprintf(tag, sizeof(tag), "t%ld", at);
+	CHECK_OK(lsm_open(dir, &o, &db));
+	st = big_stage(db, tag, 600);
+	memset(&f, 0, sizeof(f));
+	f.kill_at = at;
+	lsm_fault_install(&f);
+	CHECK_DB_OK(db, lsm_stage_prepare(st, (uint64_t) at, LSM_WRITE_SYNC));
+	CHECK_EQ(write(out, "p", 1), 1);
+	CHECK_DB_OK(db, lsm_resolve(db, (uint64_t) at, 1, LSM_WRITE_SYNC));
+	lsm_fault_install(NULL);
+	CHECK_DB_OK(db, lsm_close(db));
+}
+
+TEST(prepared_stage_kill_points)
+{
+	char	   *dir = harness_tmpdir("prepstagekill");
+	long		at;
+	int			kills = 0,
+				commits = 0;
+
+	for (at = 1;; at++)
+	{
+		bool		prepared,
+					killed = killed_at(stage_kill_child, dir, at, &prepared);
+		char		tag[32];
+		lsm_db	   *db;
+		int			rc,
+					round;
+
+		snprintf(tag, sizeof(tag), "t%ld", at);
+		db = open_db(dir);
+		rc = lsm_resolve(db, (uint64_t) at, prepared, LSM_WRITE_SYNC);
+		CHECK_MSG(rc == LSM_OK || rc == LSM_NOTFOUND,
+				  "kill point %ld: resolve: %s", at, lsm_errmsg(db));
+		for (round = 0; round < 2; round++)
+		{
+			int			hits = count_staged(db, 600, tag);
+
+			CHECK_MSG(hits == (prepared ? 600 : 0),
+					  "kill point %ld: %d of 600 keys after %s", at, hits,
+					  prepared ? "a commit" : "a rollback");
+			CHECK_EQ(prepared_count(db), 0);
+			CHECK_DB_OK(db, lsm_compact_all(db));
+			CHECK_MSG(table_files(dir) == named_tables(db),
+					  "kill point %ld: %d table files, %d named", at,
+					  table_files(dir), named_tables(db));
+			CHECK_DB_OK(db, lsm_close(db));
+			drop_memfiles(dir);
+			db = open_db(dir);
+		}
+		commits += prepared;
+		CHECK_DB_OK(db, lsm_verify(db));
+		CHECK_DB_OK(db, lsm_close(db));
+		if (!killed)
+			break;
+		kills++;
+		CHECK(at < 2000);
+	}
+	CHECK_GT(kills, 3);
+	CHECK_GT(commits, 1);
+	printf("# %d kill points, %d of them after the prepare returned\n",
+		   kills, commits);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -683,5 +939,7 @@ main(int argc, char **argv)
 	RUN(resolve_kill_points);
 	RUN(flush_kill_points);
 	RUN(concurrent_prepares_and_flushes);
+	RUN(prepared_stage_tables);
+	RUN(prepared_stage_kill_points);
 	return harness_done();
 }

@@ -246,8 +246,9 @@ is_bottom_for(const lsm_version *v, int level, const uint8_t *key, size_t klen)
 }
 
 /*
- * Removes table, log and shared memtable files of dir that v does not name (compaction
- * inputs, and leftovers of a flush, compaction or ingest that died), or
+ * Removes table, log and shared memtable files of dir that neither v nor a
+ * prepared write names (compaction inputs, and leftovers of a flush,
+ * compaction or ingest that died, or of a rolled back prepare), or
  * with dry_run only counts them (and removes the staging directories of
  * dead processes, which needs no lock: stage.c).  REQUIRES for removal:
  * both locks held, so no flush or compaction is writing a file the
@@ -282,6 +283,9 @@ remove_obsolete(lsm_db *db, const lsm_version *v, bool dry_run)
 				for (i = 0; i < v->nfiles[l]; i++)
 					if (v->files[l][i]->meta.number == num)
 						live = true;
+			/* prepared tables wait for their decision (prepared.c) */
+			if (!live)
+				live = lsm_prepared_names(db, num);
 		}
 		else if (strcmp(ext, "log") == 0)
 			live = num == v->log_number;

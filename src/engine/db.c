@@ -72,8 +72,10 @@
  *	(8) An ingest's tables are fsynced in their staging directory, renamed
  *		into the store directory (never over an existing name) only under
  *		the write lock, and that directory is fsynced before the one
- *		manifest switch that names them all; a table moved in but never
- *		named is moved back, or swept as an orphan after a crash.
+ *		manifest switch, or the one prepared record (type 5), that names
+ *		them all; a table moved in but never named is moved back, or swept
+ *		as an orphan after a crash.  The sweep keeps the tables that an
+ *		undecided prepared record names.
  *	(9) A staging directory is removed by another process only when that
  *		process can take the flock of its LOCK file (which its owner took
  *		before the file got its name and holds until commit or abort), or,
@@ -856,10 +858,10 @@ apply_entry_cp(void *arg, uint64_t seq, int kind, const uint8_t *key,
 }
 
 /*
- * The parts of a log record of type (wal.h): its batch payload (NULL for a
- * rollback) and the owner of the prepared batch it is about (0 for a plain
- * batch).  LSM_CORRUPTION if it is framed wrong for its type; the batch
- * itself is not checked.
+ * The parts of a log record of type (wal.h): its batch payload, or list of
+ * tables (type 5), or NULL (a rollback), and the owner of the prepared
+ * write it is about (0 for a plain batch).  LSM_CORRUPTION if it is framed
+ * wrong for its type; the batch or list itself is not checked.
  */
 static int
 record_parts(int type, const uint8_t *p, size_t n, const uint8_t **batch,
@@ -879,16 +881,26 @@ record_parts(int type, const uint8_t *p, size_t n, const uint8_t **batch,
 			*owner = lsm_get_u64(p + *blen);
 			return LSM_OK;
 		case LSM_WAL_PREPARE:
+		case LSM_WAL_PREPARE_TABLES:
 		case LSM_WAL_ROLLBACK:
 			*owner = lsm_get_u64(p + LSM_BATCH_HEADER);
-			*batch = type == LSM_WAL_PREPARE ? p + head : NULL;
+			*batch = type == LSM_WAL_ROLLBACK ? NULL : p + head;
 			*blen = n - head;
 			if (lsm_get_u32(p + 8) != 1 || (type == LSM_WAL_ROLLBACK && n != head))
-				return LSM_CORRUPT(e, "malformed record of prepared batch %llx",
+				return LSM_CORRUPT(e, "malformed record of prepared write %llx",
 								   (unsigned long long) *owner);
 			return LSM_OK;
 	}
 	return LSM_CORRUPT(e, "log record of unknown type %d", type);
+}
+
+/* Checks what record_parts found in a record of type: its batch or tables. */
+static int
+check_parts(int type, const uint8_t *batch, size_t blen, lsm_err *e)
+{
+	if (type == LSM_WAL_PREPARE_TABLES)
+		return lsm_prepared_tables_check(batch, blen, e);
+	return batch ? lsm_batch_check(batch, blen, e) : LSM_OK;
 }
 
 /*
@@ -907,12 +919,12 @@ apply_record(lsm_memtable *mt, int type, const uint8_t *payload, size_t n,
 	int			rc;
 
 	rc = record_parts(type, payload, n, &batch, &blen, &owner, e);
-	if (rc == LSM_OK && check && batch)
-		rc = lsm_batch_check(batch, blen, e);
+	if (rc == LSM_OK && check)
+		rc = check_parts(type, batch, blen, e);
 	if (rc != LSM_OK)
 		return rc;
-	if (type == LSM_WAL_PREPARE)
-		return lsm_memtable_add_prepared(mt, owner, batch, blen) == LSM_OK ? LSM_OK
+	if (type == LSM_WAL_PREPARE || type == LSM_WAL_PREPARE_TABLES)
+		return lsm_memtable_add_prepared(mt, owner, type, batch, blen) == LSM_OK ? LSM_OK
 			: lsm_err_set(e, LSM_NOMEM, "the memtable has no room");
 	if (batch && (rc = lsm_batch_iterate(batch, blen, fn, mt, e)) != LSM_OK)
 		return rc;
@@ -1136,7 +1148,7 @@ check_payload(void *arg, int type, const uint8_t *payload, size_t n,
 	int			rc = record_parts(type, payload, n, &batch, &blen, &owner, e);
 
 	(void) arg;
-	return rc == LSM_OK && batch ? lsm_batch_check(batch, blen, e) : rc;
+	return rc == LSM_OK ? check_parts(type, batch, blen, e) : rc;
 }
 
 /*
@@ -2052,7 +2064,7 @@ stop_at_commit(void *arg, int type, const uint8_t *payload, size_t n,
 	(void) payload;
 	(void) n;
 	(void) e;
-	if (type == LSM_WAL_PREPARE)
+	if (type == LSM_WAL_PREPARE || type == LSM_WAL_PREPARE_TABLES)
 		return LSM_OK;
 	*(bool *) arg = true;
 	return LSM_BUSY;			/* enough */
@@ -2131,9 +2143,13 @@ check_directory(lsm_db *db, bool report, lsm_err *e)
 		else if (kind == FILE_NODE)
 			named = lsm_hier_has_node(v->hroot, number);
 		else
+		{
 			for (l = 0; l < LSM_MAX_LEVELS && !named; l++)
 				for (i = 0; i < v->nfiles[l] && !named; i++)
 					named = v->files[l][i]->meta.number == number;
+			if (!named && db->mem)
+				named = lsm_prepared_names(db, number);
+		}
 		if (!named)
 			lsm_db_log(db, LSM_LOG_NOTICE,
 					   "%s in store \"%s\" is not named by its MANIFEST: left by a flush, compaction or ingest that was interrupted (or is under way); the next compaction removes it",
@@ -2406,13 +2422,16 @@ place_ingest(lsm_db *db, lsm_file *mem, lsm_file **ingest, int ningest,
  * covers them, and the new WAL starts after them.  With deep (LOCK.compact
  * held), each ingested table goes to the deepest level it can
  * (ingest_level), else to level 0.  With replace (and deep) the memtable is
- * dropped instead of flushed, and so is every table.  *installed tells
- * whether the manifest was switched in, even if a later step failed.
+ * dropped instead of flushed, and so is every table.  decided: the owner
+ * whose prepared tables these are (or 0), not carried to the new log: the
+ * switch commits them.  *installed tells whether the manifest was switched
+ * in, even if a later step failed.
  * REQUIRES: the write lock, caught up.
  */
 static int
 flush_install(lsm_db *db, lsm_file **ingest, int ningest, uint64_t nseq,
-			  bool deep, bool replace, bool *installed, lsm_err *e)
+			  bool deep, bool replace, uint64_t decided, bool *installed,
+			  lsm_err *e)
 {
 	lsm_table_builder *b = NULL;
 	lsm_table_meta meta;
@@ -2551,8 +2570,8 @@ flush_install(lsm_db *db, lsm_file **ingest, int ningest, uint64_t nseq,
 	{
 		lsm_wal_filename(lognum, name, sizeof(name));
 		rc = lsm_prepared_carry(db->mem, shared ? shared : fresh, logfd,
-								name, db->last_seq + nseq, &carried_off,
-								&carried, e);
+								name, db->last_seq + nseq, decided,
+								&carried_off, &carried, e);
 	}
 	/* the new shared memtable holds them: no one may apply them again */
 	if (rc == LSM_OK && shdr && carried > 0)
@@ -2674,7 +2693,7 @@ flush_locked(lsm_db *db, lsm_err *e)
 {
 	bool		installed;
 
-	return flush_install(db, NULL, 0, 0, false, false, &installed, e);
+	return flush_install(db, NULL, 0, 0, false, false, 0, &installed, e);
 }
 
 int
@@ -3012,19 +3031,108 @@ lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, bool defer, lsm_err *e)
 }
 
 int
-lsm_db_ingest(lsm_db *db, const char *stage_dir, const lsm_table_meta *tables,
-			  const int *run_of, int n, int nruns, bool replace,
-			  bool *installed, lsm_err *e)
+lsm_db_move_in(lsm_db *db, const char *stage_dir, const lsm_table_meta *tables,
+			   int n, lsm_file **files, int *moved, lsm_err *e)
 {
-	lsm_file  **files;
 	char		name[32],
 				from[4096],
 				to[4096];
-	uint64_t	number,
-				nseq;
+	uint64_t	number = db->current->next_file;
+	int			i,
+				rc = LSM_OK;
+
+	/*
+	 * Invariant (8): each run moves into the store under a number nobody
+	 * uses (a compaction in another process may be creating files past
+	 * next_file right now, and prepared tables wait there: a name that
+	 * exists is skipped, never replaced), and only under the write lock, so
+	 * the orphan sweep, which holds it too, never sees a moved run before
+	 * the manifest or prepared write that names it.
+	 */
+	*moved = 0;
+	for (i = 0; i < n; i++)
+	{
+		lsm_file   *f = lsm_file_new();
+
+		if (f == NULL)
+			return LSM_NOMEM_ERR(e);
+		files[i] = f;
+		f->meta = tables[i];
+		f->meta.smallest = lsm_memdup(tables[i].smallest, tables[i].smallest_len);
+		f->meta.largest = lsm_memdup(tables[i].largest, tables[i].largest_len);
+		if (f->meta.smallest == NULL || f->meta.largest == NULL)
+			return LSM_NOMEM_ERR(e);
+		if (stage_dir == NULL)
+			continue;			/* in the store already */
+		lsm_table_filename(tables[i].number, name, sizeof(name));
+		snprintf(from, sizeof(from), "%s/%s", stage_dir, name);
+		for (;; number++)
+		{
+			lsm_table_filename(number, name, sizeof(name));
+			path_of(db, name, to, sizeof(to));
+			rc = lsm_env_rename_noreplace(from, to, e);
+			if (rc != LSM_EXISTS)
+				break;
+		}
+		if (rc != LSM_OK)
+			return rc;
+		(*moved)++;
+		f->meta.number = number++;
+	}
+	return LSM_OK;
+}
+
+void
+lsm_db_move_back(lsm_db *db, const char *stage_dir,
+				 const lsm_table_meta *tables, lsm_file **files, int moved)
+{
+	char		name[32],
+				from[4096],
+				to[4096];
+	int			i;
+
+	for (i = 0; i < moved; i++)
+	{
+		lsm_table_filename(files[i]->meta.number, name, sizeof(name));
+		path_of(db, name, from, sizeof(from));
+		lsm_table_filename(tables[i].number, name, sizeof(name));
+		snprintf(to, sizeof(to), "%s/%s", stage_dir, name);
+		if (lsm_env_rename(from, to, NULL) != LSM_OK)
+			(void) lsm_env_unlink(from, NULL);
+	}
+}
+
+/* LSM_OK if table file number of the store exists, else an error. */
+static int
+table_exists(lsm_db *db, uint64_t number, lsm_err *e)
+{
+	char		name[32],
+				path[4096];
+	struct stat st;
+
+	lsm_table_filename(number, name, sizeof(name));
+	path_of(db, name, path, sizeof(path));
+	if (stat(path, &st) == 0)
+		return LSM_OK;
+	if (errno == ENOENT)
+		return LSM_CORRUPT(e, "table %s of a prepared write to store \"%s\" is missing",
+						   name, db->dir);
+	return lsm_err_sys(e, errno, "could not stat \"%s\"", path);
+}
+
+int
+lsm_db_ingest(lsm_db *db, const char *stage_dir, const lsm_table_meta *tables,
+			  const int *run_of, int n, int nruns, bool replace,
+			  uint64_t owner, bool *installed, lsm_err *e)
+{
+	lsm_file  **files;
+	const uint8_t *list;
+	size_t		len;
+	uint64_t	nseq;
 	lsm_err		le;
 	bool		deep;
 	int			moved = 0,
+				type,
 				i,
 				rc;
 
@@ -3068,53 +3176,24 @@ lsm_db_ingest(lsm_db *db, const char *stage_dir, const lsm_table_meta *tables,
 	}
 	if (db->last_seq + nseq > LSM_MAX_SEQUENCE)
 		rc = lsm_err_set(e, LSM_INVALID, "sequence numbers exhausted");
-
-	/*
-	 * Invariant (8): each run moves into the store under a number nobody
-	 * uses (a compaction in another process may be creating files past
-	 * next_file right now: a name that exists is skipped, never replaced),
-	 * and only under the write lock, so the orphan sweep, which holds it
-	 * too, never sees a moved run before the manifest that names it.
-	 */
-	number = db->current->next_file;
+	/* prepared tables: still undecided, now that the lock is held */
+	if (rc == LSM_OK && owner != 0 &&
+		(lsm_memtable_prepared(db->mem, owner, &type, &list, &len) != LSM_OK ||
+		 type != LSM_WAL_PREPARE_TABLES))
+		rc = LSM_NOTFOUND;
+	for (i = 0; i < n && rc == LSM_OK && owner != 0; i++)
+		rc = table_exists(db, tables[i].number, e);
+	if (rc == LSM_OK)
+		rc = lsm_db_move_in(db, stage_dir, tables, n, files, &moved, e);
 	for (i = 0; i < n && rc == LSM_OK; i++)
 	{
-		lsm_file   *f = lsm_file_new();
-
-		if (f == NULL)
-		{
-			rc = LSM_NOMEM_ERR(e);
-			break;
-		}
-		files[i] = f;
-		f->meta = tables[i];
-		f->meta.smallest = lsm_memdup(tables[i].smallest, tables[i].smallest_len);
-		f->meta.largest = lsm_memdup(tables[i].largest, tables[i].largest_len);
-		if (f->meta.smallest == NULL || f->meta.largest == NULL)
-		{
-			rc = LSM_NOMEM_ERR(e);
-			break;
-		}
-		lsm_table_filename(tables[i].number, name, sizeof(name));
-		snprintf(from, sizeof(from), "%s/%s", stage_dir, name);
-		for (;; number++)
-		{
-			lsm_table_filename(number, name, sizeof(name));
-			path_of(db, name, to, sizeof(to));
-			rc = lsm_env_rename_noreplace(from, to, e);
-			if (rc != LSM_EXISTS)
-				break;
-		}
-		if (rc != LSM_OK)
-			break;
-		moved++;
-		f->meta.number = number++;
 		/* run r is newer than run r - 1 and than all the store holds */
-		f->meta.global_seq = db->last_seq + 1 + (uint64_t) run_of[i];
-		f->meta.min_seq = f->meta.max_seq = f->meta.global_seq;
+		files[i]->meta.global_seq = db->last_seq + 1 + (uint64_t) run_of[i];
+		files[i]->meta.min_seq = files[i]->meta.max_seq = files[i]->meta.global_seq;
 	}
 	if (rc == LSM_OK)
-		rc = flush_install(db, files, n, nseq, deep, replace, installed, e);
+		rc = flush_install(db, files, n, nseq, deep, replace, owner, installed,
+						   e);
 	/*
 	 * Invariant (5): only once the manifest without them is durable.  A
 	 * replace drops every table; an ingest into levels >= 1 replaces the
@@ -3124,19 +3203,9 @@ lsm_db_ingest(lsm_db *db, const char *stage_dir, const lsm_table_meta *tables,
 	 */
 	if (deep && rc == LSM_OK)
 		(void) lsm_db_remove_obsolete(db, db->current);
+	/* no manifest names them: put the moved runs back where they were */
 	if (rc != LSM_OK && !*installed)
-	{
-		/* no manifest names them: put the moved runs back where they were */
-		for (i = 0; i < moved; i++)
-		{
-			lsm_table_filename(files[i]->meta.number, name, sizeof(name));
-			path_of(db, name, from, sizeof(from));
-			lsm_table_filename(tables[i].number, name, sizeof(name));
-			snprintf(to, sizeof(to), "%s/%s", stage_dir, name);
-			if (lsm_env_rename(from, to, NULL) != LSM_OK)
-				(void) lsm_env_unlink(from, NULL);
-		}
-	}
+		lsm_db_move_back(db, stage_dir, tables, files, moved);
 	for (i = 0; i < n; i++)
 		lsm_file_unref(files[i]);
 	free(files);

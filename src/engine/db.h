@@ -258,11 +258,32 @@ int			lsm_db_value_params(lsm_db *db, lsm_table_builder *b, lsm_err *e);
  * or removed if that fails) unless *installed says the manifest was
  * switched in before a later step failed.  Compacts afterwards as a flush
  * would.
+ *
+ * With owner (nonzero), the tables are owner's prepared tables (prepared.c),
+ * in the store directory under their numbers already (stage_dir is NULL):
+ * LSM_NOTFOUND if owner has no undecided prepared tables once the lock is
+ * held, and the switch that installs them drops them from the prepared
+ * writes (it is their commit).
  */
 int			lsm_db_ingest(lsm_db *db, const char *stage_dir,
 						  const lsm_table_meta *tables, const int *run_of,
-						  int n, int nruns, bool replace, bool *installed,
-						  lsm_err *e);
+						  int n, int nruns, bool replace, uint64_t owner,
+						  bool *installed, lsm_err *e);
+
+/*
+ * The moves of lsm_db_ingest, for prepared.c: lsm_db_move_in makes files[i]
+ * (a new file with tables[i]'s meta) for each table and moves it from
+ * stage_dir (NULL: it is in the store) into the store under a number nobody
+ * uses, its files[i]->meta.number; *moved counts the moves (files[] holds
+ * what it made, even on failure: the caller unrefs them).
+ * lsm_db_move_back moves the first moved back.  REQUIRES: the write lock.
+ */
+int			lsm_db_move_in(lsm_db *db, const char *stage_dir,
+						   const lsm_table_meta *tables, int n,
+						   lsm_file **files, int *moved, lsm_err *e);
+void		lsm_db_move_back(lsm_db *db, const char *stage_dir,
+							 const lsm_table_meta *tables, lsm_file **files,
+							 int moved);
 
 /*
  * Takes LOCK.compact (waiting or not: LSM_BUSY if another process holds
@@ -287,17 +308,40 @@ int			lsm_db_update_tree(lsm_db *db, lsm_version *v,
 							   lsm_err *e);
 
 /*
- * Prepared batches (prepared.c): lsm_prepared_close frees the handle's key
- * cache; lsm_prepared_carry writes the undecided prepared batches of
- * memtable from into the log logfd (named name) from offset 0, as records
- * at the sequences after seq, and into memtable to, and syncs the log; *off
- * and *used get the bytes and sequences it took.  REQUIRES: the write lock
- * (a flush, before the switch that drops from's log).
+ * Prepared writes (prepared.c): lsm_prepared_close frees the handle's key
+ * cache; lsm_prepared_carry writes the undecided prepared writes of
+ * memtable from, but owner skip's, into the log logfd (named name) from
+ * offset 0, as records at the sequences after seq, and into memtable to,
+ * and syncs the log; *off and *used get the bytes and sequences it took.
+ * REQUIRES: the write lock (a flush, before the switch that drops from's
+ * log).  lsm_prepared_tables_check checks the list of tables of a type 5
+ * record (LSM_CORRUPTION if it is malformed).  lsm_prepared_names tells
+ * whether an undecided prepared write of the handle's memtable names table
+ * number: a file that no manifest names but that stays.
  */
+int			lsm_prepared_tables_check(const uint8_t *list, size_t len,
+									  lsm_err *e);
+
+/*
+ * Prepares the tables of a stage (stage.c) for owner: under the write lock
+ * (taken unless lsm_lock holds it), moves table i (stage_dir/<number>.sst,
+ * of run run_of[i] of nruns) into the store under a fresh number, makes the
+ * names durable and appends a record of type 5 listing them, with replace
+ * (a truncating stage; n may be 0), durable as flags say (LSM_WRITE_*,
+ * LSM_WRITE_DEFER included).  lsm_resolve decides them.  LSM_EXISTS if
+ * owner has an undecided prepared write already.  On a failure before the
+ * record is written the tables are moved back.
+ */
+int			lsm_db_prepare_tables(lsm_db *db, const char *stage_dir,
+								  const lsm_table_meta *tables,
+								  const int *run_of, int n, int nruns,
+								  bool replace, uint64_t owner, int flags,
+								  lsm_err *e);
+bool		lsm_prepared_names(lsm_db *db, uint64_t number);
 void		lsm_prepared_close(lsm_db *db);
 int			lsm_prepared_carry(lsm_memtable *from, lsm_memtable *to, int logfd,
-							   const char *name, uint64_t seq, uint64_t *off,
-							   uint64_t *used, lsm_err *e);
+							   const char *name, uint64_t seq, uint64_t skip,
+							   uint64_t *off, uint64_t *used, lsm_err *e);
 
 /*
  * Waits until every record the handle has seen is durable (another

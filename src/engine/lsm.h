@@ -260,31 +260,35 @@ int			lsm_write_opt(lsm_db *db, lsm_batch *b, int flags);
 int			lsm_write_wait(lsm_db *db);
 
 /*
- * Prepared batches: two-phase commit (docs/architecture.md, "Prepared
- * batches").  An owner is a nonzero id the caller chooses, unique among the
- * store's prepared batches.
+ * Prepared writes: two-phase commit (docs/architecture.md, "Prepared
+ * writes").  An owner is a nonzero id the caller chooses, unique among the
+ * store's prepared writes, and not reused while a resolve of it may run.
  *
  * lsm_prepare writes batch b to the log as a prepared batch, durable as
  * flags say (with LSM_WRITE_DEFER, at lsm_write_wait), without making it
  * visible: no read sees it until it is committed.  Under lsm_lock, or
  * taking the write lock for the call.  LSM_EXISTS if owner has a prepared
- * batch already.
+ * write already.  lsm_stage_prepare prepares a stage's writes the same
+ * way (as its tables when they outgrew a batch).
  *
- * lsm_resolve applies owner's prepared batch atomically at the next
- * sequences, as one commit with the durability flags say (commit nonzero),
- * or discards it.  LSM_NOTFOUND if the store has no undecided batch of
- * owner (never prepared, or decided already, by any process, before or
- * after a crash): the caller's decision must be the same every time, and
- * a resolve whose record a crash lost is simply made again.  Not under
- * lsm_lock (LSM_INVALID).
+ * lsm_resolve applies owner's prepared write atomically, newer than
+ * everything the store holds, as one commit with the durability flags say
+ * (a stage's tables: as lsm_stage_commit would, always durable), or
+ * discards it (commit zero).  LSM_NOTFOUND if the store has no undecided
+ * write of owner (never prepared, or decided already, by any process,
+ * before or after a crash): the caller's decision must be the same every
+ * time, and a resolve whose record a crash lost is simply made again.  Not
+ * under lsm_lock (LSM_INVALID).
  *
- * lsm_prepared lists up to max owners of undecided batches in owners and
+ * lsm_prepared lists up to max owners of undecided writes in owners and
  * sets *n to how many there are, as of the handle's last catch-up (a
  * refresh, or lsm_lock).  lsm_prepared_holds tells whether an undecided
- * batch writes key (LSM_OK, its owner in *owner if not NULL) or not
+ * write writes key, a delete included (LSM_OK, its owner in *owner if not
+ * NULL; a stage that truncated the store writes every key) or not
  * (LSM_NOTFOUND): under lsm_lock the answer holds until lsm_unlock, so a
- * committer that checks its keys cannot overlap a prepared batch.  Both
- * cost one load while no batch is undecided.
+ * committer that checks its keys cannot overlap a prepared write.  Both
+ * cost one load while nothing is undecided; a prepared stage's tables cost
+ * a key filter probe each.
  */
 int			lsm_prepare(lsm_db *db, lsm_batch *b, uint64_t owner, int flags);
 int			lsm_resolve(lsm_db *db, uint64_t owner, int commit, int flags);
@@ -473,6 +477,19 @@ int			lsm_stage_runs(const lsm_stage *st);
  * (their durability is unknown).
  */
 int			lsm_stage_commit(lsm_stage *st, int flags);
+
+/*
+ * Prepares everything staged for owner, to be decided by lsm_resolve, then
+ * frees the stage (whatever the outcome).  flags: as lsm_prepare's.  A
+ * stage lsm_stage_commit would write as one batch is prepared as one
+ * (lsm_prepare).  Otherwise its tables (its buffer written as a last run)
+ * move into the store directory under fresh numbers, and a log record
+ * naming them is the prepared write: the store keeps them, invisible,
+ * across flushes, compactions and crashes, and lsm_resolve installs them
+ * as lsm_stage_commit would, or removes them.  An empty stage that does not
+ * truncate cannot be prepared (LSM_INVALID).
+ */
+int			lsm_stage_prepare(lsm_stage *st, uint64_t owner, int flags);
 
 /* Discards everything staged, removes the staging directory, frees st. */
 void		lsm_stage_abort(lsm_stage *st);

@@ -70,7 +70,7 @@
 #include "vfilter.h"
 
 #define MAX_HEIGHT 12
-#define MT_MAGIC UINT64_C(0x4c534d4d54524733)	/* "LSMMTRG3" */
+#define MT_MAGIC UINT64_C(0x4c534d4d54524734)	/* "LSMMTRG4" */
 #define UNIT 8					/* bytes per offset unit */
 #define MAX_REGION ((size_t) UINT32_MAX * UNIT)
 
@@ -130,14 +130,16 @@ typedef struct vslot
 	uint32_t	pad;
 } vslot;
 
-/* A prepared batch of this memtable's log (prepared.c). */
+/* A prepared write of this memtable's log (prepared.c). */
 typedef struct mt_prep
 {
 	uint64_t	owner;
 	mt_off		next;			/* the undecided one prepared before it */
 	uint32_t	decided;		/* committed or rolled back since (and
 								 * unlinked) */
-	uint64_t	len;			/* bytes of the batch payload that follows */
+	uint32_t	type;			/* its log record's: a batch or tables */
+	uint32_t	pad;
+	uint64_t	len;			/* bytes of the payload that follows */
 	uint8_t		batch[];
 } mt_prep;
 
@@ -1054,7 +1056,7 @@ prep_of(const lsm_memtable *mt, uint64_t owner)
 }
 
 int
-lsm_memtable_add_prepared(lsm_memtable *mt, uint64_t owner,
+lsm_memtable_add_prepared(lsm_memtable *mt, uint64_t owner, int type,
 						  const uint8_t *batch, size_t len)
 {
 	mt_region  *r = mt->r;
@@ -1067,6 +1069,7 @@ lsm_memtable_add_prepared(lsm_memtable *mt, uint64_t owner,
 	if (p == NULL)
 		return LSM_NOMEM;
 	p->owner = owner;
+	p->type = (uint32_t) type;
 	p->next = r->prepared;
 	p->len = len;
 	memcpy(p->batch, batch, len);
@@ -1098,13 +1101,14 @@ lsm_memtable_decide_prepared(lsm_memtable *mt, uint64_t owner)
 }
 
 int
-lsm_memtable_prepared(const lsm_memtable *mt, uint64_t owner,
+lsm_memtable_prepared(const lsm_memtable *mt, uint64_t owner, int *type,
 					  const uint8_t **batch, size_t *len)
 {
 	mt_prep    *p = prep_of(mt, owner);
 
 	if (p == NULL || __atomic_load_n(&p->decided, __ATOMIC_ACQUIRE))
 		return LSM_NOTFOUND;
+	*type = (int) p->type;
 	*batch = p->batch;
 	*len = (size_t) p->len;
 	return LSM_OK;
@@ -1125,7 +1129,7 @@ lsm_memtable_undecided(const lsm_memtable *mt, lsm_memtable_prepared_fn fn,
 		if (__atomic_load_n(&p->decided, __ATOMIC_ACQUIRE))
 			continue;
 		if (fn)
-			fn(arg, p->owner, p->batch, (size_t) p->len);
+			fn(arg, p->owner, (int) p->type, p->batch, (size_t) p->len);
 		n++;
 	}
 	return n;

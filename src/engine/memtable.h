@@ -138,25 +138,28 @@ bool		lsm_memtable_get(const lsm_memtable *mt, const void *key,
 							 const uint8_t **val, size_t *vlen, uint64_t *seq);
 
 /*
- * The prepared batches of the memtable's log (prepared.c), each a batch
- * payload of an owner, kept in the region so that every process sees them.
- * lsm_memtable_add_prepared adds one (LSM_NOMEM: no room; the caller
- * reserved it; a second one of owner adds nothing);
+ * The prepared writes of the memtable's log (prepared.c), each the payload
+ * of a log record of type (a batch, LSM_WAL_PREPARE, or a list of tables,
+ * LSM_WAL_PREPARE_TABLES) of an owner, kept in the region so that every
+ * process sees them.  lsm_memtable_add_prepared adds one (LSM_NOMEM: no
+ * room; the caller reserved it; a second one of owner adds nothing);
  * lsm_memtable_decide_prepared marks owner's decided and drops it from the
  * list (false if it has no undecided one).  lsm_memtable_prepared finds
- * owner's undecided one: LSM_OK with its batch, or LSM_NOTFOUND.
+ * owner's undecided one: LSM_OK with its type and payload, or LSM_NOTFOUND.
  * lsm_memtable_undecided calls fn (if not NULL) for each undecided one and
  * returns how many there are (one load when there are none);
  * lsm_memtable_prepared_changes moves at every prepare and decision.  Read
  * without locks, as the entries are.
  */
-typedef void (*lsm_memtable_prepared_fn) (void *arg, uint64_t owner,
+typedef void (*lsm_memtable_prepared_fn) (void *arg, uint64_t owner, int type,
 										  const uint8_t *batch, size_t len);
 int			lsm_memtable_add_prepared(lsm_memtable *mt, uint64_t owner,
-									  const uint8_t *batch, size_t len);
+									  int type, const uint8_t *batch,
+									  size_t len);
 bool		lsm_memtable_decide_prepared(lsm_memtable *mt, uint64_t owner);
 int			lsm_memtable_prepared(const lsm_memtable *mt, uint64_t owner,
-								  const uint8_t **batch, size_t *len);
+								  int *type, const uint8_t **batch,
+								  size_t *len);
 size_t		lsm_memtable_undecided(const lsm_memtable *mt,
 								   lsm_memtable_prepared_fn fn, void *arg);
 uint64_t	lsm_memtable_prepared_changes(const lsm_memtable *mt);

@@ -14,13 +14,25 @@
  * new log before the switch that drops the old one (lsm_prepared_carry),
  * so that the current memtable always lists every undecided batch.
  *
- * Each handle keeps a hash table of the keys of the undecided batches, for
+ * Writes too large for a batch (a stage's sorted runs, stage.c) are
+ * prepared as tables: lsm_db_prepare_tables moves the stage's tables into
+ * the store directory under fresh numbers and appends a record of type 5
+ * that lists them (numbers, runs, key ranges, sizes).  The memtable lists
+ * it like a batch, so that it is carried by flushes and replayed the same
+ * way; the orphan sweep keeps the tables it names (lsm_prepared_names).
+ * Its commit is an ingest of those tables (lsm_db_ingest) whose manifest
+ * switch drops the record from the new log; a rollback is a record of type
+ * 4, after which the tables are removed.
+ *
+ * Each handle keeps a hash table of the keys of the undecided batches, and
+ * the opened tables of the undecided prepared tables, for
  * lsm_prepared_holds, built again when the memtable or its list changed.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,6 +54,18 @@ typedef struct prep_key
 	uint64_t	owner;
 } prep_key;
 
+/* One table of undecided prepared tables, opened. */
+typedef struct prep_table
+{
+	uint64_t	owner;
+	bool		replace;		/* they replace the store: hold every key */
+	lsm_table  *table;			/* NULL for the entry of a replace */
+	uint8_t    *smallest,
+			   *largest;		/* its key range (malloc'd) */
+	size_t		smallest_len,
+				largest_len;
+} prep_table;
+
 typedef struct lsm_prepared_keys
 {
 	lsm_memtable *mem;			/* the memtable they are in (a reference) */
@@ -50,20 +74,229 @@ typedef struct lsm_prepared_keys
 	size_t		mask;			/* slots - 1; no slots when no key */
 	size_t		used;
 	uint64_t	owner;			/* the batch being indexed (index_key) */
+	const char *dir;			/* the store's, to open tables in */
+	prep_table *tables;
+	int			ntables;
 	int			rc;
+	lsm_err		err;			/* why rc */
 } lsm_prepared_keys;
 
 void
 lsm_prepared_close(lsm_db *db)
 {
 	lsm_prepared_keys *k = db->prepared;
+	int			i;
 
 	if (k == NULL)
 		return;
+	for (i = 0; i < k->ntables; i++)
+	{
+		if (k->tables[i].table)
+			lsm_table_unref(k->tables[i].table);
+		free(k->tables[i].smallest);
+		free(k->tables[i].largest);
+	}
+	free(k->tables);
 	lsm_memtable_unref(k->mem);
 	free(k->slots);
 	free(k);
 	db->prepared = NULL;
+}
+
+/* ---------- lists of tables (type 5 records) ---------- */
+
+/* Bytes of a table's entry in a list, keys not counted. */
+#define TABLE_FIXED (8 + 4 + 5 * 8 + 4 + 4)
+
+/*
+ * Decodes a list of prepared tables (wal.h, type 5): *replace, *nruns,
+ * *n, and if metas is not NULL metas[0 .. *n) (keys pointing into list)
+ * and run_of[].  LSM_CORRUPTION if it is malformed.
+ */
+static int
+tables_parse(const uint8_t *p, size_t len, bool *replace, int *nruns, int *n,
+			 lsm_table_meta *metas, int *run_of, lsm_err *e)
+{
+	uint32_t	flags,
+				runs,
+				count,
+				i;
+	size_t		pos = LSM_WAL_TABLES_HEAD;
+
+	if (len < LSM_WAL_TABLES_HEAD)
+		return LSM_CORRUPT(e, "list of prepared tables cut short");
+	flags = lsm_get_u32(p);
+	runs = lsm_get_u32(p + 4);
+	count = lsm_get_u32(p + 8);
+	if (flags > 1 || count > (len - pos) / TABLE_FIXED ||
+		(count > 0 && (runs == 0 || runs > count)) ||
+		(count == 0 && (flags != 1 || runs != 0)))
+		return LSM_CORRUPT(e, "malformed list of prepared tables");
+	for (i = 0; i < count; i++)
+	{
+		lsm_table_meta m;
+		uint32_t	run,
+					slen,
+					llen;
+
+		memset(&m, 0, sizeof(m));
+		if (len - pos < TABLE_FIXED)
+			return LSM_CORRUPT(e, "list of prepared tables cut short");
+		m.number = lsm_get_u64(p + pos);
+		run = lsm_get_u32(p + pos + 8);
+		m.size = lsm_get_u64(p + pos + 12);
+		m.entries = lsm_get_u64(p + pos + 20);
+		m.deletions = lsm_get_u64(p + pos + 28);
+		m.filter_bytes = lsm_get_u64(p + pos + 36);
+		m.value_filter_bytes = lsm_get_u64(p + pos + 44);
+		slen = lsm_get_u32(p + pos + 52);
+		pos += 56;
+		if (slen == 0 || slen > LSM_MAX_KEY_LEN || len - pos < (size_t) slen + 4)
+			return LSM_CORRUPT(e, "malformed key range of prepared table");
+		m.smallest = (uint8_t *) p + pos;
+		m.smallest_len = slen;
+		pos += slen;
+		llen = lsm_get_u32(p + pos);
+		pos += 4;
+		if (llen == 0 || llen > LSM_MAX_KEY_LEN || len - pos < llen)
+			return LSM_CORRUPT(e, "malformed key range of prepared table");
+		m.largest = (uint8_t *) p + pos;
+		m.largest_len = llen;
+		pos += llen;
+		if (run >= runs || m.number == 0 ||
+			lsm_key_cmp(m.smallest, slen, m.largest, llen) > 0)
+			return LSM_CORRUPT(e, "malformed entry of prepared table %llu",
+							   (unsigned long long) m.number);
+		if (metas)
+		{
+			metas[i] = m;
+			run_of[i] = (int) run;
+		}
+	}
+	if (pos != len)
+		return LSM_CORRUPT(e, "list of prepared tables has trailing bytes");
+	*replace = flags == 1;
+	*nruns = (int) runs;
+	*n = (int) count;
+	return LSM_OK;
+}
+
+int
+lsm_prepared_tables_check(const uint8_t *list, size_t len, lsm_err *e)
+{
+	bool		replace;
+	int			nruns,
+				n;
+
+	return tables_parse(list, len, &replace, &nruns, &n, NULL, NULL, e);
+}
+
+/*
+ * A copy of the tables of a list (type 5), decoded: *metas (keys pointing
+ * into *copy) and *run_of; the caller frees the three.
+ */
+static int
+tables_decode(const uint8_t *list, size_t len, uint8_t **copy,
+			  lsm_table_meta **metas, int **run_of, bool *replace,
+			  int *nruns, int *n, lsm_err *e)
+{
+	int			rc;
+
+	*metas = NULL;
+	*run_of = NULL;
+	if ((*copy = lsm_memdup(list, len)) == NULL)
+		return LSM_NOMEM_ERR(e);
+	rc = tables_parse(*copy, len, replace, nruns, n, NULL, NULL, e);
+	if (rc == LSM_OK &&
+		((*metas = calloc((size_t) *n + 1, sizeof(lsm_table_meta))) == NULL ||
+		 (*run_of = calloc((size_t) *n + 1, sizeof(int))) == NULL))
+		rc = LSM_NOMEM_ERR(e);
+	if (rc == LSM_OK)
+		rc = tables_parse(*copy, len, replace, nruns, n, *metas, *run_of, e);
+	return rc;
+}
+
+/* Appends the list of tables of a type 5 record to b. */
+static int
+tables_encode(lsm_buf *b, lsm_file *const *files, const int *run_of, int n,
+			  int nruns, bool replace)
+{
+	uint8_t		head[LSM_WAL_TABLES_HEAD],
+				fixed[56];
+	int			i;
+
+	lsm_put_u32(head, replace ? 1 : 0);
+	lsm_put_u32(head + 4, (uint32_t) nruns);
+	lsm_put_u32(head + 8, (uint32_t) n);
+	if (lsm_buf_append(b, head, sizeof(head)) != LSM_OK)
+		return LSM_NOMEM;
+	for (i = 0; i < n; i++)
+	{
+		const lsm_table_meta *m = &files[i]->meta;
+		uint8_t		llen[4];
+
+		lsm_put_u64(fixed, m->number);
+		lsm_put_u32(fixed + 8, (uint32_t) run_of[i]);
+		lsm_put_u64(fixed + 12, m->size);
+		lsm_put_u64(fixed + 20, m->entries);
+		lsm_put_u64(fixed + 28, m->deletions);
+		lsm_put_u64(fixed + 36, m->filter_bytes);
+		lsm_put_u64(fixed + 44, m->value_filter_bytes);
+		lsm_put_u32(fixed + 52, (uint32_t) m->smallest_len);
+		lsm_put_u32(llen, (uint32_t) m->largest_len);
+		if (lsm_buf_append(b, fixed, sizeof(fixed)) != LSM_OK ||
+			lsm_buf_append(b, m->smallest, m->smallest_len) != LSM_OK ||
+			lsm_buf_append(b, llen, sizeof(llen)) != LSM_OK ||
+			lsm_buf_append(b, m->largest, m->largest_len) != LSM_OK)
+			return LSM_NOMEM;
+	}
+	return LSM_OK;
+}
+
+/* lsm_memtable_prepared_fn of lsm_prepared_names */
+typedef struct names_arg
+{
+	uint64_t	number;
+	bool		found;
+} names_arg;
+
+static void
+names_one(void *arg, uint64_t owner, int type, const uint8_t *list, size_t len)
+{
+	names_arg  *a = arg;
+	lsm_table_meta *metas;
+	int		   *run_of;
+	uint8_t    *copy;
+	bool		replace;
+	int			nruns,
+				n,
+				i;
+	lsm_err		e;
+
+	(void) owner;
+	if (type != LSM_WAL_PREPARE_TABLES || a->found)
+		return;
+	lsm_err_clear(&e);
+	/* out of memory: keep the file (the sweep runs again) */
+	if (tables_decode(list, len, &copy, &metas, &run_of, &replace, &nruns,
+					  &n, &e) != LSM_OK)
+		a->found = e.rc != LSM_CORRUPTION;
+	else
+		for (i = 0; i < n; i++)
+			if (metas[i].number == a->number)
+				a->found = true;
+	free(copy);
+	free(metas);
+	free(run_of);
+}
+
+bool
+lsm_prepared_names(lsm_db *db, uint64_t number)
+{
+	names_arg	a = {number, false};
+
+	(void) lsm_memtable_undecided(db->mem, names_one, &a);
+	return a.found;
 }
 
 /* lsm_batch_fn: one key into the table (which has room: index_batch). */
@@ -89,26 +322,84 @@ index_key(void *arg, uint64_t seq, int kind, const uint8_t *key, size_t klen,
 	return LSM_OK;
 }
 
-/* lsm_memtable_prepared_fn: counts the keys (first pass) */
+/* lsm_memtable_prepared_fn: counts the keys of batches (first pass) */
 static void
-count_keys(void *arg, uint64_t owner, const uint8_t *batch, size_t len)
+count_keys(void *arg, uint64_t owner, int type, const uint8_t *batch,
+		   size_t len)
 {
 	(void) owner;
 	(void) len;
-	*(size_t *) arg += lsm_get_u32(batch + 8);
+	if (type == LSM_WAL_PREPARE)
+		*(size_t *) arg += lsm_get_u32(batch + 8);
 }
 
-/* lsm_memtable_prepared_fn: indexes the keys of one batch */
+/* Opens the tables of one list (type 5) into k->tables. */
+static int
+open_tables(lsm_prepared_keys *k, uint64_t owner, const uint8_t *list,
+			size_t len)
+{
+	lsm_table_meta *metas;
+	int		   *run_of;
+	uint8_t    *copy;
+	prep_table *more;
+	bool		replace;
+	int			nruns,
+				n,
+				i,
+				rc;
+
+	rc = tables_decode(list, len, &copy, &metas, &run_of, &replace, &nruns,
+					   &n, &k->err);
+	if (rc == LSM_OK &&
+		(more = realloc(k->tables, sizeof(prep_table) * (size_t) (k->ntables + n + 1))) == NULL)
+		rc = LSM_NOMEM_ERR(&k->err);
+	if (rc == LSM_OK)
+	{
+		k->tables = more;
+		if (replace)
+		{
+			memset(&k->tables[k->ntables], 0, sizeof(prep_table));
+			k->tables[k->ntables].owner = owner;
+			k->tables[k->ntables++].replace = true;
+		}
+		for (i = 0; i < n && rc == LSM_OK; i++)
+		{
+			prep_table *t = &k->tables[k->ntables];
+
+			memset(t, 0, sizeof(*t));
+			t->owner = owner;
+			t->smallest = lsm_memdup(metas[i].smallest, metas[i].smallest_len);
+			t->largest = lsm_memdup(metas[i].largest, metas[i].largest_len);
+			t->smallest_len = metas[i].smallest_len;
+			t->largest_len = metas[i].largest_len;
+			k->ntables++;
+			if (t->smallest == NULL || t->largest == NULL)
+				rc = LSM_NOMEM_ERR(&k->err);
+			else
+				rc = lsm_table_open(k->dir, metas[i].number, 0, &t->table,
+									&k->err);
+		}
+	}
+	free(copy);
+	free(metas);
+	free(run_of);
+	return rc;
+}
+
+/* lsm_memtable_prepared_fn: indexes the keys of one batch, or its tables */
 static void
-index_batch(void *arg, uint64_t owner, const uint8_t *batch, size_t len)
+index_batch(void *arg, uint64_t owner, int type, const uint8_t *batch,
+			size_t len)
 {
 	lsm_prepared_keys *k = arg;
-	lsm_err		e;
 
 	k->owner = owner;
-	lsm_err_clear(&e);
-	if (k->rc == LSM_OK)
-		k->rc = lsm_batch_iterate(batch, len, index_key, k, &e);
+	if (k->rc != LSM_OK)
+		return;
+	if (type == LSM_WAL_PREPARE_TABLES)
+		k->rc = open_tables(k, owner, batch, len);
+	else
+		k->rc = lsm_batch_iterate(batch, len, index_key, k, &k->err);
 }
 
 /*
@@ -139,8 +430,9 @@ prepared_keys(lsm_db *db)
 	lsm_memtable_ref(k->mem);
 	k->changes = changes;
 	k->mask = slots - 1;
-	if (total > 0)
-		(void) lsm_memtable_undecided(db->mem, index_batch, k);
+	k->dir = db->dir;
+	lsm_err_clear(&k->err);
+	(void) lsm_memtable_undecided(db->mem, index_batch, k);
 	db->prepared = k;
 	return k;
 }
@@ -181,7 +473,8 @@ lsm_prepare(lsm_db *db, lsm_batch *b, uint64_t owner, int flags)
 	const uint8_t *batch;
 	size_t		blen;
 	bool		locked;
-	int			sync,
+	int			type,
+				sync,
 				rc;
 
 	if (db == NULL || b == NULL)
@@ -201,9 +494,9 @@ lsm_prepare(lsm_db *db, lsm_batch *b, uint64_t owner, int flags)
 	lsm_put_u64(head, owner);
 	lsm_put_u64(head + LSM_WAL_OWNER, 1);
 	lsm_put_u32(head + LSM_WAL_OWNER + 8, b->count);
-	if (lsm_memtable_prepared(db->mem, owner, &batch, &blen) != LSM_NOTFOUND)
+	if (lsm_memtable_prepared(db->mem, owner, &type, &batch, &blen) != LSM_NOTFOUND)
 		rc = lsm_err_set(&e, LSM_EXISTS,
-						 "store \"%s\" has a prepared batch of owner %" PRIx64 " already",
+						 "store \"%s\" has a prepared write of owner %" PRIx64 " already",
 						 db->dir, owner);
 	else if ((rec = lsm_batch_new()) == NULL ||
 			 lsm_buf_append(&rec->rep, head, sizeof(head)) != LSM_OK ||
@@ -223,6 +516,160 @@ lsm_prepare(lsm_db *db, lsm_batch *b, uint64_t owner, int flags)
 	return lsm_db_fail(db, rc, &e);
 }
 
+/*
+ * The answer of a resolve that finds no undecided write of its owner:
+ * never prepared, or decided, perhaps by a writer that died before its
+ * record was synced, which is made durable (and visible).
+ */
+static int
+not_prepared(lsm_db *db)
+{
+	lsm_err		e;
+
+	lsm_err_clear(&e);
+	if (lsm_db_sync_seen(db, &e) != LSM_OK)
+		return lsm_db_fail(db, e.rc, &e);
+	return LSM_NOTFOUND;
+}
+
+/* Removes table file number of the store (gone already is fine). */
+static void
+remove_table(lsm_db *db, uint64_t number)
+{
+	char		name[32],
+				path[4096];
+
+	lsm_table_filename(number, name, sizeof(name));
+	snprintf(path, sizeof(path), "%s/%s", db->dir, name);
+	(void) lsm_env_unlink(path, NULL);
+}
+
+/*
+ * Decides owner's prepared tables, whose list (a type 5 record's) is list.
+ * Called under lsm_lock, which it releases.  A commit is an ingest of the
+ * tables, whose manifest switch drops them from the prepared writes.  A
+ * rollback is a type 4 record, synced before the tables are removed (a
+ * rollback that a crash lost must find them to be made again).
+ */
+static int
+resolve_tables(lsm_db *db, uint64_t owner, int commit, const uint8_t *list,
+			   size_t len)
+{
+	lsm_table_meta *metas;
+	lsm_batch  *rec = NULL;
+	uint8_t    *copy,
+				o[LSM_WAL_OWNER];
+	int		   *run_of;
+	bool		replace,
+				installed;
+	int			nruns,
+				n,
+				i,
+				rc;
+	lsm_err		e;
+
+	lsm_err_clear(&e);
+	rc = tables_decode(list, len, &copy, &metas, &run_of, &replace, &nruns,
+					   &n, &e);
+	if (rc == LSM_OK && !commit)
+	{
+		lsm_put_u64(o, owner);
+		if ((rec = lsm_batch_new()) == NULL ||
+			lsm_buf_append(&rec->rep, o, sizeof(o)) != LSM_OK)
+			rc = LSM_NOMEM_ERR(&e);
+		else
+			rc = write_record(db, rec, LSM_WAL_ROLLBACK, 1, true, &e);
+		lsm_batch_free(rec);
+	}
+	lsm_unlock(db);
+	if (rc == LSM_OK && commit)
+	{
+		rc = lsm_db_ingest(db, NULL, metas, run_of, n, nruns, replace, owner,
+						   &installed, &e);
+	}
+	else if (rc == LSM_OK && (rc = lsm_write_wait(db)) == LSM_OK)
+	{
+		for (i = 0; i < n; i++)
+			remove_table(db, metas[i].number);
+	}
+	free(copy);
+	free(metas);
+	free(run_of);
+	if (rc == LSM_NOTFOUND)
+		return not_prepared(db);	/* decided meanwhile */
+	return e.rc != LSM_OK ? lsm_db_fail(db, rc, &e) : rc;
+}
+
+int
+lsm_db_prepare_tables(lsm_db *db, const char *stage_dir,
+					  const lsm_table_meta *tables, const int *run_of, int n,
+					  int nruns, bool replace, uint64_t owner, int flags,
+					  lsm_err *e)
+{
+	lsm_file  **files;
+	lsm_batch  *rec = NULL;
+	const uint8_t *batch;
+	size_t		blen;
+	uint8_t		o[LSM_WAL_OWNER];
+	bool		locked,
+				written = false;
+	int			type,
+				moved = 0,
+				sync = sync_of(db, flags),
+				i,
+				rc;
+
+	if (owner == 0 || db->opt.read_only || sync < 0 || (n <= 0 && !replace))
+		return lsm_err_set(e, LSM_INVALID,
+						   "prepared tables need an owner, a table or a replace, a handle that may write and known flags");
+	if ((files = calloc((size_t) n + 1, sizeof(lsm_file *))) == NULL)
+		return LSM_NOMEM_ERR(e);
+	locked = db->user_locked;
+	if (!locked && (rc = lsm_lock(db, 0)) != LSM_OK)
+	{
+		free(files);
+		return lsm_err_set(e, rc, "%s", lsm_errmsg(db));
+	}
+	if (lsm_memtable_prepared(db->mem, owner, &type, &batch, &blen) != LSM_NOTFOUND)
+		rc = lsm_err_set(e, LSM_EXISTS,
+						 "store \"%s\" has a prepared write of owner %" PRIx64 " already",
+						 db->dir, owner);
+	else
+		rc = lsm_db_move_in(db, stage_dir, tables, n, files, &moved, e);
+	/* the tables' new names are durable before the record that names them */
+	if (rc == LSM_OK)
+		rc = lsm_env_fsync_dir(db->dir, e);
+	lsm_put_u64(o, owner);
+	if (rc == LSM_OK &&
+		((rec = lsm_batch_new()) == NULL ||
+		 lsm_buf_append(&rec->rep, o, sizeof(o)) != LSM_OK ||
+		 tables_encode(&rec->rep, files, run_of, n, nruns, replace) != LSM_OK))
+		rc = LSM_NOMEM_ERR(e);
+	if (rc == LSM_OK)
+	{
+		/* type 5: one sequence, the owner, the tables */
+		rc = write_record(db, rec, LSM_WAL_PREPARE_TABLES, 1, sync, e);
+		/*
+		 * Even when it failed, the record may be in the log (and applied by
+		 * the next catch-up): the tables stay.  If it is not, the orphan
+		 * sweep removes them.
+		 */
+		written = true;
+	}
+	if (rc != LSM_OK && !written)
+		lsm_db_move_back(db, stage_dir, tables, files, moved);
+	lsm_batch_free(rec);
+	for (i = 0; i < n; i++)
+		lsm_file_unref(files[i]);
+	free(files);
+	if (!locked)
+		lsm_unlock(db);
+	if (rc == LSM_OK && !(flags & LSM_WRITE_DEFER))
+		rc = lsm_write_wait(db) == LSM_OK ? LSM_OK
+			: lsm_err_set(e, db->err.rc, "%s", db->err.msg);
+	return rc;
+}
+
 int
 lsm_resolve(lsm_db *db, uint64_t owner, int commit, int flags)
 {
@@ -231,7 +678,8 @@ lsm_resolve(lsm_db *db, uint64_t owner, int commit, int flags)
 	const uint8_t *batch;
 	size_t		blen;
 	uint8_t		o[LSM_WAL_OWNER];
-	int			sync,
+	int			type,
+				sync,
 				rc;
 
 	if (db == NULL)
@@ -245,17 +693,13 @@ lsm_resolve(lsm_db *db, uint64_t owner, int commit, int flags)
 	if ((rc = lsm_lock(db, 0)) != LSM_OK)
 		return rc;
 	lsm_put_u64(o, owner);
-	if (lsm_memtable_prepared(db->mem, owner, &batch, &blen) != LSM_OK)
+	if (lsm_memtable_prepared(db->mem, owner, &type, &batch, &blen) != LSM_OK)
 	{
-		/*
-		 * Never prepared, or decided: perhaps by a writer that died before
-		 * its record was synced, which we make durable (and visible).
-		 */
 		lsm_unlock(db);
-		if (lsm_db_sync_seen(db, &e) != LSM_OK)
-			return lsm_db_fail(db, e.rc, &e);
-		return LSM_NOTFOUND;
+		return not_prepared(db);
 	}
+	if (type == LSM_WAL_PREPARE_TABLES)
+		return resolve_tables(db, owner, commit, batch, blen);
 	if ((rec = lsm_batch_new()) == NULL)
 		rc = LSM_NOMEM_ERR(&e);
 	else if (commit)
@@ -292,10 +736,12 @@ typedef struct owner_list
 } owner_list;
 
 static void
-collect_owner(void *arg, uint64_t owner, const uint8_t *batch, size_t len)
+collect_owner(void *arg, uint64_t owner, int type, const uint8_t *batch,
+			  size_t len)
 {
 	owner_list *l = arg;
 
+	(void) type;
 	(void) batch;
 	(void) len;
 	if (l->n < l->max)
@@ -328,11 +774,11 @@ lsm_prepared_holds(lsm_db *db, const void *key, size_t klen, uint64_t *owner)
 	if ((k = prepared_keys(db)) == NULL)
 		return lsm_err_set(&db->err, LSM_NOMEM, "out of memory");
 	if (k->rc != LSM_OK)
-		return lsm_err_set(&db->err, k->rc, "a prepared batch is malformed");
-	if (k->used == 0)
-		return LSM_NOTFOUND;
+		return lsm_err_set(&db->err, k->rc, "could not read the prepared writes of store \"%s\": %s",
+						   db->dir, k->err.msg);
 	h = lsm_key_hash(key, klen);
-	for (i = h & k->mask; k->slots[i].key != NULL; i = (i + 1) & k->mask)
+	for (i = h & k->mask; k->used > 0 && k->slots[i].key != NULL;
+		 i = (i + 1) & k->mask)
 	{
 		prep_key   *s = &k->slots[i];
 
@@ -343,6 +789,31 @@ lsm_prepared_holds(lsm_db *db, const void *key, size_t klen, uint64_t *owner)
 			return LSM_OK;
 		}
 	}
+	/* prepared tables: the key filter, then the table (deletes count) */
+	for (i = 0; i < (size_t) k->ntables; i++)
+	{
+		prep_table *t = &k->tables[i];
+		lsm_table_hit hit;
+		lsm_err		e;
+		int			rc = LSM_OK;
+
+		if (!t->replace)
+		{
+			if (lsm_key_cmp(key, klen, t->smallest, t->smallest_len) < 0 ||
+				lsm_key_cmp(key, klen, t->largest, t->largest_len) > 0 ||
+				!lsm_table_may_contain(t->table, h))
+				continue;
+			lsm_err_clear(&e);
+			rc = lsm_table_get(t->table, key, klen, &hit, &e);
+			if (rc == LSM_NOTFOUND)
+				continue;
+			if (rc != LSM_OK)
+				return lsm_err_set(&db->err, rc, "%s", e.msg);
+		}
+		if (owner)
+			*owner = t->owner;
+		return LSM_OK;
+	}
 	return LSM_NOTFOUND;
 }
 
@@ -352,6 +823,7 @@ typedef struct carry
 	lsm_memtable *to;
 	int			logfd;
 	const char *name;
+	uint64_t	skip;			/* an owner not to carry, or 0 */
 	uint64_t	seq;			/* the last sequence taken */
 	uint64_t	off;
 	lsm_buf		rec;
@@ -361,12 +833,13 @@ typedef struct carry
 
 /* lsm_memtable_prepared_fn: one undecided batch into the new log */
 static void
-carry_one(void *arg, uint64_t owner, const uint8_t *batch, size_t len)
+carry_one(void *arg, uint64_t owner, int type, const uint8_t *batch,
+		  size_t len)
 {
 	carry	   *c = arg;
 	uint8_t		head[LSM_WAL_HEADER + PREP_HEAD];
 
-	if (c->rc != LSM_OK)
+	if (c->rc != LSM_OK || owner == c->skip)
 		return;
 	c->seq++;
 	memset(head, 0, LSM_WAL_HEADER);
@@ -380,10 +853,10 @@ carry_one(void *arg, uint64_t owner, const uint8_t *batch, size_t len)
 		c->rc = LSM_NOMEM_ERR(c->e);
 		return;
 	}
-	c->rc = lsm_wal_append(c->logfd, NULL, c->name, c->off, LSM_WAL_PREPARE,
+	c->rc = lsm_wal_append(c->logfd, NULL, c->name, c->off, type,
 						   c->rec.data, c->rec.len, c->e);
 	if (c->rc == LSM_OK &&
-		lsm_memtable_add_prepared(c->to, owner, batch, len) != LSM_OK)
+		lsm_memtable_add_prepared(c->to, owner, type, batch, len) != LSM_OK)
 		c->rc = lsm_err_set(c->e, LSM_NOMEM,
 							"the new memtable has no room for the prepared batches");
 	c->off += c->rec.len;
@@ -391,8 +864,8 @@ carry_one(void *arg, uint64_t owner, const uint8_t *batch, size_t len)
 
 int
 lsm_prepared_carry(lsm_memtable *from, lsm_memtable *to, int logfd,
-				   const char *name, uint64_t seq, uint64_t *off,
-				   uint64_t *used, lsm_err *e)
+				   const char *name, uint64_t seq, uint64_t skip,
+				   uint64_t *off, uint64_t *used, lsm_err *e)
 {
 	carry		c;
 
@@ -400,10 +873,11 @@ lsm_prepared_carry(lsm_memtable *from, lsm_memtable *to, int logfd,
 	c.to = to;
 	c.logfd = logfd;
 	c.name = name;
+	c.skip = skip;
 	c.seq = seq;
 	c.e = e;
 	*off = *used = 0;
-	if (lsm_memtable_undecided(from, carry_one, &c) == 0)
+	if (lsm_memtable_undecided(from, carry_one, &c) == 0 || c.seq == seq)
 		return LSM_OK;
 	lsm_buf_free(&c.rec);
 	if (c.rc == LSM_OK)

@@ -1137,6 +1137,48 @@ buffer_batch(lsm_stage *st, lsm_batch **out, lsm_err *e)
 	return LSM_OK;
 }
 
+/*
+ * The stage's tables, its buffer written as a last run first (outside any
+ * lock, and not merged: compaction is about to merge everything anyway):
+ * *metas (the stage's, not copies) and *run_of, n of them; the caller
+ * frees the two arrays.
+ */
+static int
+stage_tables(lsm_stage *st, lsm_table_meta **metas, int **run_of, int *n,
+			 lsm_err *e)
+{
+	int			rc,
+				i,
+				j;
+
+	*metas = NULL;
+	*run_of = NULL;
+	*n = 0;
+	if ((rc = spill(st, false, e)) != LSM_OK)
+		return rc;
+	for (i = 0; i < st->nruns; i++)
+		*n += st->runs[i].ntables;
+	if ((*metas = malloc(sizeof(lsm_table_meta) * (size_t) (*n + 1))) == NULL ||
+		(*run_of = malloc(sizeof(int) * (size_t) (*n + 1))) == NULL)
+		return LSM_NOMEM_ERR(e);
+	*n = 0;
+	for (i = 0; i < st->nruns; i++)
+		for (j = 0; j < st->runs[i].ntables; j++)
+		{
+			(*metas)[*n] = st->runs[i].tables[j]->meta;
+			(*run_of)[(*n)++] = i;
+		}
+	return LSM_OK;
+}
+
+/* Whether the stage commits (or prepares) as one batch. */
+static bool
+stage_is_small(const lsm_stage *st)
+{
+	return st->nruns == 0 && !st->truncated &&
+		lsm_memtable_bytes(st->mem) <= st->db->opt.memtable_bytes;
+}
+
 int
 lsm_stage_commit(lsm_stage *st, int flags)
 {
@@ -1144,9 +1186,7 @@ lsm_stage_commit(lsm_stage *st, int flags)
 	lsm_err		e;
 	bool		sync,
 				installed = false;
-	int			rc = LSM_OK,
-				i,
-				j;
+	int			rc = LSM_OK;
 
 	if (st == NULL)
 		return LSM_INVALID;
@@ -1161,10 +1201,8 @@ lsm_stage_commit(lsm_stage *st, int flags)
 	sync = flags == LSM_WRITE_DEFAULT ? db->opt.sync != 0 :
 		flags == LSM_WRITE_SYNC;
 	lsm_err_clear(&e);
-	if (st->nruns == 0 && !st->truncated &&
-		lsm_memtable_bytes(st->mem) <= db->opt.memtable_bytes)
+	if (stage_is_small(st))
 	{
-		/* small: one ordinary batch */
 		lsm_batch  *b = NULL;
 
 		if (lsm_memtable_entries(st->mem) > 0)
@@ -1177,35 +1215,62 @@ lsm_stage_commit(lsm_stage *st, int flags)
 	}
 	else
 	{
-		lsm_table_meta *metas = NULL;
-		int		   *run_of = NULL,
-					n = 0;
+		lsm_table_meta *metas;
+		int		   *run_of,
+					n;
 
-		/*
-		 * The last run is written before the write lock is taken, and not
-		 * merged: compaction is about to merge everything anyway.
-		 */
-		rc = spill(st, false, &e);
-		for (i = 0; i < st->nruns; i++)
-			n += st->runs[i].ntables;
-		if (rc == LSM_OK &&
-			((metas = malloc(sizeof(lsm_table_meta) * (size_t) (n + 1))) == NULL ||
-			 (run_of = malloc(sizeof(int) * (size_t) (n + 1))) == NULL))
-			rc = LSM_NOMEM_ERR(&e);
+		rc = stage_tables(st, &metas, &run_of, &n, &e);
 		if (rc == LSM_OK)
 		{
-			n = 0;
-			for (i = 0; i < st->nruns; i++)
-				for (j = 0; j < st->runs[i].ntables; j++)
-				{
-					metas[n] = st->runs[i].tables[j]->meta;
-					run_of[n++] = i;
-				}
 			rc = lsm_db_ingest(db, st->dir, metas, run_of, n, st->nruns,
-							   st->truncated, &installed, &e);
+							   st->truncated, 0, &installed, &e);
 			if (rc == LSM_OK || installed)
 				db->ctr.user_bytes_written += st->user_bytes;
 		}
+		free(metas);
+		free(run_of);
+	}
+	stage_free(st);
+	return lsm_db_fail(db, rc, &e);
+}
+
+int
+lsm_stage_prepare(lsm_stage *st, uint64_t owner, int flags)
+{
+	lsm_db	   *db;
+	lsm_err		e;
+	int			rc = LSM_OK;
+
+	if (st == NULL)
+		return LSM_INVALID;
+	db = st->db;
+	lsm_err_clear(&e);
+	if (stage_is_small(st))
+	{
+		lsm_batch  *b = NULL;
+
+		/* a batch: lsm_prepare checks the owner and flags */
+		if (lsm_memtable_entries(st->mem) == 0)
+			rc = lsm_err_set(&e, LSM_INVALID, "an empty stage cannot be prepared");
+		else if ((rc = buffer_batch(st, &b, &e)) == LSM_OK)
+		{
+			stage_free(st);
+			rc = lsm_prepare(db, b, owner, flags);
+			lsm_batch_free(b);
+			return rc;
+		}
+	}
+	else
+	{
+		lsm_table_meta *metas;
+		int		   *run_of,
+					n;
+
+		rc = stage_tables(st, &metas, &run_of, &n, &e);
+		if (rc == LSM_OK)
+			rc = lsm_db_prepare_tables(db, st->dir, metas, run_of, n,
+									   st->nruns, st->truncated, owner,
+									   flags, &e);
 		free(metas);
 		free(run_of);
 	}

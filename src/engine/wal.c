@@ -96,6 +96,8 @@ least_payload(uint8_t t)
 		return LSM_BATCH_HEADER + LSM_WAL_OWNER;
 	if (t == LSM_WAL_PREPARE)
 		return 2 * LSM_BATCH_HEADER + LSM_WAL_OWNER;
+	if (t == LSM_WAL_PREPARE_TABLES)
+		return LSM_BATCH_HEADER + LSM_WAL_OWNER + LSM_WAL_TABLES_HEAD;
 	return 0;
 }
 

@@ -11,8 +11,14 @@
  *				 [owner u64] (prepared.c)
  *		type 3 (a batch prepared): [first sequence u64][1 u32][owner u64]
  *				 [a type 1 payload whose first sequence is 1]: one sequence
- *		type 4 (a prepared batch rolled back): [first sequence u64][1 u32]
+ *		type 4 (a prepared write rolled back): [first sequence u64][1 u32]
  *				 [owner u64]: one sequence
+ *		type 5 (tables prepared): [first sequence u64][1 u32][owner u64]
+ *				 [flags u32: 1 = replace the store][runs u32][tables u32]
+ *				 { [number u64][run u32][size u64][entries u64]
+ *				 [deletions u64][filter bytes u64][value filter bytes u64]
+ *				 [smallest len u32][smallest][largest len u32][largest] }
+ *				 * tables: one sequence (prepared.c)
  *
  * The file is preallocated: a writer appends at the end of the records,
  * into zeros written ahead of it (lsm_wal_prealloc), so that the fdatasync
@@ -38,9 +44,11 @@
 #define LSM_WAL_BATCH 1
 #define LSM_WAL_BATCH_OF 2		/* a batch, then the owner it commits */
 #define LSM_WAL_PREPARE 3		/* a batch prepared by an owner */
-#define LSM_WAL_ROLLBACK 4		/* an owner's prepared batch discarded */
+#define LSM_WAL_ROLLBACK 4		/* an owner's prepared write discarded */
+#define LSM_WAL_PREPARE_TABLES 5	/* tables prepared by an owner */
 #define LSM_WAL_OWNER 8			/* bytes of an owner */
 #define LSM_BATCH_HEADER 12		/* first sequence u64, count u32 */
+#define LSM_WAL_TABLES_HEAD 12	/* flags, runs and tables of a type 5 */
 
 /* File name of log number (buf of at least 32 bytes). */
 void		lsm_wal_filename(uint64_t number, char *buf, size_t n);

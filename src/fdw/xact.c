@@ -111,14 +111,14 @@
  *
  * Atomic commits across stores, and two-phase commit: a transaction that
  * wrote several stores, or one and PostgreSQL's own tables (it has a
- * transaction id), prepares each store's batch under its FullTransactionId
- * (lsm_prepare: durable, invisible, conflicts decided) at pre-commit, and
- * resolves them at XACT_EVENT_COMMIT or abort, once PostgreSQL's commit
- * record decided; PREPARE TRANSACTION prepares them the same way and
- * leaves them to whoever reads the store after COMMIT PREPARED or
- * ROLLBACK PREPARED (LsmFdwResolvePrepared).  docs/architecture.md,
- * "Prepared batches", has the protocol.  Writes that moved to stages are
- * committed store by store and cannot be prepared.
+ * transaction id), prepares each store's writes under its
+ * FullTransactionId (lsm_prepare, or lsm_stage_prepare for a stage:
+ * durable, invisible, conflicts decided) at pre-commit, and resolves them
+ * at XACT_EVENT_COMMIT or abort, once PostgreSQL's commit record decided;
+ * PREPARE TRANSACTION prepares them the same way and leaves them to
+ * whoever reads the store after COMMIT PREPARED or ROLLBACK PREPARED
+ * (LsmFdwResolvePrepared).  docs/architecture.md, "Prepared writes", has
+ * the protocol.
  *
  * src/fdw/xact.c
  *
@@ -252,10 +252,11 @@ static void wait_stores(PendingStore **order, int n);
 static void write_store(PendingStore *ps);
 static lsm_batch *build_batch(PendingStore *ps);
 static void check_prepared(PendingStore *ps);
-static void prepare_stores(PendingStore **order, int n, bool two_phase);
+static void prepare_stores(PendingStore **order, int n);
+static bool prepared_holds(PendingStore *ps, const char *key, size_t klen);
 static void resolve_stores(bool commit);
 static PendingStore **stores_in_order(int *n);
-static bool needs_two_phase(PendingStore **order, int n);
+static bool needs_two_phase(int n);
 static uint64 row_version(const char *row, size_t rowlen);
 static uint64 committed_version(PendingStore *ps, const char *key,
 								size_t klen);
@@ -1530,47 +1531,95 @@ check_prepared(PendingStore *ps)
 	lsm_db	   *db = ps->store->db;
 	HASH_SEQ_STATUS status;
 	PendingKey *pk;
+	lsm_iter   *volatile it = NULL;
+	lsm_iter   *opened;
 	uint64		owner;
 	size_t		n;
 	int			rc;
 
-	if ((rc = lsm_prepared(db, NULL, 0, &n)) != LSM_OK)
-		LsmFdwReportError(rc, db, ps->relname, "read the prepared batches of");
+	if ((rc = lsm_prepared(db, &owner, 1, &n)) != LSM_OK)
+		LsmFdwReportError(rc, db, ps->relname, "read the prepared writes of");
 	if (n == 0)
 		return;
-	hash_seq_init(&status, ps->keys);
-	while ((pk = hash_seq_search(&status)) != NULL)
-	{
-		rc = lsm_prepared_holds(db, pk->ref.data, pk->ref.len, &owner);
-		if (rc == LSM_NOTFOUND)
-			continue;
-		hash_seq_term(&status);
-		if (rc != LSM_OK)
-			LsmFdwReportError(rc, db, ps->relname, "read the prepared batches of");
+	/* a TRUNCATE writes every key */
+	if (ps->stage != NULL && lsm_stage_truncated(ps->stage))
 		ereport(ERROR,
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 				 errmsg("could not serialize access due to a prepared transaction"),
-				 errdetail("%s is written by transaction %llu, which is prepared and not yet committed or rolled back.",
-						   describe_key(ps, pk->ref.data, pk->ref.len),
-						   (unsigned long long) owner),
+				 errdetail("Foreign table \"%s\" is truncated by this transaction and written by transaction %llu, which is prepared and not yet committed or rolled back.",
+						   ps->relname, (unsigned long long) owner),
 				 errhint("Retry the transaction once transaction %llu is committed or rolled back (pg_prepared_xacts lists the prepared ones).",
-						 (unsigned long long) owner),
-				 errcontext("foreign table \"%s\"", ps->relname)));
+						 (unsigned long long) owner)));
+	hash_seq_init(&status, ps->keys);
+	while ((pk = hash_seq_search(&status)) != NULL)
+		(void) prepared_holds(ps, pk->ref.data, pk->ref.len);
+	if (ps->stage == NULL)
+		return;
+	/* and the keys in the stage (memory's are checked) */
+	if ((rc = lsm_stage_iter_open(ps->stage, &opened)) != LSM_OK)
+		LsmFdwReportError(rc, db, ps->relname, "read");
+	it = opened;
+	PG_TRY();
+	{
+		for (lsm_iter_seek(it, NULL, 0); lsm_iter_valid(it);
+			 lsm_iter_next(it))
+		{
+			size_t		klen;
+			const char *key = lsm_iter_key(it, &klen);
+
+			CHECK_FOR_INTERRUPTS();
+			if (find_key(ps->relid, key, klen) == NULL)
+				(void) prepared_holds(ps, key, klen);
+		}
+		if ((rc = lsm_iter_status(it)) != LSM_OK)
+			LsmFdwReportError(rc, db, ps->relname, "read");
 	}
+	PG_FINALLY();
+	{
+		lsm_iter_close(it);
+	}
+	PG_END_TRY();
+}
+
+/*
+ * Raises serialization_failure if another transaction's prepared write
+ * holds key of ps's store; else returns false.
+ */
+static bool
+prepared_holds(PendingStore *ps, const char *key, size_t klen)
+{
+	lsm_db	   *db = ps->store->db;
+	uint64		owner;
+	int			rc = lsm_prepared_holds(db, key, klen, &owner);
+
+	if (rc == LSM_NOTFOUND)
+		return false;
+	if (rc != LSM_OK)
+		LsmFdwReportError(rc, db, ps->relname, "read the prepared writes of");
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+			 errmsg("could not serialize access due to a prepared transaction"),
+			 errdetail("%s is written by transaction %llu, which is prepared and not yet committed or rolled back.",
+					   describe_key(ps, key, klen),
+					   (unsigned long long) owner),
+			 errhint("Retry the transaction once transaction %llu is committed or rolled back (pg_prepared_xacts lists the prepared ones).",
+					 (unsigned long long) owner),
+			 errcontext("foreign table \"%s\"", ps->relname)));
+	return true;				/* not reached */
 }
 
 /*
  * Prepares the n stores in order, which are locked and checked: each
- * store's batch becomes durable and invisible under the transaction's
- * FullTransactionId, to be resolved at XACT_EVENT_COMMIT or abort (a
- * commit across stores, two_phase false) or by whoever reads the store
- * after COMMIT PREPARED or ROLLBACK PREPARED (docs/architecture.md,
- * "Prepared batches").  Synced unless fsync is off, whatever
- * synchronous_commit says: PostgreSQL's commit record must never outlive
- * the batches it decides.  Releases the locks.
+ * store's writes (a batch, or a stage's tables) become durable and
+ * invisible under the transaction's FullTransactionId, to be resolved at
+ * XACT_EVENT_COMMIT or abort (a commit across stores) or by whoever reads
+ * the store after COMMIT PREPARED or ROLLBACK PREPARED
+ * (docs/architecture.md, "Prepared writes").  Synced unless fsync is off,
+ * whatever synchronous_commit says: PostgreSQL's commit record must never
+ * outlive the writes it decides.  Releases the locks.
  */
 static void
-prepare_stores(PendingStore **order, int n, bool two_phase)
+prepare_stores(PendingStore **order, int n)
 {
 	int			flags = (enableFsync ? LSM_WRITE_SYNC : LSM_WRITE_NOSYNC) |
 		LSM_WRITE_DEFER;
@@ -1591,20 +1640,30 @@ prepare_stores(PendingStore **order, int n, bool two_phase)
 	for (i = 0; i < n; i++)
 	{
 		PendingStore *ps = order[i];
-		lsm_batch  *b;
 
 		if (ps->stage != NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot %s a transaction whose writes to foreign table \"%s\" outgrew lsm_fdw.pending_memory",
-							two_phase ? "PREPARE" : "commit atomically",
-							ps->relname),
-					 errdetail("Writes moved out of memory (or a TRUNCATE) are committed store by store and cannot be prepared."),
-					 errhint("Raise lsm_fdw.pending_memory, or split the transaction.")));
-		b = build_batch(ps);
-		rc = lsm_batch_count(b) > 0
-			? lsm_prepare(ps->store->db, b, xact_owner, flags) : LSM_OK;
-		lsm_batch_free(b);
+		{
+			lsm_stage  *stage = ps->stage;
+
+			/* its tables move into the store, named by a prepared record */
+			fold_into_stage(ps);
+			ps->stage = NULL;	/* freed by the prepare, whatever happens */
+			if (lsm_stage_count(stage) > 0 || lsm_stage_truncated(stage))
+				rc = lsm_stage_prepare(stage, xact_owner, flags);
+			else
+			{
+				lsm_stage_abort(stage);
+				rc = LSM_OK;
+			}
+		}
+		else
+		{
+			lsm_batch  *b = build_batch(ps);
+
+			rc = lsm_batch_count(b) > 0
+				? lsm_prepare(ps->store->db, b, xact_owner, flags) : LSM_OK;
+			lsm_batch_free(b);
+		}
 		if (rc != LSM_OK)
 			LsmFdwReportError(rc, ps->store->db, ps->relname, "prepare the write to");
 		ps->prepared = true;
@@ -1826,22 +1885,13 @@ stores_in_order(int *n)
 /*
  * Whether a commit of the n stores in order must be atomic across them:
  * several stores, or one and a transaction id (the transaction wrote
- * PostgreSQL's tables too), unless lsm_fdw.atomic_commit is off.  Not when
- * a store's writes moved to a stage (prepare_stores cannot prepare them):
- * those commit store by store.
+ * PostgreSQL's tables too), unless lsm_fdw.atomic_commit is off.
  */
 static bool
-needs_two_phase(PendingStore **order, int n)
+needs_two_phase(int n)
 {
-	int			i;
-
-	if (!atomic_commit || n == 0 ||
-		(n == 1 && !TransactionIdIsValid(GetTopTransactionIdIfAny())))
-		return false;
-	for (i = 0; i < n; i++)
-		if (order[i]->stage != NULL)
-			return false;
-	return true;
+	return atomic_commit && n > 0 &&
+		(n > 1 || TransactionIdIsValid(GetTopTransactionIdIfAny()));
 }
 
 /*
@@ -1946,10 +1996,9 @@ xact_callback(XactEvent event, void *arg)
 				 * Several, or one and PostgreSQL's own tables (the
 				 * transaction has an id): prepared, then resolved once
 				 * PostgreSQL's commit record decided (XACT_EVENT_COMMIT).
-				 * Writes that outgrew memory go store by store.
 				 */
-				if (needs_two_phase(order, n))
-					prepare_stores(order, n, false);
+				if (needs_two_phase(n))
+					prepare_stores(order, n);
 				else
 				{
 					for (i = 0; i < n; i++)
@@ -1980,7 +2029,7 @@ xact_callback(XactEvent event, void *arg)
 					(void) fold_command(order[i], true);
 				for (i = 0; i < n; i++)
 					lock_and_check_store(order[i]);
-				prepare_stores(order, n, true);
+				prepare_stores(order, n);
 				pfree(order);
 			}
 			break;

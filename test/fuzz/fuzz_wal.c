@@ -374,6 +374,8 @@ least_payload(uint8_t t)
 			return LSM_BATCH_HEADER + LSM_WAL_OWNER;
 		case LSM_WAL_PREPARE:
 			return 2 * LSM_BATCH_HEADER + LSM_WAL_OWNER;
+		case LSM_WAL_PREPARE_TABLES:
+			return LSM_BATCH_HEADER + LSM_WAL_OWNER + LSM_WAL_TABLES_HEAD;
 	}
 	return 0;
 }
@@ -583,16 +585,32 @@ add_typed(lsm_buf *buf, int type, const uint8_t *p, size_t n)
 }
 
 /*
- * Appends the records of prepared batches (wal.h) from sequence seq on:
+ * Appends the records of prepared writes (wal.h) from sequence seq on:
  * owner 7 prepared and committed, 8 prepared and rolled back, 9 prepared
- * and left undecided.
+ * and left undecided; owner 10's tables (one, number 900, which does not
+ * exist) prepared and left undecided.
  */
 static void
 add_prepared_records(lsm_buf *buf, uint64_t seq)
 {
 	static const uint8_t entries[] = "\x01\x02p7\x01v";	/* put p7 = v */
-	uint8_t		p[64];
+	uint8_t		p[128];
 	uint64_t	owner;
+
+	/* type 5: one sequence, the owner, one table of run 0 of 1, [a, z] */
+	memset(p, 0, sizeof(p));
+	lsm_put_u64(p, seq++);
+	lsm_put_u32(p + 8, 1);
+	lsm_put_u64(p + 12, 10);
+	lsm_put_u32(p + 20, 0);
+	lsm_put_u32(p + 24, 1);
+	lsm_put_u32(p + 28, 1);
+	lsm_put_u64(p + 32, 900);
+	lsm_put_u32(p + 32 + 52, 1);
+	p[32 + 56] = 'a';
+	lsm_put_u32(p + 32 + 57, 1);
+	p[32 + 61] = 'z';
+	add_typed(buf, LSM_WAL_PREPARE_TABLES, p, 32 + 62);
 
 	for (owner = 7; owner <= 9; owner++)
 	{

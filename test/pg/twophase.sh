@@ -20,6 +20,10 @@
 #                              after PostgreSQL's commit record, or none; and
 #                              the keys can be written again (no batch is
 #                              left undecided).
+#   staged_kill_at_step_N      the same with 30,000 rows in one table,
+#                              beyond lsm_fdw.pending_memory: its stage is
+#                              prepared as tables; and afterwards
+#   staged_no_table_left       no table file is left that nothing names.
 #
 # Environment: see common.bash.  The server needs max_prepared_transactions
 # > 0 (test/run sets it).
@@ -97,46 +101,71 @@ else
 		"after COMMIT PREPARED p1, ROLLBACK PREPARED p2: $after (want 1 1 1 / 0 1 0 / before)"
 fi
 
-# --- a commit across stores killed at each of its steps
-for ((step = 1; step <= steps + 1; step++)); do
-	name=kill_at_step_$step
-	if [ "$step" -gt "$steps" ]; then
-		name=no_kill
-	fi
-	out=$("${PSQL[@]}" -d "$db" 2>&1 <<SQL || true
+# kill_steps PREFIX ROWS FIRST: a commit across stores killed at each of
+# its steps.  The transaction of step N inserts ROWS rows into a (ids from
+# BASE = FIRST + N * 100000; with more than one, beyond
+# lsm_fdw.pending_memory, so that they are staged and prepared as tables)
+# and row BASE into b and h.
+kill_steps() {
+	local prefix=$1 rows=$2 first=$3 step name base out want got killed \
+		want_killed again
+
+	for ((step = 1; step <= steps + 1; step++)); do
+		name=${prefix}kill_at_step_$step
+		if [ "$step" -gt "$steps" ]; then
+			name=${prefix}no_kill
+		fi
+		base=$((first + step * 100000))
+		out=$("${PSQL[@]}" -d "$db" 2>&1 <<SQL || true
 BEGIN;
-INSERT INTO a VALUES ($step, 'k');
-INSERT INTO b VALUES ($step, 'k');
-INSERT INTO h VALUES ($step, 'k');
+SET LOCAL lsm_fdw.pending_memory = '1MB';
+INSERT INTO a SELECT $base + g, repeat('k', 50) FROM generate_series(0, $rows - 1) g;
+INSERT INTO b VALUES ($base, 'k');
+INSERT INTO h VALUES ($base, 'k');
 SET LOCAL lsm_fdw.test_kill_at = $step;
 COMMIT;
 SQL
 )
-	if ! wait_ready; then
-		fail "$name" "the server did not come back" "$out"
-		continue
-	fi
-	want="0 0 0"
-	if [ "$step" -ge "$committed_from" ]; then
-		want="1 1 1"
-	fi
-	got=$(counts "$step")
-	killed=no
-	if [[ $out == *"server closed the connection"* ]]; then
-		killed=yes
-	fi
-	want_killed=yes
-	if [ "$step" -gt "$steps" ]; then
-		want_killed=no
-	fi
-	again=$(sql "$db" \
-		"INSERT INTO a VALUES ($step, 'again') ON CONFLICT DO NOTHING" \
-		"UPDATE a SET v = 'again' WHERE id = $step" \
-		"INSERT INTO b VALUES ($step, 'again') ON CONFLICT DO NOTHING" \
-		"UPDATE b SET v = 'again' WHERE id = $step" \
-		"SELECT (SELECT v FROM a WHERE id = $step) || ' ' || (SELECT v FROM b WHERE id = $step)" 2>&1 || true)
-	check "$name" "killed $want_killed: $want / again again" \
-		"killed $killed: $got / $again" "$out"
-done
+		if ! wait_ready; then
+			fail "$name" "the server did not come back" "$out"
+			continue
+		fi
+		want="0 0 0"
+		if [ "$step" -ge "$committed_from" ]; then
+			want="$rows 1 1"
+		fi
+		got=$(sql "$db" "SELECT (SELECT count(*) FROM a WHERE id BETWEEN $base AND $base + $rows - 1) || ' ' ||
+		                        (SELECT count(*) FROM b WHERE id = $base) || ' ' ||
+		                        (SELECT count(*) FROM h WHERE id = $base)")
+		killed=no
+		if [[ $out == *"server closed the connection"* ]]; then
+			killed=yes
+		fi
+		want_killed=yes
+		if [ "$step" -gt "$steps" ]; then
+			want_killed=no
+		fi
+		again=$(sql "$db" \
+			"INSERT INTO a VALUES ($base, 'again') ON CONFLICT DO NOTHING" \
+			"UPDATE a SET v = 'again' WHERE id = $base" \
+			"INSERT INTO b VALUES ($base, 'again') ON CONFLICT DO NOTHING" \
+			"UPDATE b SET v = 'again' WHERE id = $base" \
+			"SELECT (SELECT v FROM a WHERE id = $base) || ' ' || (SELECT v FROM b WHERE id = $base)" 2>&1 || true)
+		check "$name" "killed $want_killed: $want / again again" \
+			"killed $killed: $got / $again" "$out"
+	done
+}
+
+kill_steps "" 1 0
+# the same with a's writes staged: its prepared tables (and no table left)
+kill_steps staged_ 30000 1000000
+# no table of theirs is left that nothing names, once a compaction swept
+name=staged_no_table_left
+notices=$(sql "$db" "SELECT lsm_compact('a', true)" "SELECT lsm_verify('a')" 2>&1 || true)
+if [[ $notices == *"not named by its MANIFEST"* || $notices == *ERROR* ]]; then
+	fail "$name" "$notices"
+else
+	ok "$name"
+fi
 
 drop_db "$db"
