@@ -261,7 +261,7 @@ int			lsm_write_wait(lsm_db *db);
 
 /*
  * Prepared writes: two-phase commit (docs/architecture.md, "Prepared
- * writes").  An owner is a nonzero id the caller chooses, unique among the
+ * batches").  An owner is a nonzero id the caller chooses, unique among the
  * store's prepared writes, and not reused while a resolve of it may run.
  *
  * lsm_prepare writes batch b to the log as a prepared batch, durable as

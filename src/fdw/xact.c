@@ -117,8 +117,8 @@
  * at XACT_EVENT_COMMIT or abort, once PostgreSQL's commit record decided;
  * PREPARE TRANSACTION prepares them the same way and leaves them to
  * whoever reads the store after COMMIT PREPARED or ROLLBACK PREPARED
- * (LsmFdwResolvePrepared).  docs/architecture.md, "Prepared writes", has
- * the protocol.
+ * (LsmFdwResolvePrepared).  docs/architecture.md, "Prepared batches",
+ * has the protocol.
  *
  * src/fdw/xact.c
  *
@@ -253,7 +253,8 @@ static void write_store(PendingStore *ps);
 static lsm_batch *build_batch(PendingStore *ps);
 static void check_prepared(PendingStore *ps);
 static void prepare_stores(PendingStore **order, int n);
-static bool prepared_holds(PendingStore *ps, const char *key, size_t klen);
+static void check_prepared_key(PendingStore *ps, const char *key,
+							   size_t klen, bool is_delete);
 static void resolve_stores(bool commit);
 static PendingStore **stores_in_order(int *n);
 static bool needs_two_phase(int n);
@@ -1333,15 +1334,16 @@ staged_base(PendingStore *ps, const char *key, size_t klen, uint64 *version)
 	return true;
 }
 
+/* What to do with a key of a stage (for_each_staged_key). */
+typedef void (*StagedKeyFn) (PendingStore *ps, const char *key, size_t klen,
+							 bool is_delete);
+
 /*
- * The checks of the keys in ps's stage that memory does not rewrite (those
- * are checked with the others): a key it changed must still have the
- * version the transaction read, a key it inserted must still be absent
- * from the store.  REQUIRES: the commit lock, the store refreshed, the
- * command stage folded.
+ * Calls fn for each key of ps's stage that memory does not rewrite (those
+ * are checked with the others), in key order.
  */
 static void
-check_staged(PendingStore *ps)
+for_each_staged_key(PendingStore *ps, StagedKeyFn fn)
 {
 	lsm_iter   *volatile it = NULL;
 	lsm_iter   *opened;
@@ -1357,31 +1359,10 @@ check_staged(PendingStore *ps)
 		{
 			size_t		klen;
 			const char *key = lsm_iter_key(it, &klen);
-			char	   *row;
-			size_t		rowlen;
-			uint64		version;
-			bool		present;
 
 			CHECK_FOR_INTERRUPTS();
-			if (find_key(ps->relid, key, klen) != NULL)
-				continue;
-			if (staged_base(ps, key, klen, &version))
-			{
-				present = LsmFdwGet(ps->store, ps->relname, key, klen, &row,
-									&rowlen);
-				if (present && row_version(row, rowlen) == version)
-					continue;
-				report_concurrent_change(ps, key, klen, present);
-			}
-			if (lsm_iter_is_delete(it) ||
-				!LsmFdwGet(ps->store, ps->relname, key, klen, &row, &rowlen))
-				continue;
-			ereport(ERROR,
-					(errcode(ERRCODE_UNIQUE_VIOLATION),
-					 errmsg("duplicate key value violates the key of foreign table \"%s\"",
-							ps->relname),
-					 errdetail("%s was inserted by another transaction that committed first.",
-							   describe_key(ps, key, klen))));
+			if (find_key(ps->relid, key, klen) == NULL)
+				fn(ps, key, klen, lsm_iter_is_delete(it));
 		}
 		if ((rc = lsm_iter_status(it)) != LSM_OK)
 			LsmFdwReportError(rc, ps->store->db, ps->relname, "read");
@@ -1391,6 +1372,49 @@ check_staged(PendingStore *ps)
 		lsm_iter_close(it);
 	}
 	PG_END_TRY();
+}
+
+/*
+ * The check of a key of ps's stage (check_staged): a key it changed must
+ * still have the version the transaction read, a key it inserted must
+ * still be absent from the store.
+ */
+static void
+check_staged_key(PendingStore *ps, const char *key, size_t klen,
+				 bool is_delete)
+{
+	char	   *row;
+	size_t		rowlen;
+	uint64		version;
+	bool		present;
+
+	if (staged_base(ps, key, klen, &version))
+	{
+		present = LsmFdwGet(ps->store, ps->relname, key, klen, &row, &rowlen);
+		if (present && row_version(row, rowlen) == version)
+			return;
+		report_concurrent_change(ps, key, klen, present);
+	}
+	if (is_delete ||
+		!LsmFdwGet(ps->store, ps->relname, key, klen, &row, &rowlen))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_UNIQUE_VIOLATION),
+			 errmsg("duplicate key value violates the key of foreign table \"%s\"",
+					ps->relname),
+			 errdetail("%s was inserted by another transaction that committed first.",
+					   describe_key(ps, key, klen))));
+}
+
+/*
+ * The checks of the keys in ps's stage that memory does not rewrite.
+ * REQUIRES: the commit lock, the store refreshed, the command stage
+ * folded.
+ */
+static void
+check_staged(PendingStore *ps)
+{
+	for_each_staged_key(ps, check_staged_key);
 }
 
 /*
@@ -1531,8 +1555,6 @@ check_prepared(PendingStore *ps)
 	lsm_db	   *db = ps->store->db;
 	HASH_SEQ_STATUS status;
 	PendingKey *pk;
-	lsm_iter   *volatile it = NULL;
-	lsm_iter   *opened;
 	uint64		owner;
 	size_t		n;
 	int			rc;
@@ -1552,48 +1574,27 @@ check_prepared(PendingStore *ps)
 						 (unsigned long long) owner)));
 	hash_seq_init(&status, ps->keys);
 	while ((pk = hash_seq_search(&status)) != NULL)
-		(void) prepared_holds(ps, pk->ref.data, pk->ref.len);
-	if (ps->stage == NULL)
-		return;
-	/* and the keys in the stage (memory's are checked) */
-	if ((rc = lsm_stage_iter_open(ps->stage, &opened)) != LSM_OK)
-		LsmFdwReportError(rc, db, ps->relname, "read");
-	it = opened;
-	PG_TRY();
-	{
-		for (lsm_iter_seek(it, NULL, 0); lsm_iter_valid(it);
-			 lsm_iter_next(it))
-		{
-			size_t		klen;
-			const char *key = lsm_iter_key(it, &klen);
-
-			CHECK_FOR_INTERRUPTS();
-			if (find_key(ps->relid, key, klen) == NULL)
-				(void) prepared_holds(ps, key, klen);
-		}
-		if ((rc = lsm_iter_status(it)) != LSM_OK)
-			LsmFdwReportError(rc, db, ps->relname, "read");
-	}
-	PG_FINALLY();
-	{
-		lsm_iter_close(it);
-	}
-	PG_END_TRY();
+		check_prepared_key(ps, pk->ref.data, pk->ref.len,
+						   pk->newest->is_delete);
+	/* and the keys in the stage */
+	if (ps->stage != NULL)
+		for_each_staged_key(ps, check_prepared_key);
 }
 
 /*
  * Raises serialization_failure if another transaction's prepared write
- * holds key of ps's store; else returns false.
+ * holds key of ps's store (a StagedKeyFn: is_delete does not matter).
  */
-static bool
-prepared_holds(PendingStore *ps, const char *key, size_t klen)
+static void
+check_prepared_key(PendingStore *ps, const char *key, size_t klen,
+				   bool is_delete)
 {
 	lsm_db	   *db = ps->store->db;
 	uint64		owner;
 	int			rc = lsm_prepared_holds(db, key, klen, &owner);
 
 	if (rc == LSM_NOTFOUND)
-		return false;
+		return;
 	if (rc != LSM_OK)
 		LsmFdwReportError(rc, db, ps->relname, "read the prepared writes of");
 	ereport(ERROR,
@@ -1605,7 +1606,6 @@ prepared_holds(PendingStore *ps, const char *key, size_t klen)
 			 errhint("Retry the transaction once transaction %llu is committed or rolled back (pg_prepared_xacts lists the prepared ones).",
 					 (unsigned long long) owner),
 			 errcontext("foreign table \"%s\"", ps->relname)));
-	return true;				/* not reached */
 }
 
 /*
@@ -1614,7 +1614,7 @@ prepared_holds(PendingStore *ps, const char *key, size_t klen)
  * invisible under the transaction's FullTransactionId, to be resolved at
  * XACT_EVENT_COMMIT or abort (a commit across stores) or by whoever reads
  * the store after COMMIT PREPARED or ROLLBACK PREPARED
- * (docs/architecture.md, "Prepared writes").  Synced unless fsync is off,
+ * (docs/architecture.md, "Prepared batches").  Synced unless fsync is off,
  * whatever synchronous_commit says: PostgreSQL's commit record must never
  * outlive the writes it decides.  Releases the locks.
  */
