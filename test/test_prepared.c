@@ -779,6 +779,17 @@ TEST(prepared_stage_tables)
 	lsm_unlock(other);
 	b = batch_of("x");
 	CHECK_RC(LSM_EXISTS, lsm_prepare(db, b, 21, LSM_WRITE_SYNC));
+	/* another prepared write: the index is rebuilt, the tables kept open */
+	CHECK_DB_OK(db, lsm_prepare(db, b, 30, LSM_WRITE_SYNC));
+	CHECK_DB_OK(other, lsm_refresh(other));
+	CHECK_DB_OK(other, lsm_prepared_holds(other, "s00100", 6, &who));
+	CHECK_EQ(who, 21);
+	CHECK_DB_OK(other, lsm_prepared_holds(other, "a", 1, &who));
+	CHECK_EQ(who, 30);
+	CHECK_DB_OK(other, lsm_resolve(other, 30, 0, LSM_WRITE_SYNC));
+	CHECK_DB_OK(other, lsm_prepared_holds(other, "s00100", 6, &who));
+	CHECK_EQ(who, 21);
+	CHECK_RC(LSM_NOTFOUND, lsm_prepared_holds(other, "a", 1, NULL));
 	lsm_batch_free(b);
 
 	/* flushes, compactions (and their sweep), a replay of the log */

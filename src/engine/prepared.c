@@ -59,6 +59,8 @@ typedef struct prep_table
 {
 	uint64_t	owner;
 	bool		replace;		/* they replace the store: hold every key */
+	uint64_t	number,			/* its file's */
+				size;
 	lsm_table  *table;			/* NULL for the entry of a replace */
 	uint8_t    *smallest,
 			   *largest;		/* its key range (malloc'd) */
@@ -77,18 +79,18 @@ typedef struct lsm_prepared_keys
 	const char *dir;			/* the store's, to open tables in */
 	prep_table *tables;
 	int			ntables;
+	struct lsm_prepared_keys *old;	/* the index before, whose opened
+									 * tables are taken over */
 	int			rc;
 	lsm_err		err;			/* why rc */
 } lsm_prepared_keys;
 
-void
-lsm_prepared_close(lsm_db *db)
+/* Frees the key index k. */
+static void
+keys_free(lsm_prepared_keys *k)
 {
-	lsm_prepared_keys *k = db->prepared;
 	int			i;
 
-	if (k == NULL)
-		return;
 	for (i = 0; i < k->ntables; i++)
 	{
 		if (k->tables[i].table)
@@ -100,7 +102,39 @@ lsm_prepared_close(lsm_db *db)
 	lsm_memtable_unref(k->mem);
 	free(k->slots);
 	free(k);
+}
+
+void
+lsm_prepared_close(lsm_db *db)
+{
+	if (db->prepared != NULL)
+		keys_free(db->prepared);
 	db->prepared = NULL;
+}
+
+/*
+ * Opens table t of k's store, or takes it over from the index before
+ * (which stays valid: its entry is cleared) if that had it open, for the
+ * same owner: a number freed by a rollback may name another table later.
+ */
+static int
+open_table(lsm_prepared_keys *k, prep_table *t)
+{
+	int			i;
+
+	for (i = 0; k->old != NULL && i < k->old->ntables; i++)
+	{
+		prep_table *o = &k->old->tables[i];
+
+		if (o->table != NULL && o->owner == t->owner &&
+			o->number == t->number && o->size == t->size)
+		{
+			t->table = o->table;
+			o->table = NULL;
+			return LSM_OK;
+		}
+	}
+	return lsm_table_open(k->dir, t->number, 0, &t->table, &k->err);
 }
 
 /* ---------- lists of tables (type 5 records) ---------- */
@@ -368,6 +402,8 @@ open_tables(lsm_prepared_keys *k, uint64_t owner, const uint8_t *list,
 
 			memset(t, 0, sizeof(*t));
 			t->owner = owner;
+			t->number = metas[i].number;
+			t->size = metas[i].size;
 			t->smallest = lsm_memdup(metas[i].smallest, metas[i].smallest_len);
 			t->largest = lsm_memdup(metas[i].largest, metas[i].largest_len);
 			t->smallest_len = metas[i].smallest_len;
@@ -376,8 +412,7 @@ open_tables(lsm_prepared_keys *k, uint64_t owner, const uint8_t *list,
 			if (t->smallest == NULL || t->largest == NULL)
 				rc = LSM_NOMEM_ERR(&k->err);
 			else
-				rc = lsm_table_open(k->dir, metas[i].number, 0, &t->table,
-									&k->err);
+				rc = open_table(k, t);
 		}
 	}
 	free(copy);
@@ -404,19 +439,21 @@ index_batch(void *arg, uint64_t owner, int type, const uint8_t *batch,
 
 /*
  * The handle's key table, for its current memtable as it is now: kept while
- * neither changed, else built again.  NULL when out of memory.
+ * neither changed, else built again (taking over the tables it had open).
+ * NULL when out of memory.
  */
 static lsm_prepared_keys *
 prepared_keys(lsm_db *db)
 {
-	lsm_prepared_keys *k = db->prepared;
+	lsm_prepared_keys *k = db->prepared,
+			   *old = k;
 	uint64_t	changes = lsm_memtable_prepared_changes(db->mem);
 	size_t		total = 0,
 				slots = 16;
 
 	if (k != NULL && k->mem == db->mem && k->changes == changes)
 		return k;
-	lsm_prepared_close(db);
+	db->prepared = NULL;
 	(void) lsm_memtable_undecided(db->mem, count_keys, &total);
 	while (slots < 2 * total)
 		slots *= 2;
@@ -424,6 +461,8 @@ prepared_keys(lsm_db *db)
 	if (k == NULL || (total > 0 && (k->slots = calloc(slots, sizeof(prep_key))) == NULL))
 	{
 		free(k);
+		if (old != NULL)
+			keys_free(old);
 		return NULL;
 	}
 	k->mem = db->mem;
@@ -431,8 +470,12 @@ prepared_keys(lsm_db *db)
 	k->changes = changes;
 	k->mask = slots - 1;
 	k->dir = db->dir;
+	k->old = old;
 	lsm_err_clear(&k->err);
 	(void) lsm_memtable_undecided(db->mem, index_batch, k);
+	k->old = NULL;
+	if (old != NULL)
+		keys_free(old);
 	db->prepared = k;
 	return k;
 }
