@@ -3,13 +3,14 @@
 # through crashes (docs/architecture.md, "Prepared batches").
 #
 #   prepared_survive_restart   two prepared transactions that wrote two
-#                              foreign tables and a native one, then
-#                              `pg_ctl -m immediate` and a restart: both are
-#                              in pg_prepared_xacts, their rows invisible, a
-#                              commit that writes one of their keys fails;
-#                              COMMIT PREPARED of one shows all its rows in
-#                              every table, ROLLBACK PREPARED of the other
-#                              leaves none.
+#                              foreign tables and a native one, and two
+#                              that staged 30,000 rows each (prepared as
+#                              tables), then `pg_ctl -m immediate` and a
+#                              restart: all are in pg_prepared_xacts, their
+#                              rows invisible, a commit that writes one of
+#                              their keys fails; COMMIT PREPARED shows all
+#                              of a transaction's rows in every table,
+#                              ROLLBACK PREPARED leaves none.
 #   kill_at_step_N             a transaction that writes two foreign tables
 #                              and a native table, its backend SIGKILLed at
 #                              step N of its commit (lsm_fdw.test_kill_at:
@@ -81,24 +82,44 @@ INSERT INTO a VALUES (101, 'p2');
 UPDATE b SET v = 'p2' WHERE id = 101;
 INSERT INTO h VALUES (101, 'p2');
 PREPARE TRANSACTION 'p2';
+BEGIN;
+SET LOCAL lsm_fdw.pending_memory = '1MB';
+INSERT INTO a SELECT 50000 + g, repeat('s', 50) FROM generate_series(0, 29999) g;
+INSERT INTO h VALUES (102, 'p3');
+PREPARE TRANSACTION 'p3';
+BEGIN;
+SET LOCAL lsm_fdw.pending_memory = '1MB';
+INSERT INTO b SELECT 50000 + g, repeat('s', 50) FROM generate_series(0, 29999) g;
+PREPARE TRANSACTION 'p4';
 SQL
 pg_crash
 pg_start
 name=prepared_survive_restart
+# staged: the rows of p3 in a and of p4 in b (ids 50000 to 79999)
+staged() {
+	sql "$db" "SELECT (SELECT count(*) FROM a WHERE id BETWEEN 50000 AND 79999) || ' ' ||
+	                  (SELECT count(*) FROM b WHERE id BETWEEN 50000 AND 79999) || ' ' ||
+	                  (SELECT count(*) FROM h WHERE id = 102)"
+}
 prepared=$(sql "$db" "SELECT string_agg(gid, ',' ORDER BY gid) FROM pg_prepared_xacts")
-invisible="$(counts 100) / $(counts 101) / $(sql "$db" "SELECT v FROM b WHERE id = 101")"
+invisible="$(counts 100) / $(counts 101) / $(sql "$db" "SELECT v FROM b WHERE id = 101") / $(staged)"
 conflict=$(sql "$db" "UPDATE b SET v = 'mine' WHERE id = 101" 2>&1 || true)
-sql "$db" "COMMIT PREPARED 'p1'" "ROLLBACK PREPARED 'p2'"
-after="$(counts 100) / $(counts 101) / $(sql "$db" "SELECT v FROM b WHERE id = 101")"
-if [ "$prepared" = "p1,p2" ] && [ "$invisible" = "0 0 0 / 0 1 0 / before" ] &&
+conflict_staged=$(sql "$db" "INSERT INTO a VALUES (60000, 'mine')" 2>&1 || true)
+sql "$db" "COMMIT PREPARED 'p1'" "ROLLBACK PREPARED 'p2'" \
+	"COMMIT PREPARED 'p3'" "ROLLBACK PREPARED 'p4'"
+after="$(counts 100) / $(counts 101) / $(sql "$db" "SELECT v FROM b WHERE id = 101") / $(staged)"
+if [ "$prepared" = "p1,p2,p3,p4" ] &&
+	[ "$invisible" = "0 0 0 / 0 1 0 / before / 0 0 0" ] &&
 	[[ $conflict == *"could not serialize access due to a prepared transaction"* ]] &&
-	[ "$after" = "1 1 1 / 0 1 0 / before" ]; then
+	[[ $conflict_staged == *"could not serialize access due to a prepared transaction"* ]] &&
+	[ "$after" = "1 1 1 / 0 1 0 / before / 30000 0 1" ]; then
 	ok "$name"
 else
-	fail "$name" "prepared after the restart: $prepared (want p1,p2)" \
-		"rows while prepared: $invisible (want 0 0 0 / 0 1 0 / before)" \
+	fail "$name" "prepared after the restart: $prepared (want p1,p2,p3,p4)" \
+		"rows while prepared: $invisible (want 0 0 0 / 0 1 0 / before / 0 0 0)" \
 		"a conflicting update: $conflict" \
-		"after COMMIT PREPARED p1, ROLLBACK PREPARED p2: $after (want 1 1 1 / 0 1 0 / before)"
+		"a conflicting insert into p3's staged rows: $conflict_staged" \
+		"after COMMIT PREPARED p1, p3, ROLLBACK PREPARED p2, p4: $after (want 1 1 1 / 0 1 0 / before / 30000 0 1)"
 fi
 
 # kill_steps PREFIX ROWS FIRST: a commit across stores killed at each of
