@@ -1133,6 +1133,30 @@ log_probe(lsm_db *db, uint64_t off, lsm_wal_probe_result *at, lsm_err *e)
 {
 	char		name[32];
 
+	/*
+	 * Through the handle's mapping of the log, which its appends use, when
+	 * it has one and no cut came since it was mapped (no system call: a
+	 * catch-up probes at every commit and statement of a busy store).  A
+	 * cut that comes meanwhile (truncate_log, under the write lock) keeps
+	 * every byte up to the end of the complete records, which off does
+	 * not pass, so the page that holds off - 1 stays in the file: the
+	 * probe reads within that page only (4096 bytes or a multiple of it),
+	 * and with pread when the header it looks at crosses into the next.
+	 */
+	if (db->log_map != NULL && db->page != NULL && off > 0 &&
+		off + LSM_WAL_HEADER <= db->log_map_len &&
+		(off - 1) / 4096 == (off + LSM_WAL_HEADER - 1) / 4096 &&
+		page_load(&db->page->log_cuts) == db->log_cuts)
+	{
+		const volatile uint8_t *p = db->log_map + off;
+		int			i;
+
+		*at = LSM_WAL_END;
+		for (i = 0; i < LSM_WAL_HEADER; i++)
+			if (p[i] != 0)
+				*at = LSM_WAL_MORE;
+		return LSM_OK;
+	}
 	lsm_wal_filename(db->log_number, name, sizeof(name));
 	return lsm_wal_probe(db->log_fd, name, off, at, e);
 }
