@@ -206,6 +206,9 @@ typedef enum LsmFdwMetaState
 #define LSMFDW_SCAN_SLOTS	8
 
 /* One open store of the per-backend cache (store.c). */
+/* Longest key whose row version a store remembers (LsmFdwNoteRead). */
+#define LSMFDW_READ_KEY_MAX 64
+
 typedef struct LsmFdwStore
 {
 	Oid			relid;			/* hash key */
@@ -227,6 +230,16 @@ typedef struct LsmFdwStore
 										 * handle holds (REPEATABLE READ and
 										 * SERIALIZABLE), or invalid */
 	int			l0_trigger;		/* the handle's l0_compaction_trigger */
+
+	/*
+	 * The last row a key lookup read from the store (LsmFdwNoteRead): its
+	 * version, for the UPDATE or DELETE that changes it, so that the row
+	 * is read once.  Valid while the handle's view is at read_seq.
+	 */
+	uint64		read_seq;		/* lsm_last_sequence then; 0: none */
+	uint64		read_version;
+	int			read_klen;
+	char		read_key[LSMFDW_READ_KEY_MAX];
 } LsmFdwStore;
 
 /* How a scan reads its store: plan.c chooses, scan.c carries out. */
@@ -400,6 +413,11 @@ extern void LsmFdwEngineLogToClient(bool on);
 extern void LsmFdwResolvePrepared(LsmFdwStore *s, const char *relname);
 extern void LsmFdwReportError(int rc, lsm_db *db, const char *relname,
 							  const char *action) pg_attribute_noreturn();
+extern void LsmFdwNoteRead(LsmFdwStore *s, const char *key, size_t klen,
+						   const char *row, size_t rowlen);
+extern bool LsmFdwReadVersion(LsmFdwStore *s, const char *key, size_t klen,
+							  uint64 *version);
+extern uint64 LsmFdwRowVersion(const char *row, size_t rowlen);
 extern bool LsmFdwGet(LsmFdwStore *s, const char *relname,
 					  const char *key, size_t klen,
 					  char **val, size_t *vlen);

@@ -706,6 +706,10 @@ fetch_keys(LsmFdwScanState *st, int n, char **keys, size_t *klens)
 			memcpy((char *) r->val, vals[i], vlens[i]);
 			r->vlen = vlens[i];
 			r->is_delete = false;
+			/* the row an UPDATE or DELETE by key is about to change */
+			if (m == 1)
+				LsmFdwNoteRead(st->store, mkeys[0], mklens[0], r->val,
+							   r->vlen);
 		}
 	}
 	PG_FINALLY();

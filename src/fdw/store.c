@@ -67,6 +67,7 @@
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "common/file_perm.h"
+#include "common/hashfn.h"
 #include "miscadmin.h"
 #include "storage/fd.h"
 #include "storage/ipc.h"
@@ -145,6 +146,7 @@ LsmFdwOpenStore(LsmFdwTable *t, bool refresh)
 		s->scan_cids_lost = false;
 		s->modifying = 0;
 		s->snapshot_lxid = InvalidLocalTransactionId;
+		s->read_seq = 0;
 	}
 
 	/* a changed definition is picked up, but not under a snapshot */
@@ -186,6 +188,7 @@ LsmFdwOpenStore(LsmFdwTable *t, bool refresh)
 		s->doomed = false;
 		s->snapshot_lxid = MyProc->lxid;
 		s->l0_trigger = opts.l0_compaction_trigger;
+		s->read_seq = 0;		/* another handle: another history */
 		check_layout(s, t, &meta);
 		/* the snapshot begins here (planning, too): after the decided ones */
 		if (IsTransactionState())
@@ -467,6 +470,54 @@ LsmFdwRemoveStoreDir(Oid relid, const char *path)
 	}
 	if (stat(path, &st) == 0)
 		remove_directory(path, WARNING);
+}
+
+/*
+ * The version of an encoded row, which commits compare (xact.c): a hash of
+ * its bytes.
+ */
+uint64
+LsmFdwRowVersion(const char *row, size_t rowlen)
+{
+	return hash_bytes_extended((const unsigned char *) row, (int) rowlen, 0);
+}
+
+/*
+ * Remembers the version of row, which a key lookup just read from s's
+ * store for key: an UPDATE or DELETE of that row asks for it
+ * (LsmFdwReadVersion) instead of reading the row again.  Only while the
+ * handle's view does not move (the store serves the same row meanwhile).
+ */
+void
+LsmFdwNoteRead(LsmFdwStore *s, const char *key, size_t klen, const char *row,
+			   size_t rowlen)
+{
+	if (klen > LSMFDW_READ_KEY_MAX)
+	{
+		s->read_seq = 0;
+		return;
+	}
+	memcpy(s->read_key, key, klen);
+	s->read_klen = (int) klen;
+	s->read_version = LsmFdwRowVersion(row, rowlen);
+	s->read_seq = lsm_last_sequence(s->db);
+}
+
+/*
+ * The version of key's committed row as s's handle sees it now, if the
+ * last key lookup read it (LsmFdwNoteRead) and the view has not moved
+ * since: true with *version, else false.
+ */
+bool
+LsmFdwReadVersion(LsmFdwStore *s, const char *key, size_t klen,
+				  uint64 *version)
+{
+	if (s->read_seq == 0 || s->read_klen != (int) klen ||
+		memcmp(s->read_key, key, klen) != 0 ||
+		lsm_last_sequence(s->db) != s->read_seq)
+		return false;
+	*version = s->read_version;
+	return true;
 }
 
 /*

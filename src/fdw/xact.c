@@ -49,10 +49,13 @@
  * fails at commit with serialization_failure, as under REPEATABLE READ.
  * The first write of a key by an UPDATE or DELETE records the version (a
  * 64-bit hash of the bytes) of the committed row that the statement read:
- * it reads the row again through the store's handle, which is not
- * refreshed while an UPDATE or DELETE of the store runs (store.c), so it
- * sees what the statement's scan saw.  The pre-commit, under the commit
- * lock, checks that the store still holds a row of that version.  A key the
+ * the statement's scan noted it when it read the row by key
+ * (LsmFdwNoteRead), or it reads the row again through the store's handle,
+ * which is not refreshed while an UPDATE or DELETE of the store runs
+ * (store.c), so it sees what the statement's scan saw.  The pre-commit,
+ * under the commit lock, checks that the store still holds a row of that
+ * version, unless nothing was committed to the store since the
+ * transaction's first write to it (as for inserted keys).  A key the
  * transaction wrote before needs no version (its first write recorded what
  * the check needs, or it was inserted).  No update is ever lost.
  *
@@ -136,7 +139,6 @@
 #include "storage/lwlock.h"
 #include "storage/procarray.h"
 #include "access/xact.h"
-#include "common/hashfn.h"
 #include "miscadmin.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
@@ -258,7 +260,6 @@ static void check_prepared_key(PendingStore *ps, const char *key,
 static void resolve_stores(bool commit);
 static PendingStore **stores_in_order(int *n);
 static bool needs_two_phase(int n);
-static uint64 row_version(const char *row, size_t rowlen);
 static uint64 committed_version(PendingStore *ps, const char *key,
 								size_t klen);
 static void report_concurrent_change(PendingStore *ps, const char *key,
@@ -895,7 +896,7 @@ lock_and_check_store(PendingStore *ps)
 {
 	HASH_SEQ_STATUS status;
 	PendingKey *pk;
-	bool		check_inserts;
+	bool		changed;
 	int			rc;
 
 	/*
@@ -910,11 +911,18 @@ lock_and_check_store(PendingStore *ps)
 					   lsm_stage_truncated(ps->stage) ? LSM_LOCK_COMPACTION : 0)) != LSM_OK)
 		LsmFdwReportError(rc, ps->store->db, ps->relname, "lock");
 	check_prepared(ps);
-	check_inserts = lsm_last_sequence(ps->store->db) != ps->first_seq;
-	/* no committed row survives a TRUNCATE, which locked out other writers */
-	if (lsm_stage_truncated(ps->stage))
-		check_inserts = false;
-	if (check_inserts && ps->stage != NULL)
+
+	/*
+	 * Nothing committed since the transaction's first write: every version
+	 * it read (at that view, or a later one equal to it) is still the
+	 * store's, and every key it inserted still absent.  No committed row
+	 * survives a TRUNCATE, which locked out other writers.
+	 */
+	changed = lsm_last_sequence(ps->store->db) != ps->first_seq &&
+		!lsm_stage_truncated(ps->stage);
+	if (!changed)
+		return;
+	if (ps->stage != NULL)
 		check_staged(ps);
 
 	hash_seq_init(&status, ps->keys);
@@ -925,15 +933,14 @@ lock_and_check_store(PendingStore *ps)
 		bool		present;
 
 		if (pk->base == LSMFDW_BASE_ANY ||
-			(pk->base != LSMFDW_BASE_VERSION &&
-			 (!check_inserts || pk->newest->is_delete)))
+			(pk->base != LSMFDW_BASE_VERSION && pk->newest->is_delete))
 			continue;
 		CHECK_FOR_INTERRUPTS();
 		present = LsmFdwGet(ps->store, ps->relname, pk->ref.data,
 							pk->ref.len, &row, &rowlen);
 		if (pk->base == LSMFDW_BASE_VERSION)
 		{
-			if (present && row_version(row, rowlen) == pk->base_version)
+			if (present && LsmFdwRowVersion(row, rowlen) == pk->base_version)
 				continue;
 			hash_seq_term(&status);
 			report_concurrent_change(ps, pk->ref.data, pk->ref.len, present);
@@ -958,16 +965,6 @@ lock_and_check_store(PendingStore *ps)
 }
 
 /*
- * The version of an encoded row, which the commit compares: a hash of its
- * bytes.
- */
-static uint64
-row_version(const char *row, size_t rowlen)
-{
-	return hash_bytes_extended((const unsigned char *) row, (int) rowlen, 0);
-}
-
-/*
  * The version of the committed row of key in ps's store, as its handle
  * sees it; raises serialization_failure if the store holds none (another
  * transaction deleted it).
@@ -979,9 +976,12 @@ committed_version(PendingStore *ps, const char *key, size_t klen)
 	size_t		rowlen;
 	uint64		version;
 
+	/* the statement's scan read it by key, most likely, just now */
+	if (LsmFdwReadVersion(ps->store, key, klen, &version))
+		return version;
 	if (!LsmFdwGet(ps->store, ps->relname, key, klen, &row, &rowlen))
 		report_concurrent_change(ps, key, klen, false);
-	version = row_version(row, rowlen);
+	version = LsmFdwRowVersion(row, rowlen);
 	pfree(row);
 	return version;
 }
@@ -1391,7 +1391,7 @@ check_staged_key(PendingStore *ps, const char *key, size_t klen,
 	if (staged_base(ps, key, klen, &version))
 	{
 		present = LsmFdwGet(ps->store, ps->relname, key, klen, &row, &rowlen);
-		if (present && row_version(row, rowlen) == version)
+		if (present && LsmFdwRowVersion(row, rowlen) == version)
 			return;
 		report_concurrent_change(ps, key, klen, present);
 	}
