@@ -523,27 +523,6 @@ load64(const uint8_t *p)
 	return w;
 }
 
-static uint64_t
-popcount_bits(const uint8_t *p, size_t bytes)
-{
-	uint64_t	n = 0;
-	size_t		i;
-
-	for (i = 0; i < bytes; i += 8)
-		n += (uint64_t) __builtin_popcountll(load64(p + i));
-	return n;
-}
-
-static uint64_t
-hamming(const uint8_t *a, const uint8_t *b, size_t bytes)
-{
-	uint64_t	n = 0;
-	size_t		i;
-
-	for (i = 0; i < bytes; i += 8)
-		n += (uint64_t) __builtin_popcountll(load64(a + i) ^ load64(b + i));
-	return n;
-}
 
 static void
 or_into(uint8_t *dst, const uint8_t *src, size_t bytes)
@@ -786,7 +765,7 @@ choose_child(update *u, const work *w, const uint8_t *leaf_bits)
 		uint64_t	dist = (uint64_t) u->m;
 
 		if (leaf_bits && k->orig && k->orig->filter.num_lines > 0)
-			dist = hamming(leaf_bits, k->orig->filter.lines, u->bytes);
+			dist = lsm_popcount(leaf_bits, k->orig->filter.lines, u->bytes);
 		/* prefer, among equals, the smaller subtree */
 		dist = dist * MAX_FANOUT + (uint64_t) (k->height ? k->n : 0);
 		if (dist < best)
@@ -1011,7 +990,7 @@ materialize(update *u, work *w, lsm_hnode **out)
 			or_into(bits, cf.lines, u->bytes);
 	}
 	if (!saturated &&
-		(double) popcount_bits(bits, u->bytes) <= LSM_HIER_SATURATED * u->m)
+		(double) lsm_popcount(bits, NULL, u->bytes) <= LSM_HIER_SATURATED * u->m)
 	{
 		rc = write_node(u, bits, &n->number);
 		if (rc == LSM_OK)
@@ -1212,7 +1191,7 @@ verify_node(verify_state *s, const lsm_hnode *n, bool is_root, uint8_t *out)
 		return LSM_CORRUPT(s->e, "hierarchy node %06llu.vfn is not the OR of its children",
 						   (unsigned long long) n->number);
 	if (n->number == 0 &&
-		(double) popcount_bits(out, s->bytes) <= LSM_HIER_SATURATED * s->m)
+		(double) lsm_popcount(out, NULL, s->bytes) <= LSM_HIER_SATURATED * s->m)
 		return LSM_CORRUPT(s->e, "a hierarchy node left unstored is not saturated");
 	return LSM_OK;
 }

@@ -204,3 +204,50 @@ lsm_free(void *p)
 {
 	free(p);
 }
+
+static inline __attribute__((always_inline)) uint64_t
+popcount_words(const uint8_t *a, const uint8_t *b, size_t bytes)
+{
+	uint64_t	n = 0,
+				w,
+				x;
+	size_t		i;
+
+	for (i = 0; i < bytes; i += 8)
+	{
+		memcpy(&w, a + i, 8);
+		if (b != NULL)
+		{
+			memcpy(&x, b + i, 8);
+			w ^= x;
+		}
+		n += (uint64_t) __builtin_popcountll(w);
+	}
+	return n;
+}
+
+#if defined(__x86_64__)
+__attribute__((target("popcnt")))
+static uint64_t
+popcount_hw(const uint8_t *a, const uint8_t *b, size_t bytes)
+{
+	return popcount_words(a, b, bytes);
+}
+#endif
+
+uint64_t
+lsm_popcount(const uint8_t *a, const uint8_t *b, size_t bytes)
+{
+#if defined(__x86_64__)
+	static int	hw = -1;		/* unknown yet; a race only asks twice */
+
+	if (hw < 0)
+	{
+		__builtin_cpu_init();
+		hw = __builtin_cpu_supports("popcnt") ? 1 : 0;
+	}
+	if (hw)
+		return popcount_hw(a, b, bytes);
+#endif
+	return popcount_words(a, b, bytes);
+}

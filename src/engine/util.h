@@ -249,6 +249,14 @@ void		lsm_buf_free(lsm_buf *b);
 /* Allocates a copy of n bytes with a trailing NUL; NULL on failure. */
 void	   *lsm_memdup(const void *p, size_t n);
 
+/*
+ * Bits set in the bytes bytes (a multiple of 8) of a, or of a XOR b if b is
+ * not NULL: the fill of a filter, the distance of two.  With the CPU's
+ * popcnt instruction where it has one (the default build targets CPUs
+ * without it, and calls a library routine per word).
+ */
+uint64_t	lsm_popcount(const uint8_t *a, const uint8_t *b, size_t bytes);
+
 /* ---------- rows (row.c) ---------- */
 
 /*
