@@ -2412,6 +2412,66 @@ TEST(two_handles_refresh)
 }
 
 /* Runs the tests named on the command line, or all of them. */
+/*
+ * lsm_written_since: a write after the sequence, from the memtable, from
+ * a flushed table, from an ingested stage and from another handle; none
+ * for keys untouched since, or absent.
+ */
+TEST(written_since)
+{
+	char	   *dir = harness_tmpdir("since");
+	lsm_db	   *db = open_db(dir, NULL),
+			   *other = open_db(dir, NULL);
+	lsm_stage  *st;
+	uint64_t	s0,
+				s1,
+				s2;
+
+	CHECK_DB_OK(db, lsm_put(db, "a", 1, "1", 1));
+	s0 = lsm_last_sequence(db);
+	CHECK_RC(LSM_NOTFOUND, lsm_written_since(db, "a", 1, s0));
+	CHECK_DB_OK(db, lsm_written_since(db, "a", 1, s0 - 1));
+	CHECK_RC(LSM_NOTFOUND, lsm_written_since(db, "z", 1, 0));
+	CHECK_DB_OK(db, lsm_put(db, "b", 1, "2", 1));
+	CHECK_RC(LSM_NOTFOUND, lsm_written_since(db, "a", 1, s0));
+	CHECK_DB_OK(db, lsm_written_since(db, "b", 1, s0));
+	CHECK_DB_OK(db, lsm_delete(db, "a", 1));
+	CHECK_DB_OK(db, lsm_written_since(db, "a", 1, s0));
+
+	/*
+	 * In a table now: the flush came after s0.  Its delete of a is gone
+	 * with the flush (no table below): absent keys cannot be told apart.
+	 */
+	CHECK_DB_OK(db, lsm_flush(db));
+	CHECK_DB_OK(db, lsm_written_since(db, "b", 1, s0));
+	CHECK_DB_OK(db, lsm_written_since(db, "a", 1, s0));
+	CHECK_DB_OK(db, lsm_written_since(db, "z", 1, s0));
+	s1 = lsm_last_sequence(db);
+	CHECK_RC(LSM_NOTFOUND, lsm_written_since(db, "b", 1, s1));
+	CHECK_RC(LSM_NOTFOUND, lsm_written_since(db, "z", 1, s1));
+	CHECK_DB_OK(db, lsm_compact_all(db));
+	CHECK_DB_OK(db, lsm_written_since(db, "b", 1, s0));
+	CHECK_RC(LSM_NOTFOUND, lsm_written_since(db, "b", 1, s1));
+
+	/* an ingested stage, written by another handle */
+	CHECK_DB_OK(other, lsm_stage_open(other, 4096, &st));
+	CHECK_DB_OK(other, lsm_stage_truncate(st));
+	CHECK_DB_OK(other, lsm_stage_put(st, "c", 1, "3", 1));
+	CHECK_DB_OK(other, lsm_stage_commit(st, LSM_WRITE_SYNC));
+	CHECK_DB_OK(db, lsm_lock(db, 0));
+	CHECK_DB_OK(db, lsm_written_since(db, "c", 1, s1));
+	s2 = lsm_last_sequence(db);
+	CHECK_RC(LSM_NOTFOUND, lsm_written_since(db, "c", 1, s2));
+	lsm_unlock(db);
+	CHECK_DB_OK(other, lsm_put(other, "b", 1, "4", 1));
+	CHECK_DB_OK(db, lsm_lock(db, 0));
+	CHECK_DB_OK(db, lsm_written_since(db, "b", 1, s2));
+	CHECK_RC(LSM_NOTFOUND, lsm_written_since(db, "c", 1, s2));
+	lsm_unlock(db);
+	CHECK_DB_OK(other, lsm_close(other));
+	CHECK_DB_OK(db, lsm_close(db));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -2441,5 +2501,6 @@ main(int argc, char **argv)
 	RUN(counters_hash_sharing);
 	RUN(memtable_key_filter);
 	RUN(two_handles_refresh);
+	RUN(written_since);
 	return harness_done();
 }

@@ -3414,6 +3414,41 @@ lsm_get(lsm_db *db, const void *key, size_t klen, void **val, size_t *vlen)
 	return found(db, hit.del, hit.val, hit.vlen, val, vlen);
 }
 
+int
+lsm_written_since(lsm_db *db, const void *key, size_t klen, uint64_t seq)
+{
+	lsm_table_hit hit;
+	const uint8_t *mv;
+	size_t		mvlen;
+	uint64_t	s,
+				h;
+	int			kind,
+				rc;
+
+	if (db == NULL || (key == NULL && klen > 0))
+		return LSM_INVALID;
+	if (klen > LSM_MAX_KEY_LEN)
+		return lsm_err_set(&db->err, LSM_INVALID,
+						   "key of %zu bytes is longer than %d", klen,
+						   LSM_MAX_KEY_LEN);
+	h = lsm_key_hash(key, klen);
+	/* the memtable's newest entry of key is the store's */
+	if (mem_may_hold(db, h) &&
+		lsm_memtable_get(db->mem, key, klen, db->read_seq, &kind, &mv, &mvlen,
+						 &s))
+		return s > seq ? LSM_OK : LSM_NOTFOUND;
+	/* no SSTable entry is newer than the version's last_seq */
+	if (db->current->last_seq <= seq)
+		return LSM_NOTFOUND;
+	rc = lsm_db_version_get(db, db->current, key, klen, h, &hit, &db->err);
+	/* absent: perhaps deleted since, its tombstone dropped by a flush */
+	if (rc == LSM_NOTFOUND)
+		return LSM_OK;
+	if (rc != LSM_OK)
+		return rc;
+	return hit.seq > seq ? LSM_OK : LSM_NOTFOUND;
+}
+
 /* Per-key state of a multi-get. */
 typedef struct mget_key
 {

@@ -312,6 +312,19 @@ int			lsm_get(lsm_db *db, const void *key, size_t klen,
 void		lsm_free(void *p);
 
 /*
+ * Whether a commit after sequence seq wrote key (a put or a delete), as
+ * the handle sees the store (under lsm_lock: as it is): LSM_NOTFOUND if
+ * none did, so that what a read at seq found still holds; LSM_OK if one
+ * did, or if that cannot be told (the key is absent from a store flushed
+ * since seq: a delete's tombstone may have gone with the flush).  A
+ * committer checks its keys this way before it reads them again: while no
+ * flush came after seq, it costs the memtable's key filter, and a descent
+ * of its skip list when the key is there.
+ */
+int			lsm_written_since(lsm_db *db, const void *key, size_t klen,
+							  uint64_t seq);
+
+/*
  * Batched point lookup of n keys.  Each key is hashed once and every filter
  * line it needs is prefetched before probing.  For each i, rcs[i] is LSM_OK
  * (vals[i]/vlens[i] set, release vals[i] with lsm_free) or LSM_NOTFOUND, or

@@ -168,6 +168,8 @@ typedef struct PendingKey
 	PendingVersion *newest;
 	LsmFdwBase	base;			/* the store's row at the first write */
 	uint64		base_version;	/* LSMFDW_BASE_VERSION: its version */
+	uint64		base_seq;		/* the handle's view when base was read
+								 * (lsm_last_sequence), or one before */
 	bool		staged;			/* the stage holds an older put of it */
 } PendingKey;
 
@@ -260,6 +262,8 @@ static void check_prepared_key(PendingStore *ps, const char *key,
 static void resolve_stores(bool commit);
 static PendingStore **stores_in_order(int *n);
 static bool needs_two_phase(int n);
+static bool written_since(PendingStore *ps, const char *key, size_t klen,
+						  uint64 seq);
 static uint64 committed_version(PendingStore *ps, const char *key,
 								size_t klen);
 static void report_concurrent_change(PendingStore *ps, const char *key,
@@ -442,6 +446,8 @@ LsmFdwPendingWrite(LsmFdwStore *s, const char *relname,
 		pk->newest = NULL;
 		pk->base = base;
 		pk->base_version = version;
+		/* a staged key's base was read at an earlier write, since first_seq */
+		pk->base_seq = staged ? ps->first_seq : lsm_last_sequence(s->db);
 		pk->staged = staged;
 		pending_bytes += klen;
 	}
@@ -936,6 +942,8 @@ lock_and_check_store(PendingStore *ps)
 			(pk->base != LSMFDW_BASE_VERSION && pk->newest->is_delete))
 			continue;
 		CHECK_FOR_INTERRUPTS();
+		if (!written_since(ps, pk->ref.data, pk->ref.len, pk->base_seq))
+			continue;
 		present = LsmFdwGet(ps->store, ps->relname, pk->ref.data,
 							pk->ref.len, &row, &rowlen);
 		if (pk->base == LSMFDW_BASE_VERSION)
@@ -962,6 +970,25 @@ lock_and_check_store(PendingStore *ps)
 				 errdetail("%s was inserted by another transaction that committed first.",
 						   describe_key(ps, pk->ref.data, pk->ref.len))));
 	}
+}
+
+/*
+ * Whether a commit after sequence seq wrote key of ps's store, as its
+ * handle sees it (exact under the commit lock).  If none did, what the
+ * transaction read at seq (the key's row, or its absence) still holds, and
+ * the key needs no check: one probe of the memtable instead of a read,
+ * while no flush came since.
+ */
+static bool
+written_since(PendingStore *ps, const char *key, size_t klen, uint64 seq)
+{
+	int			rc = lsm_written_since(ps->store->db, key, klen, seq);
+
+	if (rc == LSM_NOTFOUND)
+		return false;
+	if (rc != LSM_OK)
+		LsmFdwReportError(rc, ps->store->db, ps->relname, "read");
+	return true;
 }
 
 /*
@@ -1388,6 +1415,8 @@ check_staged_key(PendingStore *ps, const char *key, size_t klen,
 	uint64		version;
 	bool		present;
 
+	if (!written_since(ps, key, klen, ps->first_seq))
+		return;
 	if (staged_base(ps, key, klen, &version))
 	{
 		present = LsmFdwGet(ps->store, ps->relname, key, klen, &row, &rowlen);
