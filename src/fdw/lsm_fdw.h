@@ -205,10 +205,10 @@ typedef enum LsmFdwMetaState
  */
 #define LSMFDW_SCAN_SLOTS	8
 
-/* One open store of the per-backend cache (store.c). */
 /* Longest key whose row version a store remembers (LsmFdwNoteRead). */
 #define LSMFDW_READ_KEY_MAX 64
 
+/* One open store of the per-backend cache (store.c). */
 typedef struct LsmFdwStore
 {
 	Oid			relid;			/* hash key */
