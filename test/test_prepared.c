@@ -690,6 +690,53 @@ table_files(const char *dir)
 	return n;
 }
 
+/*
+ * Removes one table file of dir that is not in the names[n] listed before
+ * (a table that a prepare moved in); returns whether it found one.
+ */
+static bool
+remove_new_table(const char *dir, char (*names)[64], int n)
+{
+	DIR		   *d = opendir(dir);
+	struct dirent *de;
+	bool		done = false;
+	int			i;
+
+	CHECK(d != NULL);
+	while (!done && (de = readdir(d)) != NULL)
+	{
+		char		p[4096];
+
+		if (strstr(de->d_name, ".sst") == NULL)
+			continue;
+		for (i = 0; i < n && strcmp(names[i], de->d_name) != 0; i++)
+			;
+		if (i < n)
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
+		CHECK_EQ(unlink(p), 0);
+		done = true;
+	}
+	closedir(d);
+	return done;
+}
+
+/* Lists the table files of dir into names (at most max); returns how many. */
+static int
+list_tables(const char *dir, char (*names)[64], int max)
+{
+	DIR		   *d = opendir(dir);
+	struct dirent *de;
+	int			n = 0;
+
+	CHECK(d != NULL);
+	while ((de = readdir(d)) != NULL)
+		if (strstr(de->d_name, ".sst") != NULL && n < max)
+			snprintf(names[n++], 64, "%.63s", de->d_name);
+	closedir(d);
+	return n;
+}
+
 /* Tables the store's manifest names, as db sees it. */
 static int
 named_tables(lsm_db *db)
@@ -829,6 +876,26 @@ TEST(prepared_stage_tables)
 	CHECK_EQ(table_files(dir), before);
 	CHECK_EQ(count_staged(db, 500, "staged"), 500);
 	CHECK_RC(LSM_NOTFOUND, lsm_resolve(db, 22, 1, LSM_WRITE_SYNC));
+
+	/*
+	 * A table of a prepared stage removed behind the store's back: its
+	 * commit fails as damage and changes nothing; a rollback still works.
+	 */
+	{
+		static char names[256][64];
+		int			n = list_tables(dir, names, 256);
+
+		st = big_stage(db, "lost", 500);
+		CHECK_DB_OK(db, lsm_stage_prepare(st, 26, LSM_WRITE_SYNC));
+		CHECK(remove_new_table(dir, names, n));
+		CHECK_RC(LSM_CORRUPTION, lsm_resolve(db, 26, 1, LSM_WRITE_SYNC));
+		CHECK(strstr(lsm_errmsg(db), "missing") != NULL);
+		CHECK_EQ(prepared_count(db), 1);
+		CHECK_EQ(count_staged(db, 500, "staged"), 500);
+		CHECK_DB_OK(db, lsm_resolve(db, 26, 0, LSM_WRITE_SYNC));
+		CHECK_EQ(prepared_count(db), 0);
+		CHECK_EQ(table_files(dir), n);
+	}
 
 	/* a small stage is prepared as a batch; an empty one is refused */
 	CHECK_DB_OK(db, lsm_stage_open(db, 0, &st));
