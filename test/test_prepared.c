@@ -88,6 +88,42 @@ batch_of(const char *tag)
 	return b;
 }
 
+/* Tables the store's manifest names, as db sees it. */
+static int
+named_tables(lsm_db *db)
+{
+	lsm_stats	st;
+	int			l,
+				n = 0;
+
+	CHECK_DB_OK(db, lsm_get_stats(db, &st));
+	for (l = 0; l < LSM_MAX_LEVELS; l++)
+		n += st.level[l].files;
+	return n;
+}
+
+/*
+ * A stage that spilled into several runs: puts s<i> = <tag> for i < n,
+ * and deletes "c".  (A 4 KiB buffer: a run per ~60 keys.)
+ */
+static lsm_stage *
+big_stage(lsm_db *db, const char *tag, int n)
+{
+	lsm_stage  *st;
+	char		k[32];
+	int			i;
+
+	CHECK_DB_OK(db, lsm_stage_open(db, 4096, &st));
+	for (i = 0; i < n; i++)
+	{
+		snprintf(k, sizeof(k), "s%05d", i);
+		CHECK_DB_OK(db, lsm_stage_put(st, k, strlen(k), tag, strlen(tag)));
+	}
+	CHECK_DB_OK(db, lsm_stage_delete(st, "c", 1));
+	CHECK_GT(lsm_stage_runs(st), 1);
+	return st;
+}
+
 static size_t
 prepared_count(lsm_db *db)
 {
@@ -420,26 +456,39 @@ TEST(flush_kill_points)
  * batch shows up again, through a fresh handle, a flush and a reopen.
  */
 static void
-kill_child(const char *dir, long at, int out)
+prepare_then_commit(const char *dir, long at, int out, bool staged)
 {
 	lsm_options o = small_options();
 	lsm_fault	f;
-	lsm_batch  *b;
+	lsm_batch  *b = NULL;
+	lsm_stage  *st = NULL;
 	lsm_db	   *db;
 	char		tag[32];
 
 	snprintf(tag, sizeof(tag), "t%ld", at);
-	b = batch_of(tag);
 	CHECK_OK(lsm_open(dir, &o, &db));
+	if (staged)
+		st = big_stage(db, tag, 600);
+	else
+		b = batch_of(tag);
 	memset(&f, 0, sizeof(f));
 	f.kill_at = at;
 	lsm_fault_install(&f);
-	CHECK_DB_OK(db, lsm_prepare(db, b, (uint64_t) at, LSM_WRITE_SYNC));
+	if (staged)
+		CHECK_DB_OK(db, lsm_stage_prepare(st, (uint64_t) at, LSM_WRITE_SYNC));
+	else
+		CHECK_DB_OK(db, lsm_prepare(db, b, (uint64_t) at, LSM_WRITE_SYNC));
 	CHECK_EQ(write(out, "p", 1), 1);
 	CHECK_DB_OK(db, lsm_resolve(db, (uint64_t) at, 1, LSM_WRITE_SYNC));
 	lsm_fault_install(NULL);
 	lsm_batch_free(b);
 	CHECK_DB_OK(db, lsm_close(db));
+}
+
+static void
+kill_child(const char *dir, long at, int out)
+{
+	prepare_then_commit(dir, at, out, false);
 }
 
 TEST(resolve_kill_points)
@@ -635,8 +684,6 @@ TEST(concurrent_prepares_and_flushes)
 
 	for (int round = 0; round < 2; round++)
 	{
-		lsm_stats	st;
-
 		db = open_db(dir);
 		CHECK_EQ(prepared_count(db), 0);
 		for (p = 0; p < CONC_PROCS; p++)
@@ -653,14 +700,10 @@ TEST(concurrent_prepares_and_flushes)
 					CHECK_STREQ(value_of(db, k, v, sizeof(v)), owner % 2 == 0 ? k : "");
 				}
 			}
-		CHECK_DB_OK(db, lsm_get_stats(db, &st));
 		if (round == 0)
 		{
-			int			l,
-						tables = 0;
+			int			tables = named_tables(db);
 
-			for (l = 0; l < LSM_MAX_LEVELS; l++)
-				tables += st.level[l].files;
 			CHECK_GT(tables, 3);
 			printf("# %d tables flushed while %d processes prepared %d batches each\n",
 				   tables, CONC_PROCS, CONC_OWNERS);
@@ -735,42 +778,6 @@ list_tables(const char *dir, char (*names)[64], int max)
 			snprintf(names[n++], 64, "%.63s", de->d_name);
 	closedir(d);
 	return n;
-}
-
-/* Tables the store's manifest names, as db sees it. */
-static int
-named_tables(lsm_db *db)
-{
-	lsm_stats	st;
-	int			l,
-				n = 0;
-
-	CHECK_DB_OK(db, lsm_get_stats(db, &st));
-	for (l = 0; l < LSM_MAX_LEVELS; l++)
-		n += st.level[l].files;
-	return n;
-}
-
-/*
- * A stage that spilled into several runs: puts s<i> = <tag> for i < n,
- * and deletes "c".  (A 4 KiB buffer: a run per ~60 keys.)
- */
-static lsm_stage *
-big_stage(lsm_db *db, const char *tag, int n)
-{
-	lsm_stage  *st;
-	char		k[32];
-	int			i;
-
-	CHECK_DB_OK(db, lsm_stage_open(db, 4096, &st));
-	for (i = 0; i < n; i++)
-	{
-		snprintf(k, sizeof(k), "s%05d", i);
-		CHECK_DB_OK(db, lsm_stage_put(st, k, strlen(k), tag, strlen(tag)));
-	}
-	CHECK_DB_OK(db, lsm_stage_delete(st, "c", 1));
-	CHECK_GT(lsm_stage_runs(st), 1);
-	return st;
 }
 
 /* Keys s<i> for i < n that hold want (absent: ""). */
@@ -936,23 +943,7 @@ TEST(prepared_stage_tables)
 static void
 stage_kill_child(const char *dir, long at, int out)
 {
-	lsm_options o = small_options();
-	lsm_fault	f;
-	lsm_stage  *st;
-	lsm_db	   *db;
-	char		tag[32];
-
-	snprintf(tag, sizeof(tag), "t%ld", at);
-	CHECK_OK(lsm_open(dir, &o, &db));
-	st = big_stage(db, tag, 600);
-	memset(&f, 0, sizeof(f));
-	f.kill_at = at;
-	lsm_fault_install(&f);
-	CHECK_DB_OK(db, lsm_stage_prepare(st, (uint64_t) at, LSM_WRITE_SYNC));
-	CHECK_EQ(write(out, "p", 1), 1);
-	CHECK_DB_OK(db, lsm_resolve(db, (uint64_t) at, 1, LSM_WRITE_SYNC));
-	lsm_fault_install(NULL);
-	CHECK_DB_OK(db, lsm_close(db));
+	prepare_then_commit(dir, at, out, true);
 }
 
 TEST(prepared_stage_kill_points)
