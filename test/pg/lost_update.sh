@@ -22,6 +22,11 @@
 #                        deletes it meanwhile: the row may only come back
 #                        if the DELETE failed (whatever the order of the
 #                        two, a committed DELETE leaves no row).
+#   noted_version_*      a key lookup notes the version of the row it read;
+#                        an UPDATE through a range scan after another
+#                        session's commit must not take that stale version
+#                        for the row it changes (REPEATABLE READ: 40001;
+#                        READ COMMITTED: it updates the new row).
 #
 # Environment: see common.bash.
 
@@ -140,6 +145,34 @@ test_delete_stays() {
 		)"
 }
 
+# noted_version ISO ID: A reads row ID by key (the scan notes its version),
+# B increments it 0.3 s later, then A adds 10 through a key range scan
+# (which notes nothing) and commits.  REPEATABLE READ: A's snapshot still
+# has the row A read, so its commit must fail (40001) and n = 1.  READ
+# COMMITTED: A's statement reads B's row, so it commits and n = 11.
+test_noted_version() {
+	local iso=$1 id=$2 nfailed=0 n a b want
+
+	sql "$db" "INSERT INTO counters VALUES ($id, 0)"
+	printf '%s\n' '\set ON_ERROR_STOP 0' "BEGIN ISOLATION LEVEL $iso;" \
+		"SELECT n FROM counters WHERE id = $id \g /dev/null" \
+		'SELECT pg_sleep(1) \g /dev/null' \
+		"UPDATE counters SET n = n + 10 WHERE id BETWEEN $id AND $id;" \
+		'COMMIT;' '\echo :SQLSTATE' >"$work/noted.1.sql"
+	printf '%s\n' '\set ON_ERROR_STOP 0' 'SELECT pg_sleep(0.3) \g /dev/null' \
+		"UPDATE counters SET n = n + 1 WHERE id = $id;" '\echo :SQLSTATE' \
+		>"$work/noted.2.sql"
+	run_sessions "$db" noted 2 || nfailed=$?
+	n=$(sql "$db" "SELECT n FROM counters WHERE id = $id")
+	a=$(cat "$work/noted.1.out")
+	b=$(cat "$work/noted.2.out")
+	want="40001 00000 1"
+	[ "$iso" = "READ COMMITTED" ] && want="00000 00000 11"
+	diag "noted_version ($iso): A: $a, B: $b, final n = $n"
+	check "noted_version_${iso// /_}" "0 sessions failed; $want" \
+		"$nfailed sessions failed; $a $b $n"
+}
+
 main() {
 	create_db "$db"
 	sql "$db" "CREATE FOREIGN TABLE counters (id int4 OPTIONS (key 'true'),
@@ -147,6 +180,8 @@ main() {
 	test_counter_increments
 	test_two_sessions
 	test_delete_stays
+	test_noted_version "REPEATABLE READ" 4
+	test_noted_version "READ COMMITTED" 5
 	if [ "$failures" -eq 0 ]; then
 		drop_db "$db"
 	fi
