@@ -368,6 +368,13 @@ write_lock(lsm_db *db, bool wait, lsm_err *e)
 		return LSM_OK;
 	if (!db->lock_held)
 	{
+		/*
+		 * The page faults of the inserts, taken before the lock rather
+		 * than under it ("the shared memtable", costs).  A memtable a
+		 * flush has replaced since is prefaulted in vain, once.
+		 */
+		if (db->mhdr)
+			lsm_memtable_prefault(db->mem);
 		rc = wait ? lsm_db_lock(db, db->lock_fd, "LOCK", e) :
 			lsm_env_trylock(db->lock_fd, "LOCK", e);
 		if (rc != LSM_OK)

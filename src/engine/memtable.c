@@ -184,6 +184,7 @@ struct lsm_memtable
 	bool		writable;
 	lsm_memtable_backing backing;
 	lsm_buf		vhashes;		/* scratch */
+	size_t		prefaulted;		/* lsm_memtable_prefault got this far */
 };
 
 /* ---------- region access ---------- */
@@ -281,6 +282,38 @@ region_grow(lsm_memtable *mt, size_t upto, lsm_err *e)
 		r->reserved = want;
 		return true;
 	}
+}
+
+/*
+ * Prefaulting is a hint: a kernel without MADV_POPULATE_WRITE (before
+ * Linux 5.14) says EINVAL, and this process stops asking.
+ */
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+static bool populate_unsupported;
+
+void
+lsm_memtable_prefault(lsm_memtable *mt)
+{
+	size_t		from,
+				to;
+
+	if (mt == NULL || mt->own || !mt->writable ||
+		__atomic_load_n(&populate_unsupported, __ATOMIC_RELAXED))
+		return;
+	/* a hint read without the lock: the holder only ever raises it */
+	to = (size_t) __atomic_load_n(&mt->r->reserved, __ATOMIC_RELAXED);
+	if (to > mt->size)
+		to = mt->size;
+	to &= ~(size_t) 4095;
+	from = __atomic_load_n(&mt->prefaulted, __ATOMIC_RELAXED);
+	if (to <= from)
+		return;
+	__atomic_store_n(&mt->prefaulted, to, __ATOMIC_RELAXED);
+	if (madvise(mt->base + from, to - from, MADV_POPULATE_WRITE) != 0 &&
+		errno == EINVAL)
+		__atomic_store_n(&populate_unsupported, true, __ATOMIC_RELAXED);
 }
 
 /*

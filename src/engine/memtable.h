@@ -73,6 +73,16 @@ size_t		lsm_memtable_region_bytes_for(size_t memtable_bytes);
  */
 int			lsm_memtable_reserve(lsm_memtable *mt, size_t entries,
 								 size_t bytes, lsm_err *e);
+
+/*
+ * Maps into this process, writable, the pages of a shared region that its
+ * backing has blocks for and this process has not prefaulted yet, with one
+ * madvise(MADV_POPULATE_WRITE): a writer calls it before it takes the
+ * write lock, so that its inserts under the lock take no page faults.  A
+ * hint: it changes no byte, and does nothing for a private region, a
+ * read-only mapping, or on a kernel without MADV_POPULATE_WRITE.
+ */
+void		lsm_memtable_prefault(lsm_memtable *mt);
 void		lsm_memtable_ref(lsm_memtable *mt);
 void		lsm_memtable_unref(lsm_memtable *mt);
 
