@@ -123,6 +123,7 @@
 static __thread lsm_err open_err;
 
 static int	catch_up_full(lsm_db *db, bool trust_page, lsm_err *e);
+static uint64_t page_load(const uint64_t *p);
 static int	catch_up_memtable(lsm_db *db, lsm_err *e);
 static int	write_lock(lsm_db *db, bool wait, lsm_err *e);
 static void settle_tail(lsm_db *db, uint64_t g);
@@ -341,6 +342,40 @@ lock_wake_mask(lsm_lock_page *pg)
 	return (UINT32_C(1) << (futile < LOCK_FUTILE_MAX ? futile : LOCK_FUTILE_MAX)) - 1;
 }
 
+/*
+ * The page faults of a commit's writes, taken before the write lock rather
+ * than under it, where every other writer waits for them ("page faults
+ * before the lock" in docs/architecture.md): the shared memtable's pages
+ * its backing has blocks for, and the log's pages from the one our
+ * position is in to LOG_PREFAULT past it, if we append through a mapping.
+ * A memtable or log a flush has replaced since is prefaulted in vain, once.
+ */
+#define LOG_PREFAULT (32 << 10)
+
+static void
+prefault(lsm_db *db)
+{
+	size_t		from,
+				to;
+
+	if (db->mhdr)
+		lsm_memtable_prefault(db->mem);
+	if (db->log_map == NULL || db->page == NULL ||
+		db->log_off + 4096 <= db->log_prefaulted ||
+		page_load(&db->page->log_cuts) != db->log_cuts)
+		return;
+	from = (size_t) db->log_off & ~(size_t) 4095;
+	if (from < db->log_prefaulted)
+		from = db->log_prefaulted;
+	to = ((size_t) db->log_off & ~(size_t) 4095) + LOG_PREFAULT;
+	if (to > db->log_map_len)
+		to = db->log_map_len & ~(size_t) 4095;
+	if (to <= from)
+		return;
+	lsm_env_prefault(db->log_map + from, to - from);
+	db->log_prefaulted = to;
+}
+
 int
 lsm_db_write_lock(lsm_db *db, lsm_err *e)
 {
@@ -368,13 +403,7 @@ write_lock(lsm_db *db, bool wait, lsm_err *e)
 		return LSM_OK;
 	if (!db->lock_held)
 	{
-		/*
-		 * The page faults of the inserts, taken before the lock rather
-		 * than under it ("the shared memtable", costs).  A memtable a
-		 * flush has replaced since is prefaulted in vain, once.
-		 */
-		if (db->mhdr)
-			lsm_memtable_prefault(db->mem);
+		prefault(db);
 		rc = wait ? lsm_db_lock(db, db->lock_fd, "LOCK", e) :
 			lsm_env_trylock(db->lock_fd, "LOCK", e);
 		if (rc != LSM_OK)
@@ -959,6 +988,7 @@ forget_log_alloc(lsm_db *db)
 	lsm_env_munmap(db->log_map, db->log_map_len);
 	db->log_map = NULL;
 	db->log_map_len = 0;
+	db->log_prefaulted = 0;
 	db->log_alloc = 0;
 }
 
@@ -2893,6 +2923,7 @@ reserve_log(lsm_db *db, size_t len, bool map, lsm_err *e)
 		return lsm_err_set(e, LSM_NOMEM, "%s is too large to map", name);
 	lsm_env_munmap(db->log_map, db->log_map_len);
 	db->log_map_len = 0;
+	db->log_prefaulted = 0;
 	rc = lsm_env_mmap_rw(db->log_fd, (size_t) db->log_alloc, name,
 						 &db->log_map, e);
 	if (rc == LSM_OK)

@@ -628,6 +628,21 @@ lsm_env_wait(uint32_t *word, uint32_t val, long timeout_us)
 #endif
 }
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+void
+lsm_env_prefault(void *p, size_t n)
+{
+	static bool unsupported;
+
+	if (n == 0 || __atomic_load_n(&unsupported, __ATOMIC_RELAXED))
+		return;
+	if (madvise(p, n, MADV_POPULATE_WRITE) != 0 && errno == EINVAL)
+		__atomic_store_n(&unsupported, true, __ATOMIC_RELAXED);
+}
+
 void
 lsm_env_wake(uint32_t *word, int n)
 {

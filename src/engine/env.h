@@ -98,6 +98,15 @@ int			lsm_env_mmap(int fd, const char *name, const void **map,
 void		lsm_env_munmap(const void *map, size_t size);
 
 /*
+ * Maps [p, p + n) of a shared file mapping (page aligned) into the process,
+ * writable, as writes to each page would (madvise MADV_POPULATE_WRITE):
+ * their page faults taken now, in one call.  A hint: it changes no byte,
+ * ignores errors, and does nothing on a kernel without it (before Linux
+ * 5.14: EINVAL, after which the process stops asking).
+ */
+void		lsm_env_prefault(void *p, size_t n);
+
+/*
  * Takes an flock, waiting for it as long as it takes (for locks held only
  * for a bounded time, such as one fdatasync).
  */

@@ -284,23 +284,13 @@ region_grow(lsm_memtable *mt, size_t upto, lsm_err *e)
 	}
 }
 
-/*
- * Prefaulting is a hint: a kernel without MADV_POPULATE_WRITE (before
- * Linux 5.14) says EINVAL, and this process stops asking.
- */
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23
-#endif
-static bool populate_unsupported;
-
 void
 lsm_memtable_prefault(lsm_memtable *mt)
 {
 	size_t		from,
 				to;
 
-	if (mt == NULL || mt->own || !mt->writable ||
-		__atomic_load_n(&populate_unsupported, __ATOMIC_RELAXED))
+	if (mt == NULL || mt->own || !mt->writable)
 		return;
 	/* a hint read without the lock: the holder only ever raises it */
 	to = (size_t) __atomic_load_n(&mt->r->reserved, __ATOMIC_RELAXED);
@@ -311,9 +301,7 @@ lsm_memtable_prefault(lsm_memtable *mt)
 	if (to <= from)
 		return;
 	__atomic_store_n(&mt->prefaulted, to, __ATOMIC_RELAXED);
-	if (madvise(mt->base + from, to - from, MADV_POPULATE_WRITE) != 0 &&
-		errno == EINVAL)
-		__atomic_store_n(&populate_unsupported, true, __ATOMIC_RELAXED);
+	lsm_env_prefault(mt->base + from, to - from);
 }
 
 /*
