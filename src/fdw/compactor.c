@@ -65,6 +65,9 @@
  */
 #include "postgres.h"
 
+#include <limits.h>
+#include <signal.h>
+
 #include "access/relation.h"
 #include "access/xact.h"
 #include "miscadmin.h"
@@ -111,6 +114,16 @@ static const struct config_enum_entry compaction_options[] = {
 
 static int	compaction_mode = LSMFDW_COMPACTION_BACKGROUND;
 
+/*
+ * lsm_fdw.test_kill_compacting (superuser, for the process tests): a
+ * backend compacting inline kills itself with SIGKILL at this poll of the
+ * engine's interrupt callback (one per thousand or so entries merged), as
+ * a crash in the middle of the merge would; 0 never.  compacting_polls
+ * counts the polls of the compaction under way, -1 when none is.
+ */
+static int	test_kill_compacting = 0;
+static int	compacting_polls = -1;
+
 /* The last worker this backend launched for a store, by relation OID */
 typedef struct LaunchedWorker
 {
@@ -140,6 +153,26 @@ LsmFdwInitCompaction(void)
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
+	DefineCustomIntVariable("lsm_fdw.test_kill_compacting",
+							"Kills a backend compacting inline at this poll of the compaction (tests only).",
+							NULL,
+							&test_kill_compacting,
+							0, 0, INT_MAX,
+							PGC_SUSET, GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL,
+							NULL, NULL, NULL);
+}
+
+/*
+ * Called at each poll of the engine's interrupt callback (store.c): where
+ * the process tests kill a backend in the middle of an inline compaction
+ * (lsm_fdw.test_kill_compacting).
+ */
+void
+LsmFdwCompactionPoll(void)
+{
+	if (compacting_polls >= 0 && test_kill_compacting > 0 &&
+		++compacting_polls == test_kill_compacting)
+		(void) kill(MyProcPid, SIGKILL);
 }
 
 /*
@@ -280,7 +313,9 @@ compact_inline(LsmFdwStore *s, const char *relname, bool wait)
 {
 	int			rc;
 
+	compacting_polls = 0;
 	rc = wait ? lsm_compact(s->db) : lsm_compact_try(s->db);
+	compacting_polls = -1;
 	if (rc != LSM_OK && rc != LSM_BUSY)
 		ereport(DEBUG1,
 				(errmsg_internal("lsm_fdw: compaction of \"%s\" failed: %s: %s",

@@ -449,6 +449,7 @@ extern void LsmFdwXactRemoveDirLater(Oid relid, const char *path,
 /* compactor.c */
 extern void LsmFdwInitCompaction(void);
 extern bool LsmFdwCompactionAfterCommit(LsmFdwStore *s, const char *relname);
+extern void LsmFdwCompactionPoll(void);
 extern void LsmFdwLaunchCompactor(LsmFdwStore *s, const char *relname);
 
 /* merge.c: a table as its transaction sees it, in key order */

@@ -979,11 +979,13 @@ remove_dropped_databases(void)
  * The engine's interrupt callback: asks it to stop waiting (for the write
  * lock) when a cancel or termination is pending and may be served now.  It
  * must not longjmp, so it only looks; LsmFdwReportError then lets
- * CHECK_FOR_INTERRUPTS act.
+ * CHECK_FOR_INTERRUPTS act.  It is also where the process tests kill a
+ * backend in the middle of a compaction (LsmFdwCompactionPoll).
  */
 static int
 interrupt_pending(void *arg)
 {
+	LsmFdwCompactionPoll();
 	return (QueryCancelPending || ProcDiePending) &&
 		InterruptHoldoffCount == 0 && CritSectionCount == 0;
 }

@@ -25,6 +25,16 @@
 #                              beyond lsm_fdw.pending_memory: its stage is
 #                              prepared as tables; and afterwards
 #   staged_no_table_left       no table file is left that nothing names.
+#   kill_in_inline_compaction  a commit across two new stores, both with
+#                              level 0 at its trigger and lsm_fdw.compaction =
+#                              inline: the backend is SIGKILLed in the
+#                              middle of the compaction that its first
+#                              resolve calls for, before the second store
+#                              is resolved (its output so far is named by
+#                              nothing); after recovery the row is in
+#                              all three tables, the keys can be written
+#                              again, both stores verify, and a compaction
+#                              sweeps what the killed one left.
 #
 # Environment: see common.bash.  The server needs max_prepared_transactions
 # > 0 (test/run sets it).
@@ -182,11 +192,73 @@ kill_steps "" 1 0
 kill_steps staged_ 30000 1000000
 # no table of theirs is left that nothing names, once a compaction swept
 name=staged_no_table_left
-notices=$(sql "$db" "SELECT lsm_compact('a', true)" "SELECT lsm_verify('a')" 2>&1 || true)
+# (notices: common.bash sets client_min_messages = warning)
+notices=$(sql "$db" "SET client_min_messages = notice" \
+	"SELECT lsm_compact('a', true)" "SELECT lsm_verify('a')" 2>&1 || true)
 if [[ $notices == *"not named by its MANIFEST"* || $notices == *ERROR* ]]; then
 	fail "$name" "$notices"
 else
 	ok "$name"
+fi
+
+# --- killed in the middle of the inline compaction its first resolve calls for
+name=kill_in_inline_compaction
+# two new tables whose level 0 is at the trigger (four flushes each;
+# l0_compaction_trigger is 4) and nothing below: the first compaction step
+# merges those four tables
+sql "$db" \
+	"CREATE FOREIGN TABLE c (id int OPTIONS (key 'true'), v text) SERVER lsm" \
+	"CREATE FOREIGN TABLE d (id int OPTIONS (key 'true'), v text) SERVER lsm"
+for t in c d; do
+	for ((i = 0; i < 4; i++)); do
+		sql "$db" "SET lsm_fdw.compaction = off" \
+			"INSERT INTO $t SELECT $i * 10000 + g, repeat('c', 50) FROM generate_series(1, 5000) g" \
+			"SELECT lsm_flush('$t')" >/dev/null
+	done
+done
+id=900000
+out=$("${PSQL[@]}" -d "$db" 2>&1 <<SQL || true
+SET lsm_fdw.compaction = inline;
+BEGIN;
+INSERT INTO c VALUES ($id, 'k');
+INSERT INTO d VALUES ($id, 'k');
+INSERT INTO h VALUES ($id, 'k');
+SET LOCAL lsm_fdw.test_kill_compacting = 3;
+COMMIT;
+SQL
+)
+if ! wait_ready; then
+	fail "$name" "the server did not come back" "$out"
+else
+	killed=no
+	if [[ $out == *"server closed the connection"* ]]; then
+		killed=yes
+	fi
+	# the merge was under way: its output so far is named by nothing
+	merging=no
+	notices=$(sql "$db" "SET client_min_messages = notice" \
+		"SELECT lsm_verify('c')" "SELECT lsm_verify('d')" 2>&1 || true)
+	if [[ $notices == *"not named by its MANIFEST"* ]]; then
+		merging=yes
+	fi
+	got=$(sql "$db" "SELECT (SELECT count(*) FROM c WHERE id = $id) || ' ' ||
+	                        (SELECT count(*) FROM d WHERE id = $id) || ' ' ||
+	                        (SELECT count(*) FROM h WHERE id = $id)")
+	loaded=$(sql "$db" "SELECT (SELECT count(*) FROM c WHERE id < $id) || ' ' ||
+	                           (SELECT count(*) FROM d WHERE id < $id)")
+	again=$(sql "$db" "UPDATE c SET v = 'again' WHERE id = $id" \
+		"UPDATE d SET v = 'again' WHERE id = $id" \
+		"SELECT (SELECT v FROM c WHERE id = $id) || ' ' || (SELECT v FROM d WHERE id = $id)" 2>&1 || true)
+	verified=$(sql "$db" "SELECT lsm_verify('c') AND lsm_verify('d')" 2>/dev/null || true)
+	swept=$(sql "$db" "SET client_min_messages = notice" \
+		"SELECT lsm_compact('c', true)" "SELECT lsm_compact('d', true)" \
+		"SELECT lsm_verify('c')" "SELECT lsm_verify('d')" 2>&1 || true)
+	left=none
+	if [[ $swept == *"not named by its MANIFEST"* || $swept == *ERROR* ]]; then
+		left=$swept
+	fi
+	check "$name" "killed yes, merging yes: 1 1 1, loaded 20000 20000, again again, verified t, left none" \
+		"killed $killed, merging $merging: $got, loaded $loaded, $(echo $again), verified $verified, left $left" "$out" "$notices"
 fi
 
 drop_db "$db"
