@@ -102,11 +102,9 @@ pg_base=""
 pg_started=0
 child=""
 summary=()
-
-die() {
-	printf 'test/bench/sql/run.sh: %s\n' "$*" >&2
-	exit 1
-}
+bench=run.sh
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$here/lib.sh"
 
 section() {
 	printf '\n=== %s ===  (%s, load average %s)\n' "$1" "$(date +%H:%M:%S)" \
@@ -122,10 +120,6 @@ result() {
 # awk arithmetic and formatting: calc FORMAT EXPR
 calc() {
 	awk "BEGIN { printf \"$1\", $2 }"
-}
-
-as_pg() {
-	(cd / && runuser -u postgres -- "$@" 9>&-)
 }
 
 # ---------------------------------------------------------------------------
@@ -209,11 +203,6 @@ psql_show() {
 	psql -X -q -v ON_ERROR_STOP=1 -P pager=off "$@"
 }
 
-stop_server() {
-	as_pg "$pgbin/pg_ctl" -D "$1" -m fast -w -t 60 stop >/dev/null 2>&1 ||
-		as_pg "$pgbin/pg_ctl" -D "$1" -m immediate -w -t 60 stop >/dev/null 2>&1
-}
-
 # shellcheck disable=SC2317  # called from the EXIT trap
 cleanup() {
 	local rc=$?
@@ -234,21 +223,6 @@ cleanup() {
 
 # ---------------------------------------------------------------------------
 # Build, install, cluster
-
-build_and_install() {
-	[ -x "$PG_CONFIG" ] || die "no pg_config at $PG_CONFIG"
-	pgbin=$("$PG_CONFIG" --bindir)
-	export PATH="$pgbin:$PATH"
-	exec 9>"${TMPDIR:-/tmp}/lsm_fdw_install.lock"
-	if ! flock -n 9; then
-		echo "waiting for the install lock (another test/run, demo or benchmark)"
-		flock -w 3600 9 || die "gave up waiting for the install lock"
-	fi
-	(cd "$root" && make -s -j2 PG_CONFIG="$PG_CONFIG" >/dev/null &&
-		make -s install PG_CONFIG="$PG_CONFIG" >/dev/null) ||
-		die "build or install failed"
-	echo "built and installed $("$PG_CONFIG" --pkglibdir)/fdw.so"
-}
 
 start_cluster() {
 	local d
@@ -915,11 +889,12 @@ order_section() {
 main() {
 	local n t
 
-	[ "$(id -u)" -eq 0 ] || die "run me as root (sudo): I install the extension and run the server as postgres"
+	require_root
 	trap cleanup EXIT
 	trap 'exit 130' INT
 	trap 'exit 143' TERM
 	build_and_install
+	echo "built and installed $("$PG_CONFIG" --pkglibdir)/fdw.so"
 	start_cluster
 	users=$((query_rows / 10))
 	[ "$users" -ge 1 ] || users=1

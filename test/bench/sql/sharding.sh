@@ -40,15 +40,9 @@ out_dir=${BENCH_OUT:-$root/test/bench/results}
 out_file=$out_dir/sharding-$(date +%Y%m%d-%H%M%S).txt
 pg_base=""
 started=()
-
-die() {
-	printf 'test/bench/sql/sharding.sh: %s\n' "$*" >&2
-	exit 1
-}
-
-as_pg() {
-	(cd / && runuser -u postgres -- "$@" 9>&-)
-}
+bench=sharding.sh
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$here/lib.sh"
 
 # q PORT SQL: one statement on the server of PORT, tuples unaligned
 q() {
@@ -69,21 +63,11 @@ cleanup() {
 	exit "$rc"
 }
 
-[ "$(id -u)" -eq 0 ] || die "run me as root (sudo): I install the extension and run the servers as postgres"
+require_root
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-
-[ -x "$PG_CONFIG" ] || die "no pg_config at $PG_CONFIG"
-pgbin=$("$PG_CONFIG" --bindir)
-export PATH="$pgbin:$PATH"
-exec 9>"${TMPDIR:-/tmp}/lsm_fdw_install.lock"
-if ! flock -n 9; then
-	echo "waiting for the install lock (another test/run, demo or benchmark)"
-	flock -w 3600 9 || die "gave up waiting for the install lock"
-fi
-(cd "$root" && make -s -j2 PG_CONFIG="$PG_CONFIG" >/dev/null &&
-	make -s install PG_CONFIG="$PG_CONFIG" >/dev/null) || die "build or install failed"
+build_and_install
 
 pg_base=$(mktemp -d "${TMPDIR:-/tmp}/lsm_fdw_sharding.XXXXXX")
 chmod 755 "$pg_base"

@@ -51,23 +51,12 @@ out_dir=${BENCH_OUT:-$root/test/bench/results}
 out_file=$out_dir/writers-$(date +%Y%m%d-%H%M%S).txt
 pg_base=""
 pg_started=0
-
-die() {
-	printf 'test/bench/sql/writers.sh: %s\n' "$*" >&2
-	exit 1
-}
-
-as_pg() {
-	(cd / && runuser -u postgres -- "$@" 9>&-)
-}
+bench=writers.sh
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$here/lib.sh"
 
 q() {
 	psql -X -q -t -A -v ON_ERROR_STOP=1 -c "$1"
-}
-
-stop_server() {
-	as_pg "$pgbin/pg_ctl" -D "$1" -m fast -w -t 60 stop >/dev/null 2>&1 ||
-		as_pg "$pgbin/pg_ctl" -D "$1" -m immediate -w -t 60 stop >/dev/null 2>&1
 }
 
 # shellcheck disable=SC2317  # called from the EXIT trap
@@ -84,21 +73,11 @@ cleanup() {
 	exit "$rc"
 }
 
-[ "$(id -u)" -eq 0 ] || die "run me as root (sudo): I install the extension and run the server as postgres"
+require_root
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-
-[ -x "$PG_CONFIG" ] || die "no pg_config at $PG_CONFIG"
-pgbin=$("$PG_CONFIG" --bindir)
-export PATH="$pgbin:$PATH"
-exec 9>"${TMPDIR:-/tmp}/lsm_fdw_install.lock"
-if ! flock -n 9; then
-	echo "waiting for the install lock (another test/run, demo or benchmark)"
-	flock -w 3600 9 || die "gave up waiting for the install lock"
-fi
-(cd "$root" && make -s -j2 PG_CONFIG="$PG_CONFIG" >/dev/null &&
-	make -s install PG_CONFIG="$PG_CONFIG" >/dev/null) || die "build or install failed"
+build_and_install
 
 pg_base=$(mktemp -d "${TMPDIR:-/tmp}/lsm_fdw_writers.XXXXXX")
 mkdir "$pg_base/data" "$pg_base/sock" "$pg_base/log" "$pg_base/work"
