@@ -47,6 +47,7 @@
 #ifndef LSM_TEST_HARNESS_H
 #define LSM_TEST_HARNESS_H
 
+#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <inttypes.h>
@@ -474,6 +475,48 @@ harness_get_count(lsm_db *db, const void *key, size_t klen)
 	CHECK_DB_OK(db, rc);
 	n = harness_parse_count(v, vlen);
 	lsm_free(v);
+	return n;
+}
+
+/* The entries of dir whose names end in suffix; fails the test if dir cannot be read. */
+static inline int
+harness_count_files(const char *dir, const char *suffix)
+{
+	DIR		   *d = opendir(dir);
+	struct dirent *de;
+	size_t		sl = strlen(suffix);
+	int			n = 0;
+
+	if (d == NULL)
+		harness_fail(__FILE__, __LINE__, "could not open directory %s: %s",
+					 dir, strerror(errno));
+	while ((de = readdir(d)) != NULL)
+	{
+		size_t		l = strlen(de->d_name);
+
+		if (l > sl && strcmp(de->d_name + l - sl, suffix) == 0)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/*
+ * The tables db's version names (lsm_get_stats), in all levels; *l0, if
+ * not NULL, gets level 0's.
+ */
+static inline int
+harness_tables(lsm_db *db, int *l0)
+{
+	lsm_stats	st;
+	int			l,
+				n = 0;
+
+	CHECK_DB_OK(db, lsm_get_stats(db, &st));
+	for (l = 0; l < LSM_MAX_LEVELS; l++)
+		n += st.level[l].files;
+	if (l0)
+		*l0 = st.level[0].files;
 	return n;
 }
 

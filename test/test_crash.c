@@ -334,28 +334,6 @@ check_store(lsm_db *db, uint64_t L, int round)
 	CHECK_DB_OK(db, lsm_verify(db));
 }
 
-/* Counts the files of dir whose names end in suffix. */
-static int
-count_files(const char *dir, const char *suffix)
-{
-	DIR		   *d = opendir(dir);
-	struct dirent *de;
-	size_t		sl = strlen(suffix);
-	int			n = 0;
-
-	if (d == NULL)
-		return -1;
-	while ((de = readdir(d)) != NULL)
-	{
-		size_t		l = strlen(de->d_name);
-
-		if (l > sl && strcmp(de->d_name + l - sl, suffix) == 0)
-			n++;
-	}
-	closedir(d);
-	return n;
-}
-
 /* Milliseconds on the monotonic clock. */
 static long
 now_ms(void)
@@ -631,11 +609,11 @@ crash_rounds(const char *tag, int sync, int helpers, int rounds, uint64_t seed)
 		   "files in the directory\n", tag, L, rounds, now_ms() - start,
 		   torn_rounds, early_kills, sh->flushes, sh->compactions,
 		   sh->compactor_loops, sh->reader_loops, files,
-		   count_files(dir, ".sst"), count_files(dir, ".log"));
+		   harness_count_files(dir, ".sst"), harness_count_files(dir, ".log"));
 	CHECK_GT(L, (uint64_t) rounds);
 	/* lsm_compact sweeps what killed flushes and compactions left behind */
-	CHECK_EQ(count_files(dir, ".sst"), files);
-	CHECK_EQ(count_files(dir, ".log"), 1);
+	CHECK_EQ(harness_count_files(dir, ".sst"), files);
+	CHECK_EQ(harness_count_files(dir, ".log"), 1);
 	munmap(sh, sizeof(*sh));
 }
 

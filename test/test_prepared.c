@@ -88,20 +88,6 @@ batch_of(const char *tag)
 	return b;
 }
 
-/* Tables the store's manifest names, as db sees it. */
-static int
-named_tables(lsm_db *db)
-{
-	lsm_stats	st;
-	int			l,
-				n = 0;
-
-	CHECK_DB_OK(db, lsm_get_stats(db, &st));
-	for (l = 0; l < LSM_MAX_LEVELS; l++)
-		n += st.level[l].files;
-	return n;
-}
-
 /*
  * A stage that spilled into several runs: puts s<i> = <tag> for i < n,
  * and deletes "c".  (A 4 KiB buffer: a run per ~60 keys.)
@@ -702,7 +688,7 @@ TEST(concurrent_prepares_and_flushes)
 			}
 		if (round == 0)
 		{
-			int			tables = named_tables(db);
+			int			tables = harness_tables(db, NULL);
 
 			CHECK_GT(tables, 3);
 			printf("# %d tables flushed while %d processes prepared %d batches each\n",
@@ -716,22 +702,6 @@ TEST(concurrent_prepares_and_flushes)
 }
 
 /* ---------- prepared stages: tables ---------- */
-
-/* Table files in dir. */
-static int
-table_files(const char *dir)
-{
-	DIR		   *d = opendir(dir);
-	struct dirent *de;
-	int			n = 0;
-
-	CHECK(d != NULL);
-	while ((de = readdir(d)) != NULL)
-		if (strstr(de->d_name, ".sst") != NULL)
-			n++;
-	closedir(d);
-	return n;
-}
 
 /*
  * Removes one table file of dir that is not in the names[n] listed before
@@ -862,7 +832,7 @@ TEST(prepared_stage_tables)
 	db = open_db(dir);
 	other = open_db(dir);
 	CHECK_EQ(prepared_count(db), 1);
-	CHECK_GT(table_files(dir), named_tables(db));
+	CHECK_GT(harness_count_files(dir, ".sst"), harness_tables(db, NULL));
 	CHECK_EQ(count_staged(db, 2000, ""), 1999);
 
 	/* committed by the other handle */
@@ -872,15 +842,15 @@ TEST(prepared_stage_tables)
 	CHECK_EQ(count_staged(db, 2000, "staged"), 2000);
 	CHECK_VALUE(db, "c", "");
 	CHECK_VALUE(db, "k00001", "filler value of some length to fill memtables");
-	CHECK_EQ(table_files(dir), named_tables(db));
+	CHECK_EQ(harness_count_files(dir, ".sst"), harness_tables(db, NULL));
 
 	/* rolled back: its tables go */
-	before = table_files(dir);
+	before = harness_count_files(dir, ".sst");
 	st = big_stage(db, "gone", 500);
 	CHECK_DB_OK(db, lsm_stage_prepare(st, 22, LSM_WRITE_NOSYNC));
-	CHECK_GT(table_files(dir), before);
+	CHECK_GT(harness_count_files(dir, ".sst"), before);
 	CHECK_DB_OK(other, lsm_resolve(other, 22, 0, LSM_WRITE_NOSYNC));
-	CHECK_EQ(table_files(dir), before);
+	CHECK_EQ(harness_count_files(dir, ".sst"), before);
 	CHECK_EQ(count_staged(db, 500, "staged"), 500);
 	CHECK_RC(LSM_NOTFOUND, lsm_resolve(db, 22, 1, LSM_WRITE_SYNC));
 
@@ -901,7 +871,7 @@ TEST(prepared_stage_tables)
 		CHECK_EQ(count_staged(db, 500, "staged"), 500);
 		CHECK_DB_OK(db, lsm_resolve(db, 26, 0, LSM_WRITE_SYNC));
 		CHECK_EQ(prepared_count(db), 0);
-		CHECK_EQ(table_files(dir), n);
+		CHECK_EQ(harness_count_files(dir, ".sst"), n);
 	}
 
 	/* a small stage is prepared as a batch; an empty one is refused */
@@ -976,9 +946,9 @@ TEST(prepared_stage_kill_points)
 					  prepared ? "a commit" : "a rollback");
 			CHECK_EQ(prepared_count(db), 0);
 			CHECK_DB_OK(db, lsm_compact_all(db));
-			CHECK_MSG(table_files(dir) == named_tables(db),
+			CHECK_MSG(harness_count_files(dir, ".sst") == harness_tables(db, NULL),
 					  "kill point %ld: %d table files, %d named", at,
-					  table_files(dir), named_tables(db));
+					  harness_count_files(dir, ".sst"), harness_tables(db, NULL));
 			CHECK_DB_OK(db, lsm_close(db));
 			drop_memfiles(dir);
 			db = open_db(dir);

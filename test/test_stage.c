@@ -333,27 +333,6 @@ count_prefix(const char *dir, const char *prefix)
 	return n;
 }
 
-/* Number of entries of dir whose names end with suffix. */
-static int
-count_suffix(const char *dir, const char *suffix)
-{
-	DIR		   *d = opendir(dir);
-	struct dirent *de;
-	size_t		sl = strlen(suffix);
-	int			n = 0;
-
-	CHECK(d != NULL);
-	while ((de = readdir(d)) != NULL)
-	{
-		size_t		l = strlen(de->d_name);
-
-		if (l > sl && strcmp(de->d_name + l - sl, suffix) == 0)
-			n++;
-	}
-	closedir(d);
-	return n;
-}
-
 /*
  * Tables in the staging directory of dir (there must be at most one); with
  * max_number, also the highest table number there, which is the number of
@@ -395,22 +374,6 @@ stage_tables(const char *dir, int *max_number)
 	}
 	closedir(d);
 	free(sdir);
-	return n;
-}
-
-/* Tables in the handle's version. */
-static int
-version_tables(lsm_db *db, int *l0)
-{
-	lsm_stats	st;
-	int			l,
-				n = 0;
-
-	CHECK_DB_OK(db, lsm_get_stats(db, &st));
-	for (l = 0; l < LSM_MAX_LEVELS; l++)
-		n += st.level[l].files;
-	if (l0)
-		*l0 = st.level[0].files;
 	return n;
 }
 
@@ -1352,7 +1315,7 @@ TEST(stage_model)
 			if (runs > 0)
 			{
 				ingests++;
-				version_tables(db, &l0);
+				harness_tables(db, &l0);
 				if (!auto_compact)
 					CHECK_GE(l0, runs);
 				if (l0 > max_l0)
@@ -1379,7 +1342,7 @@ TEST(stage_model)
 			CHECK_DB_OK(db2, lsm_close(db2));
 			db2 = open_store(dir, 1);
 			check_reads(db2, m, ctx);
-			CHECK_EQ(count_suffix(dir, ".sst"), version_tables(db, NULL));
+			CHECK_EQ(harness_count_files(dir, ".sst"), harness_tables(db, NULL));
 		}
 		smodel_free(s);
 	}
@@ -1653,8 +1616,8 @@ TEST(stage_truncate)
 	check_store(db, after, "truncated and committed");
 	CHECK_DB_OK(db, lsm_get_stats(db, &stats));
 	CHECK_EQ_U(stats.memtable_entries, 0);
-	CHECK_EQ(count_suffix(dir, ".sst"), version_tables(db, NULL));
-	CHECK_EQ(count_suffix(dir, ".log"), 1);
+	CHECK_EQ(harness_count_files(dir, ".sst"), harness_tables(db, NULL));
+	CHECK_EQ(harness_count_files(dir, ".log"), 1);
 	CHECK_DB_OK(db2, lsm_refresh(db2));
 	check_store(db2, after, "second handle after");
 	CHECK_DB_OK(db2, lsm_close(db2));
@@ -2436,8 +2399,8 @@ check_after_fault(const char *dir, lsm_db **dbp, const model *before,
 	store_put(db, NULL, 0, 99);
 	CHECK_DB_OK(db, lsm_flush(db));
 	CHECK_DB_OK(db, lsm_compact(db));
-	CHECK_EQ(count_suffix(dir, ".sst"), version_tables(db, NULL));
-	CHECK_EQ(count_suffix(dir, ".log"), 1);
+	CHECK_EQ(harness_count_files(dir, ".sst"), harness_tables(db, NULL));
+	CHECK_EQ(harness_count_files(dir, ".log"), 1);
 	*dbp = db;
 }
 
@@ -2827,7 +2790,7 @@ TEST(stage_crash)
 		CHECK_EQ(count_prefix(dir, "stage."), 0);
 		check_reads(db, have ? next : m, ctx);
 		CHECK_DB_OK(db, lsm_compact(db));
-		CHECK_EQ(count_suffix(dir, ".sst"), version_tables(db, NULL));
+		CHECK_EQ(harness_count_files(dir, ".sst"), harness_tables(db, NULL));
 		CHECK_DB_OK(db, lsm_close(db));
 		if (have)
 		{
