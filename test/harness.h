@@ -478,7 +478,10 @@ harness_get_count(lsm_db *db, const void *key, size_t klen)
 	return n;
 }
 
-/* The entries of dir whose names end in suffix; fails the test if dir cannot be read. */
+/*
+ * The entries of dir whose names end in suffix; fails the test if dir
+ * cannot be read.
+ */
 static inline int
 harness_count_files(const char *dir, const char *suffix)
 {

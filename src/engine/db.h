@@ -176,7 +176,7 @@ struct lsm_db
 								 * log_fd, appends go through; or NULL */
 	size_t		log_map_len;	/* <= log_alloc */
 	uint64_t	log_cuts;		/* the page's log_cuts it was mapped under */
-	size_t		log_prefaulted; /* prefault_log got this far in log_map */
+	size_t		log_prefaulted; /* prefault() got this far in log_map */
 
 	/* lsm_get_stats' walk of the value filter hierarchy, kept per tree */
 	const void *shape_root;		/* the hroot it is of ... */
