@@ -2288,6 +2288,152 @@ TEST(shared_memtable_kill_points)
 }
 
 /*
+ * A flush outside the write lock ("flushes outside the write lock" in
+ * docs/architecture.md) while another handle writes: handle a fills the
+ * memtable and flushes; at every crash point during the flush, handle b
+ * tries to commit batches (with no wait for the write lock, so it commits
+ * only while a builds its table, outside the lock).  The process is
+ * killed at every crash point in turn, those of b's commits included.
+ * Every acknowledged batch stays, none is partly visible, the store opens
+ * (a copy of the log's last records that a kill left behind is not taken
+ * for a log newer than the manifest), and once a compaction has swept,
+ * one log is left.
+ */
+typedef struct fo_shared
+{
+	uint64_t	acked;			/* last batch whose commit returned */
+	uint64_t	copied;			/* flush_copied of the run not killed */
+} fo_shared;
+
+typedef struct fo_writer
+{
+	lsm_db	   *b;
+	fo_shared  *sh;
+	bool		busy;
+} fo_writer;
+
+/* Commits batch sh->acked + 1 through db; whether it did. */
+static bool
+fo_commit(lsm_db *db, fo_shared *sh)
+{
+	lsm_batch  *b = lsm_batch_new();
+	uint64_t	n = sh->acked + 1;
+	char		k[48];
+	int			i,
+				rc;
+
+	CHECK(b != NULL);
+	for (i = 0; i < KP_KEYS; i++)
+	{
+		size_t		kl = gk_key(k, 0, n, i);
+
+		CHECK_OK(lsm_batch_put(b, k, kl, k, kl));
+	}
+	rc = lsm_write_opt(db, b, n % 2 ? LSM_WRITE_SYNC : LSM_WRITE_NOSYNC);
+	lsm_batch_free(b);
+	CHECK_MSG(rc == LSM_OK || rc == LSM_BUSY, "commit: %s", lsm_errmsg(db));
+	if (rc == LSM_OK)
+		__atomic_store_n(&sh->acked, n, __ATOMIC_SEQ_CST);
+	return rc == LSM_OK;
+}
+
+/* lsm_fault's at_crash_point: b commits up to three batches */
+static void
+fo_hook(void *arg)
+{
+	fo_writer  *w = arg;
+	int			i;
+
+	if (w->busy)
+		return;					/* the crash points of b's own commits */
+	w->busy = true;
+	for (i = 0; i < 3 && fo_commit(w->b, w->sh); i++)
+		;
+	w->busy = false;
+}
+
+static void
+fo_child(const char *dir, fo_shared *sh, long kill_at)
+{
+	lsm_options o = busy_options();
+	fo_writer	w;
+	lsm_fault	f;
+	lsm_stats	st;
+	lsm_db	   *a;
+	int			i;
+
+	o.memtable_bytes = 1 << 20;	/* flushed by lsm_flush only */
+	CHECK_OK(lsm_open(dir, &o, &a));
+	o.lock_timeout_ms = 0;
+	CHECK_OK(lsm_open(dir, &o, &w.b));
+	w.sh = sh;
+	w.busy = false;
+	for (i = 0; i < 8; i++)
+		CHECK(fo_commit(a, sh));
+	memset(&f, 0, sizeof(f));
+	f.kill_at = kill_at;
+	f.at_crash_point = fo_hook;
+	f.at_crash_point_arg = &w;
+	lsm_fault_install(&f);
+	CHECK_DB_OK(a, lsm_flush(a));
+	lsm_fault_install(NULL);
+	CHECK_DB_OK(a, lsm_get_stats(a, &st));
+	sh->copied = st.flush_copied;
+	CHECK_DB_OK(w.b, lsm_close(w.b));
+	CHECK_DB_OK(a, lsm_close(a));
+}
+
+TEST(flush_outside_kill_points)
+{
+	char	   *dir = harness_tmpdir("fokill");
+	fo_shared  *sh = mmap(NULL, sizeof(fo_shared), PROT_READ | PROT_WRITE,
+					   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	lsm_options o = busy_options();
+	lsm_db	   *db;
+	uint64_t	n;
+	long		at;
+	int			kills = 0;
+
+	CHECK(sh != MAP_FAILED);
+	memset(sh, 0, sizeof(*sh));
+	o.memtable_bytes = 1 << 20;
+	for (at = 1;; at++)
+	{
+		pid_t		pids[1];
+		int			np = 0,
+					status;
+
+		SPAWN(pids, np, fo_child(dir, sh, at));
+		CHECK_EQ(waitpid(pids[0], &status, 0), pids[0]);
+		CHECK(WIFSIGNALED(status) || (WIFEXITED(status) &&
+									  WEXITSTATUS(status) == 0));
+		CHECK_OK(lsm_open(dir, &o, &db));
+		for (n = 1; n <= sh->acked; n++)
+			(void) kp_check(db, n, true);
+		/* a batch whose commit was killed: whole or not at all */
+		if (kp_check(db, sh->acked + 1, false))
+			sh->acked++;
+		CHECK_DB_OK(db, lsm_verify(db));
+		CHECK_DB_OK(db, lsm_close(db));
+		if (!WIFSIGNALED(status))
+			break;
+		kills++;
+		CHECK(at < 1000);
+	}
+	CHECK_GT(kills, 3);
+	CHECK_GT(sh->copied, 0);
+	CHECK_OK(lsm_open(dir, &o, &db));
+	CHECK_DB_OK(db, lsm_compact(db));
+	CHECK_EQ(harness_count_files(dir, ".log"), 1);
+	CHECK_EQ(harness_count_files(dir, ".mem"), 1);
+	printf("# %d kill points, %" PRIu64 " batches acknowledged, %" PRIu64
+		   " records copied by the last flush\n", kills, sh->acked,
+		   sh->copied);
+	CHECK_DB_OK(db, lsm_close(db));
+	munmap(sh, sizeof(*sh));
+}
+
+/*
  * A flush killed at every crash point, among them the one between the
  * MANIFEST switch and LOCK's page naming the new inode (which lets
  * catch-ups skip the stat of MANIFEST): a reader that stays open sees, after
@@ -2398,6 +2544,7 @@ main(int argc, char **argv)
 	RUN(writers_readers_compactor);
 	RUN(shared_memtable);
 	RUN(shared_memtable_kill_points);
+	RUN(flush_outside_kill_points);
 	RUN(manifest_switch_kill_points);
 	RUN(concurrent_create);
 	RUN(iterator_across_refresh);

@@ -251,18 +251,37 @@ is_bottom_for(const lsm_version *v, int level, const uint8_t *key, size_t klen)
  * compaction or ingest that died, or of a rolled back prepare), or
  * with dry_run only counts them (and removes the staging directories of
  * dead processes, which needs no lock: stage.c).  REQUIRES for removal:
- * both locks held, so no flush or compaction is writing a file the
- * manifest does not name yet, and no ingest is moving one in.
+ * both locks held, so no compaction is writing a file the manifest does
+ * not name yet, and no ingest is moving one in (a flush outside the write
+ * lock may be: see below), and not LOCK.flush.
  */
 static int
 remove_obsolete(lsm_db *db, const lsm_version *v, bool dry_run)
 {
-	DIR		   *d = opendir(db->dir);
+	DIR		   *d;
 	struct dirent *de;
+	lsm_err		le;
+	bool		flushing = false;
 	int			n = 0;
 
-	if (d == NULL)
+	/*
+	 * A flush outside the write lock writes a table that no manifest names
+	 * yet: while another handle holds LOCK.flush, keep the one it names in
+	 * LOCK's page (stored before the file was created, so a file seen here
+	 * has its number there), or every unnamed table without the page.
+	 */
+	if (!dry_run)
+	{
+		lsm_err_clear(&le);
+		flushing = lsm_db_side_lock(db, &db->flush_fd, "LOCK.flush", false,
+									&le) != LSM_OK;
+	}
+	if ((d = opendir(db->dir)) == NULL)
+	{
+		if (!dry_run && !flushing)
+			lsm_env_unlock(db->flush_fd);
 		return 0;
+	}
 	while ((de = readdir(d)) != NULL)
 	{
 		unsigned long long num;
@@ -286,6 +305,10 @@ remove_obsolete(lsm_db *db, const lsm_version *v, bool dry_run)
 			/* prepared tables wait for their decision (prepared.c) */
 			if (!live)
 				live = lsm_prepared_names(db, num);
+			if (!live && flushing)
+				live = db->page == NULL ||
+					__atomic_load_n(&db->page->flush_number,
+									__ATOMIC_SEQ_CST) == num;
 		}
 		else if (strcmp(ext, "log") == 0)
 			live = num == v->log_number;
@@ -305,6 +328,8 @@ remove_obsolete(lsm_db *db, const lsm_version *v, bool dry_run)
 		}
 	}
 	closedir(d);
+	if (!dry_run && !flushing)
+		lsm_env_unlock(db->flush_fd);
 	return n;
 }
 
@@ -732,20 +757,7 @@ step(lsm_db *db, int level, bool *did, lsm_err *e)
 int
 lsm_db_compact_lock(lsm_db *db, bool wait, lsm_err *e)
 {
-	char		path[4096];
-	int			rc;
-
-	if (db->opt.read_only)
-		return lsm_err_set(e, LSM_INVALID, "store was opened read-only");
-	if (db->compact_fd < 0)
-	{
-		snprintf(path, sizeof(path), "%s/LOCK.compact", db->dir);
-		rc = lsm_env_open(path, O_RDWR | O_CREAT, 0644, &db->compact_fd, e);
-		if (rc != LSM_OK)
-			return rc;
-	}
-	return wait ? lsm_db_lock(db, db->compact_fd, "LOCK.compact", e) :
-		lsm_env_trylock(db->compact_fd, "LOCK.compact", e);
+	return lsm_db_side_lock(db, &db->compact_fd, "LOCK.compact", wait, e);
 }
 
 int

@@ -97,6 +97,14 @@
  *		into the new log, and syncs it, before the manifest switch that
  *		drops the old log (prepared.c): the current log always holds every
  *		undecided batch, and a decided one is never decided again.
+ *	(13) A flush outside the write lock (flush_outside) syncs the current
+ *		log, then copies its records after the table's last sequence into
+ *		the new log and syncs that, all under the write lock, before the
+ *		manifest switch: the table and the new log hold every record of the
+ *		old once, and a copy left by a crash begins at or below the old
+ *		log's last sequence (check_directory).  Its table's number is in
+ *		LOCK's page before the file exists, and the sweep keeps that table
+ *		while LOCK.flush is held (compaction.c remove_obsolete).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE				/* flock, fdatasync, strdup, timespec */
@@ -245,6 +253,26 @@ path_of(const lsm_db *db, const char *name, char *buf, size_t n)
 }
 
 /* ---------- locking ---------- */
+
+int
+lsm_db_side_lock(lsm_db *db, int *fd, const char *name, bool wait,
+				 lsm_err *e)
+{
+	char		path[4096];
+	int			rc;
+
+	if (db->opt.read_only)
+		return lsm_err_set(e, LSM_INVALID, "store was opened read-only");
+	if (*fd < 0)
+	{
+		path_of(db, name, path, sizeof(path));
+		rc = lsm_env_open(path, O_RDWR | O_CREAT, 0644, fd, e);
+		if (rc != LSM_OK)
+			return rc;
+	}
+	return wait ? lsm_db_lock(db, *fd, name, e) :
+		lsm_env_trylock(*fd, name, e);
+}
 
 int
 lsm_db_lock(lsm_db *db, int fd, const char *name, lsm_err *e)
@@ -534,6 +562,10 @@ release_lock(lsm_db *db)
 		lsm_env_wake(&db->page->lock_wake, 1);
 	}
 }
+
+/* docs/format.md gives the page's layout; older versions read it too */
+_Static_assert(offsetof(lsm_lock_page, flush_number) == 152,
+			   "LOCK's page layout changed");
 
 /*
  * Maps the first page of LOCK (growing the file to one page if needed).
@@ -2117,44 +2149,47 @@ check_no_data(lsm_db *db, lsm_err *e)
 	return rc;
 }
 
-/* lsm_wal_apply_fn of log_has_commits: stops at a record that commits. */
+/*
+ * lsm_wal_apply_fn of first_commit: stops at a record that commits, with
+ * its first sequence (every record begins with it).
+ */
 static int
 stop_at_commit(void *arg, int type, const uint8_t *payload, size_t n,
 			   lsm_err *e)
 {
-	(void) payload;
-	(void) n;
 	(void) e;
 	if (type == LSM_WAL_PREPARE || type == LSM_WAL_PREPARE_TABLES)
 		return LSM_OK;
-	*(bool *) arg = true;
+	*(uint64_t *) arg = n >= 8 ? lsm_get_u64(payload) : 1;
 	return LSM_BUSY;			/* enough */
 }
 
 /*
- * Whether log name holds a record other than a prepared batch: a flush
- * writes the undecided ones into its new log before a manifest names it
- * (invariant 12), so a log left by a flush that died holds those alone.
- * A log that cannot be read counts as one that does.
+ * The first sequence of the first record of log name other than a prepared
+ * batch, or 0 if it holds none: a flush writes the undecided ones into its
+ * new log before a manifest names it (invariant 12), so a log left by a
+ * flush that died holds those alone, or (a flush outside the write lock)
+ * copies of the last records of the log the manifest names.  A log that
+ * cannot be read counts as one whose records begin at 1.
  */
-static bool
-log_has_commits(lsm_db *db, const char *name)
+static uint64_t
+first_commit(lsm_db *db, const char *name)
 {
 	lsm_wal_replay_result res;
 	lsm_err		e;
 	char		path[4096];
-	bool		commits = false;
+	uint64_t	first = 0;
 	int			fd;
 
 	lsm_err_clear(&e);
 	path_of(db, name, path, sizeof(path));
 	if (lsm_env_open(path, O_RDONLY | O_CLOEXEC, 0, &fd, &e) != LSM_OK)
-		return true;
-	if (lsm_wal_replay(fd, name, 0, 0, stop_at_commit, &commits, &res, &e) != LSM_OK &&
-		!commits)
-		commits = true;
+		return 1;
+	if (lsm_wal_replay(fd, name, 0, 0, stop_at_commit, &first, &res, &e) != LSM_OK &&
+		first == 0)
+		first = 1;
 	lsm_env_close(fd);
-	return commits;
+	return first;
 }
 
 /*
@@ -2163,19 +2198,25 @@ log_has_commits(lsm_db *db, const char *name)
  * of every table, log and node file that the manifest does not name (the
  * leftovers of an interrupted flush, compaction or ingest, which the next
  * compaction removes, or the files of one under way in another process).
- * A log receives records only once a manifest names it, and each new log
- * is numbered after the last, so a newer log with records means that the
- * MANIFEST is older than the store's files (a copy put back):
+ * A log receives new records only once a manifest names it, and each new
+ * log is numbered after the last, so a newer log with records means that
+ * the MANIFEST is older than the store's files (a copy put back):
  * LSM_CORRUPTION, before a compaction removes what it does not name.  A
  * log seen with records may have been named by a manifest switched in
- * since the handle last caught up: it catches up before judging.
+ * since the handle last caught up: it catches up before judging.  A flush
+ * outside the write lock copies the last records of the current log into
+ * the next before the manifest names it, after syncing the current one: a
+ * newer log whose records begin at or below the current log's last
+ * sequence is such a copy, left by a flush that died.
  */
 static int
 check_directory(lsm_db *db, bool report, lsm_err *e)
 {
 	DIR		   *d = opendir(db->dir);
 	struct dirent *de;
-	uint64_t	newest = 0;
+	uint64_t	newest = 0,
+				newest_first = 0,
+				first;
 	char		newest_name[256] = "";
 	const lsm_version *v = db->current;
 	int			rc;
@@ -2192,9 +2233,11 @@ check_directory(lsm_db *db, bool report, lsm_err *e)
 					i;
 
 		if (kind == FILE_LOG && number > v->log_number && number > newest &&
-			file_size_of(db, de->d_name) > 0 && log_has_commits(db, de->d_name))
+			file_size_of(db, de->d_name) > 0 &&
+			(first = first_commit(db, de->d_name)) != 0)
 		{
 			newest = number;
+			newest_first = first;
 			snprintf(newest_name, sizeof(newest_name), "%s", de->d_name);
 		}
 		if (!report || kind == FILE_OTHER)
@@ -2221,7 +2264,7 @@ check_directory(lsm_db *db, bool report, lsm_err *e)
 		return LSM_OK;
 	if ((rc = lsm_db_catch_up(db, e)) != LSM_OK)
 		return rc;
-	if (newest <= db->current->log_number)
+	if (newest <= db->current->log_number || newest_first <= db->last_seq)
 		return LSM_OK;
 	return LSM_CORRUPT(e, "write-ahead log %s of store \"%s\" holds records but is newer than the log its MANIFEST names: the MANIFEST is older than the store's files",
 					   newest_name, db->dir);
@@ -2317,8 +2360,8 @@ lsm_open(const char *dir, const lsm_options *o, lsm_db **out)
 		return lsm_err_set(&open_err, LSM_NOMEM, "out of memory");
 	}
 	db->opt = *o;
-	db->lock_fd = db->compact_fd = db->sync_fd = db->manifest_fd =
-		db->log_fd = -1;
+	db->lock_fd = db->compact_fd = db->sync_fd = db->flush_fd =
+		db->manifest_fd = db->log_fd = -1;
 	db->mem = new_memtable(db);
 	if (db->mem == NULL)
 		rc = lsm_err_set(&open_err, LSM_NOMEM, "out of memory");
@@ -2355,6 +2398,7 @@ lsm_close(lsm_db *db)
 	lsm_env_close(db->lock_fd);
 	lsm_env_close(db->compact_fd);
 	lsm_env_close(db->sync_fd);
+	lsm_env_close(db->flush_fd);
 	lsm_env_close(db->manifest_fd);
 	forget_log_alloc(db);
 	lsm_env_close(db->log_fd);
@@ -2475,6 +2519,205 @@ place_ingest(lsm_db *db, lsm_file *mem, lsm_file **ingest, int ningest,
 	return LSM_OK;
 }
 
+/* Whether version v holds no table: a flush's tombstones shadow nothing. */
+static bool
+no_tables(const lsm_version *v)
+{
+	int			l;
+
+	for (l = 0; l < LSM_MAX_LEVELS; l++)
+		if (v->nfiles[l] > 0)
+			return false;
+	return true;
+}
+
+/*
+ * Writes the newest entry up to snap of each key of memtable mt to a new
+ * table (numbered from the handle's version's next_file on; without
+ * tombstones if bottom), fsynced: *out, or NULL if nothing was left to
+ * write.  With publish, each number is stored in LOCK's page before its
+ * file is created (a flush outside the write lock, which the orphan sweep
+ * must not take for a leftover).
+ */
+static int
+write_level0(lsm_db *db, lsm_memtable *mt, uint64_t snap, bool bottom,
+			 bool publish, lsm_file **out, lsm_err *e)
+{
+	lsm_table_builder *b = NULL;
+	lsm_table_meta meta;
+	lsm_iiter  *it;
+	uint64_t	number = db->current->next_file;
+	char		name[32],
+				path[4096];
+	int			rc;
+
+	*out = NULL;
+	if ((it = lsm_memtable_iter(mt, snap, e)) == NULL)
+		return LSM_NOMEM_ERR(e);
+	for (;; number++)
+	{
+		lsm_table_filename(number, name, sizeof(name));
+		path_of(db, name, path, sizeof(path));
+		if (publish && db->page)
+			__atomic_store_n(&db->page->flush_number, number, __ATOMIC_SEQ_CST);
+		rc = lsm_table_builder_open(path, number, db->opt.block_bytes,
+									db->opt.key_bits_per_key, &b, e);
+		if (rc != LSM_EXISTS)
+			break;
+	}
+	if (rc == LSM_OK)
+		rc = lsm_db_value_params(db, b, e);
+	for (lsm_iiter_seek(it, NULL, 0); rc == LSM_OK && it->valid; lsm_iiter_next(it))
+		if (!(it->del && bottom))
+			rc = lsm_table_builder_add(b, it->key, it->klen, it->seq, it->del,
+									   it->val, it->vlen, e);
+	lsm_iiter_destroy(it);
+	if (b == NULL)
+		return rc;
+	if (rc != LSM_OK || lsm_table_builder_entries(b) == 0)
+	{
+		lsm_table_builder_abandon(b);
+		return rc;
+	}
+	memset(&meta, 0, sizeof(meta));
+	if ((rc = lsm_table_builder_finish(b, &meta, e)) != LSM_OK)
+		return rc;
+	db->ctr.sst_bytes_written += meta.size;
+	if ((*out = lsm_file_new()) == NULL)
+	{
+		lsm_table_meta_free(&meta);
+		(void) lsm_env_unlink(path, NULL);
+		return LSM_NOMEM_ERR(e);
+	}
+	(*out)->meta = meta;
+	return LSM_OK;
+}
+
+/* Removes the file of table number number (no manifest names it). */
+static void
+remove_table(lsm_db *db, uint64_t number)
+{
+	char		name[32],
+				path[4096];
+
+	lsm_table_filename(number, name, sizeof(name));
+	path_of(db, name, path, sizeof(path));
+	(void) lsm_env_unlink(path, NULL);
+}
+
+/*
+ * Creates log number lognum or the next free one (*lognum, *logfd), and,
+ * unless this handle keeps its memtables (exclusive) or cannot share them,
+ * its shared memtable file for the sequences after base (*shared, *shdr;
+ * else both NULL).
+ */
+static int
+create_next_log(lsm_db *db, uint64_t *lognum, int *logfd, uint64_t base,
+				lsm_memtable **shared, lsm_memfile_header **shdr, lsm_err *e)
+{
+	lsm_err		why;
+	int			rc;
+
+	*shared = NULL;
+	*shdr = NULL;
+	if ((rc = create_log(db, *lognum, lognum, logfd, e)) != LSM_OK)
+		return rc;
+
+	/*
+	 * An exclusive handle is the only writer until it closes: its memtable
+	 * stays its own, as LevelDB's does (a shared one costs a file to
+	 * allocate, fault in page by page, write back and delete per flush:
+	 * 5% of fillrandom); read-only handles replay the log.
+	 */
+	if (db->opt.exclusive)
+		db->mem_failed = *lognum;
+	if (db->mem_failed == *lognum)
+		return LSM_OK;
+	/* its shared memtable; without one, every handle replays the log */
+	lsm_err_clear(&why);
+	if (create_memfile(db, db->current, *lognum, *logfd, base, false,
+					   db->mem_need, shared, shdr, &why) != LSM_OK)
+	{
+		db->mem_failed = *lognum;
+		lsm_db_log(db, LSM_LOG_NOTICE,
+				   "store \"%s\" keeps a memtable per process for write-ahead log %llu: %s",
+				   db->dir, (unsigned long long) *lognum, why.msg);
+	}
+	return LSM_OK;
+}
+
+/* Removes what create_next_log made, when no manifest names it. */
+static void
+discard_next_log(lsm_db *db, uint64_t lognum, int logfd, lsm_memtable *shared)
+{
+	char		name[32],
+				path[4096];
+
+	if (logfd < 0)
+		return;
+	lsm_env_close(logfd);
+	lsm_wal_filename(lognum, name, sizeof(name));
+	path_of(db, name, path, sizeof(path));
+	(void) lsm_env_unlink(path, NULL);
+	if (shared)
+	{
+		lsm_memtable_unref(shared);
+		memfile_name(lognum, false, name, sizeof(name));
+		path_of(db, name, path, sizeof(path));
+		(void) lsm_env_unlink(path, NULL);
+	}
+}
+
+/*
+ * After a manifest switched in log lognum (logfd), holding off bytes of
+ * records: makes it and its memtable (shared, or the handle's own fresh)
+ * this handle's, and removes the old log and its memtable file if the
+ * manifest is durable (durable: invariant 5).  REQUIRES: the write lock.
+ */
+static void
+take_next_log(lsm_db *db, uint64_t lognum, int logfd, uint64_t off,
+			  lsm_memtable *shared, lsm_memfile_header *shdr,
+			  lsm_memtable *fresh, bool durable)
+{
+	uint64_t	old_log = db->log_number;
+	char		name[32],
+				path[4096];
+
+	if (shared)
+	{
+		lsm_memtable_unref(fresh);
+		set_memtable(db, shared, shdr);
+	}
+	else
+	{
+		if (fresh == NULL)
+			fresh = new_memtable(db);
+		/* without one, keep the old: its entries are also in the table */
+		if (fresh)
+			set_memtable(db, fresh, NULL);
+		else if (db->mhdr)
+			lsm_memfile_store(&db->mhdr->stale, 1);
+		db->mhdr = NULL;
+	}
+	forget_log_alloc(db);
+	lsm_env_close(db->log_fd);
+	db->log_fd = logfd;
+	note_log_file(db);
+	db->log_number = lognum;
+	db->log_off = off;
+	db->log_size = off;
+	db->log_whole = true;
+	if (!durable)
+		return;
+	note_switch_durable(db);
+	lsm_wal_filename(old_log, name, sizeof(name));
+	path_of(db, name, path, sizeof(path));
+	(void) lsm_env_unlink(path, NULL);
+	memfile_name(old_log, false, name, sizeof(name));
+	path_of(db, name, path, sizeof(path));
+	(void) lsm_env_unlink(path, NULL);
+}
+
 /*
  * Writes the memtable to a new level-0 table, starts a new WAL and installs
  * both in one manifest, together with the ningest tables of an ingest
@@ -2494,39 +2737,24 @@ flush_install(lsm_db *db, lsm_file **ingest, int ningest, uint64_t nseq,
 			  bool deep, bool replace, uint64_t decided, bool *installed,
 			  lsm_err *e)
 {
-	lsm_table_builder *b = NULL;
-	lsm_table_meta meta;
 	lsm_file   *f = NULL;
 	lsm_file  **add = NULL;
 	lsm_memtable *fresh = NULL,
 			   *shared = NULL;
 	lsm_memfile_header *shdr = NULL;
-	lsm_iiter  *it;
 	lsm_version *v;
-	uint64_t	number,
-				lognum = 0,
-				maxnum,
-				old_log = db->log_number,
+	uint64_t	lognum,
 				carried_off = 0,
 				carried = 0;
-	char		name[32],
-				path[4096];
-	bool		bottom;
+	char		name[32];
 	int			logfd = -1,
 				nadd = 0,
-				l,
 				i,
 				rc = LSM_OK;
 
 	*installed = false;
-	memset(&meta, 0, sizeof(meta));
 	if (lsm_memtable_entries(db->mem) == 0 && ningest == 0 && !replace)
 		return LSM_OK;
-	/* with no table below, tombstones shadow nothing and can go */
-	bottom = true;
-	for (l = 0; l < LSM_MAX_LEVELS; l++)
-		if (db->current->nfiles[l] > 0)
-			bottom = false;
 
 	/*
 	 * After an ingest the old memtable must go: its entries are older than
@@ -2534,91 +2762,19 @@ flush_install(lsm_db *db, lsm_file **ingest, int ningest, uint64_t nseq,
 	 */
 	if ((ningest > 0 || replace) && (fresh = new_memtable(db)) == NULL)
 		return LSM_NOMEM_ERR(e);
-	number = db->current->next_file;
 	if (lsm_memtable_entries(db->mem) > 0 && !replace)
-	{
-		it = lsm_memtable_iter(db->mem, UINT64_MAX, e);
-		if (it == NULL)
-		{
-			lsm_memtable_unref(fresh);
-			return LSM_NOMEM_ERR(e);
-		}
-		for (;; number++)
-		{
-			lsm_table_filename(number, name, sizeof(name));
-			path_of(db, name, path, sizeof(path));
-			rc = lsm_table_builder_open(path, number, db->opt.block_bytes,
-										db->opt.key_bits_per_key, &b, e);
-			if (rc != LSM_EXISTS)
-				break;
-		}
-		if (rc == LSM_OK)
-			rc = lsm_db_value_params(db, b, e);
-		for (lsm_iiter_seek(it, NULL, 0); rc == LSM_OK && it->valid; lsm_iiter_next(it))
-			if (!(it->del && bottom))
-				rc = lsm_table_builder_add(b, it->key, it->klen, it->seq, it->del,
-										   it->val, it->vlen, e);
-		lsm_iiter_destroy(it);
-		if (rc == LSM_OK && lsm_table_builder_entries(b) == 0)
-		{
-			lsm_table_builder_abandon(b);
-			b = NULL;
-		}
-		else if (rc == LSM_OK)
-		{
-			rc = lsm_table_builder_finish(b, &meta, e);
-			b = NULL;
-			if (rc == LSM_OK)
-			{
-				db->ctr.sst_bytes_written += meta.size;
-				f = lsm_file_new();
-				if (f == NULL)
-					rc = LSM_NOMEM_ERR(e);
-				else
-				{
-					f->meta = meta;
-					memset(&meta, 0, sizeof(meta));
-				}
-			}
-		}
-		else
-		{
-			lsm_table_builder_abandon(b);
-			b = NULL;
-		}
-	}
+		rc = write_level0(db, db->mem, UINT64_MAX, no_tables(db->current),
+						  false, &f, e);
 	/* the new WAL is numbered past every table of this switch */
-	maxnum = f ? f->meta.number : number;
+	lognum = f ? f->meta.number : db->current->next_file;
 	for (i = 0; i < ningest; i++)
-		if (ingest[i]->meta.number > maxnum)
-			maxnum = ingest[i]->meta.number;
+		if (ingest[i]->meta.number > lognum)
+			lognum = ingest[i]->meta.number;
+	lognum++;
 	if (rc == LSM_OK)
-		rc = create_log(db, maxnum + 1, &lognum, &logfd, e);
+		rc = create_next_log(db, &lognum, &logfd, db->last_seq + nseq,
+							 &shared, &shdr, e);
 
-	/*
-	 * An exclusive handle is the only writer until it closes: its memtable
-	 * stays its own, as LevelDB's does (a shared one costs a file to
-	 * allocate, fault in page by page, write back and delete per flush:
-	 * 5% of fillrandom); read-only handles replay the log.
-	 */
-	if (rc == LSM_OK && db->opt.exclusive)
-		db->mem_failed = lognum;
-	if (rc == LSM_OK && db->mem_failed != lognum)
-	{
-		lsm_err		why;
-
-		/* its shared memtable; without one, every handle replays the log */
-		lsm_err_clear(&why);
-		if (create_memfile(db, db->current, lognum, logfd,
-						   db->last_seq + nseq, false, db->mem_need, &shared,
-						   &shdr, &why) != LSM_OK)
-		{
-			db->mem_failed = lognum;
-			lsm_db_log(db, LSM_LOG_NOTICE,
-					   "store \"%s\" keeps a memtable per process for write-ahead log %llu: %s",
-					   db->dir, (unsigned long long) lognum, why.msg);
-		}
-	}
 	/*
 	 * Invariant (12): the undecided prepared batches move to the new log
 	 * and memtable before the switch drops the old ones.
@@ -2677,74 +2833,23 @@ flush_install(lsm_db *db, lsm_file **ingest, int ningest, uint64_t nseq,
 	{
 		/* nothing references the new files: remove them */
 		if (f)
-		{
-			lsm_table_filename(f->meta.number, name, sizeof(name));
-			path_of(db, name, path, sizeof(path));
-			(void) lsm_env_unlink(path, NULL);
-		}
-		if (logfd >= 0)
-		{
-			lsm_env_close(logfd);
-			lsm_wal_filename(lognum, name, sizeof(name));
-			path_of(db, name, path, sizeof(path));
-			(void) lsm_env_unlink(path, NULL);
-		}
-		if (shared)
-		{
-			lsm_memtable_unref(shared);
-			memfile_name(lognum, false, name, sizeof(name));
-			path_of(db, name, path, sizeof(path));
-			(void) lsm_env_unlink(path, NULL);
-		}
+			remove_table(db, f->meta.number);
+		discard_next_log(db, lognum, logfd, shared);
 		lsm_file_unref(f);
-		lsm_table_meta_free(&meta);
 		lsm_memtable_unref(fresh);
 		return rc;
 	}
 	lsm_file_unref(f);
-	if (shared)
-	{
-		lsm_memtable_unref(fresh);
-		set_memtable(db, shared, shdr);
-	}
-	else
-	{
-		if (fresh == NULL)
-			fresh = new_memtable(db);
-		/* without one, keep the old: its entries are also in the table */
-		if (fresh)
-			set_memtable(db, fresh, NULL);
-		else if (db->mhdr)
-			lsm_memfile_store(&db->mhdr->stale, 1);
-		db->mhdr = NULL;
-	}
-	forget_log_alloc(db);
-	lsm_env_close(db->log_fd);
-	db->log_fd = logfd;
-	note_log_file(db);
-	db->log_number = lognum;
-	db->log_off = carried_off;
-	db->log_size = carried_off;
-	db->log_whole = true;
 	db->last_seq += nseq + carried;
+	/* invariant (5): the old log goes once the manifest past it is durable */
+	take_next_log(db, lognum, logfd, carried_off, shared, shdr, fresh,
+				  rc == LSM_OK);
 	if (carried > 0 && db->mhdr)
 		publish_memfile(db);
-	if (rc == LSM_OK)
-		note_switch_durable(db);
 	if (f != NULL || (ningest == 0 && !replace))
 		db->ctr.flushes++;
 	if (ningest > 0 || replace)
 		db->ctr.ingests++;
-	/* invariant (5): the manifest that moved past the old log is durable */
-	if (rc == LSM_OK)
-	{
-		lsm_wal_filename(old_log, name, sizeof(name));
-		path_of(db, name, path, sizeof(path));
-		(void) lsm_env_unlink(path, NULL);
-		memfile_name(old_log, false, name, sizeof(name));
-		path_of(db, name, path, sizeof(path));
-		(void) lsm_env_unlink(path, NULL);
-	}
 	return rc;
 }
 
@@ -2757,22 +2862,237 @@ flush_locked(lsm_db *db, lsm_err *e)
 	return flush_install(db, NULL, 0, 0, false, false, 0, &installed, e);
 }
 
+/*
+ * The switch of a flush outside the write lock ("flushes outside the write
+ * lock" in docs/architecture.md): table f (or NULL: nothing to write) holds
+ * the memtable of log lognum up to sequence snap, which the log's records
+ * end at offset off.  Copies the log's records after off into a new log and
+ * its memtable, and switches in a manifest that adds f to level 0 with the
+ * new log and last_seq snap.  *installed tells whether it did; not if
+ * another switch came first (*superseded: f is stale) or a prepared batch
+ * is undecided (the caller flushes under the lock).
+ * REQUIRES: the write lock, caught up.
+ */
+static int
+switch_after_build(lsm_db *db, lsm_file *f, uint64_t lognum, uint64_t off,
+				   uint64_t snap, bool *installed, bool *superseded,
+				   lsm_err *e)
+{
+	lsm_memtable *shared = NULL,
+			   *fresh = NULL;
+	lsm_memfile_header *shdr = NULL;
+	lsm_wal_replay_result res;
+	lsm_version *v;
+	uint64_t	len = db->log_off - off,
+				newlog;
+	uint8_t    *copy = NULL;
+	char		name[32],
+				oldname[32];
+	int			logfd = -1,
+				rc;
+
+	*installed = false;
+	*superseded = db->log_number != lognum || db->current->last_seq >= snap;
+	if (*superseded || lsm_memtable_undecided(db->mem, NULL, NULL) > 0)
+		return LSM_OK;
+	LSM_ASSERT(db->log_whole && db->log_off >= off);
+
+	/*
+	 * The old log durable first: after any crash it holds every record
+	 * the copy holds, so the copy never looks like a log newer than the
+	 * manifest's (check_directory).
+	 */
+	lsm_wal_filename(lognum, oldname, sizeof(oldname));
+	if (len > 0 && (rc = lsm_env_fsync(db->log_fd, oldname, e)) != LSM_OK)
+		return rc;
+	newlog = (f ? f->meta.number : db->current->next_file) + 1;
+	db->mem_need = (size_t) len;
+	rc = create_next_log(db, &newlog, &logfd, snap, &shared, &shdr, e);
+	db->mem_need = 0;
+	if (rc != LSM_OK)
+		return rc;
+	lsm_wal_filename(newlog, name, sizeof(name));
+	if (!shared && (fresh = new_memtable(db)) == NULL)
+		rc = LSM_NOMEM_ERR(e);
+
+	/*
+	 * The records appended since the snapshot, copied (a record holds no
+	 * offset) and replayed into the new memtable; then durable, with the
+	 * new files' names (invariants 4 and 8).
+	 */
+	if (rc == LSM_OK && len > 0)
+	{
+		if (len > SIZE_MAX || (copy = malloc((size_t) len)) == NULL)
+			rc = LSM_NOMEM_ERR(e);
+		if (rc == LSM_OK)
+			rc = lsm_env_pread(db->log_fd, copy, (size_t) len, (off_t) off,
+							   oldname, e);
+		if (rc == LSM_OK)
+			rc = lsm_env_pwrite(logfd, copy, (size_t) len, 0, name, e);
+		free(copy);
+		if (rc == LSM_OK)
+			rc = lsm_wal_replay(logfd, name, 0, snap + 1, apply_payload,
+								shared ? shared : fresh, &res, e);
+		db->ctr.flush_copied += (uint64_t) res.records;
+		if (rc == LSM_OK &&
+			(res.end_off != len || res.last_seq != db->last_seq))
+			rc = LSM_CORRUPT(e, "the copy of write-ahead log %s's last records in %s ends at %llu, sequence %llu, not %llu, %llu",
+							 oldname, name,
+							 (unsigned long long) res.end_off,
+							 (unsigned long long) res.last_seq,
+							 (unsigned long long) len,
+							 (unsigned long long) db->last_seq);
+		if (rc == LSM_OK)
+			rc = lsm_env_fsync(logfd, name, e);
+		/* the new shared memtable holds them: no one may apply them again */
+		if (rc == LSM_OK && shdr)
+		{
+			lsm_memfile_store(&shdr->applied_seq, db->last_seq);
+			lsm_memfile_store(&shdr->applied_off, len);
+			lsm_memfile_store(&shdr->apply_to, len);
+		}
+	}
+	lsm_env_crash_point();
+	if (rc == LSM_OK)
+		rc = lsm_env_fsync_dir(db->dir, e);
+	if (rc == LSM_OK)
+	{
+		if ((v = lsm_version_edit(db->current, NULL, 0, &f, f ? 1 : 0,
+								  0)) == NULL)
+			rc = LSM_NOMEM_ERR(e);
+		else
+		{
+			v->log_number = newlog;
+			v->last_seq = snap;
+			if (v->next_file < newlog + 1)
+				v->next_file = newlog + 1;
+			rc = lsm_db_install(db, v, e);
+			*installed = db->current == v;
+			lsm_version_unref(v);
+		}
+	}
+	if (!*installed)
+	{
+		discard_next_log(db, newlog, logfd, shared);
+		lsm_memtable_unref(fresh);
+		return rc;
+	}
+	/* invariant (5): the old log goes once the manifest past it is durable */
+	take_next_log(db, newlog, logfd, len, shared, shdr, fresh, rc == LSM_OK);
+	db->ctr.flushes++;
+	return rc;
+}
+
+/*
+ * Flushes the memtable outside the write lock (docs/architecture.md): under
+ * LOCK.flush (waiting for it with wait, else LSM_OK at once if another
+ * process holds it: that one flushes), builds the table from a snapshot of
+ * the shared memtable while other writers go on, then switches logs under
+ * the write lock (switch_after_build).  With force, whatever the memtable
+ * holds; else only if it is still at its flush threshold.  Flushes under
+ * the lock instead where that cannot work: an exclusive handle, a memtable
+ * of the handle's own, an undecided prepared batch, lsm_lock held.
+ */
+static int
+flush_outside(lsm_db *db, bool wait, bool force, lsm_err *e)
+{
+	lsm_memtable *mt;
+	lsm_file   *f = NULL;
+	uint64_t	lognum,
+				off,
+				snap;
+	bool		bottom,
+				installed = false,
+				superseded = false;
+	int			rc;
+
+	db->flush_due = false;
+	if (db->user_locked || db->opt.exclusive)
+	{
+		if ((rc = lsm_db_write_lock(db, e)) == LSM_OK)
+		{
+			rc = flush_locked(db, e);
+			lsm_db_write_unlock(db);
+		}
+		return rc;
+	}
+	rc = lsm_db_side_lock(db, &db->flush_fd, "LOCK.flush", wait, e);
+	if (rc == LSM_BUSY && !wait)
+	{
+		lsm_err_clear(e);
+		return LSM_OK;
+	}
+	if (rc != LSM_OK)
+		return rc;
+	rc = lsm_db_write_lock(db, e);
+	if (rc != LSM_OK)
+		goto out;
+	if (db->mhdr == NULL || lsm_memtable_undecided(db->mem, NULL, NULL) > 0)
+	{
+		rc = flush_locked(db, e);
+		lsm_db_write_unlock(db);
+		goto out;
+	}
+	if (lsm_memtable_entries(db->mem) == 0 ||
+		(!force && lsm_memtable_bytes(db->mem) < db->opt.memtable_bytes))
+	{
+		lsm_db_write_unlock(db);
+		goto out;
+	}
+	mt = db->mem;
+	lsm_memtable_ref(mt);
+	lognum = db->log_number;
+	off = db->log_off;
+	snap = db->last_seq;
+	bottom = no_tables(db->current);
+	lsm_db_write_unlock(db);
+
+	rc = write_level0(db, mt, snap, bottom, true, &f, e);
+	lsm_memtable_unref(mt);
+	lsm_env_crash_point();
+	if (rc == LSM_OK && (rc = lsm_db_write_lock(db, e)) == LSM_OK)
+	{
+		rc = switch_after_build(db, f, lognum, off, snap, &installed,
+								&superseded, e);
+		/* a prepared batch came meanwhile: its carry needs the old way */
+		if (rc == LSM_OK && !installed && !superseded)
+			rc = flush_locked(db, e);
+		lsm_db_write_unlock(db);
+	}
+	if (f && !installed)
+		remove_table(db, f->meta.number);
+	lsm_file_unref(f);
+out:
+	lsm_env_unlock(db->flush_fd);
+	return rc;
+}
+
 int
 lsm_flush(lsm_db *db)
 {
 	lsm_err		e;
-	int			rc;
 
 	if (db == NULL)
 		return LSM_INVALID;
 	lsm_err_clear(&e);
-	rc = lsm_db_write_lock(db, &e);
-	if (rc == LSM_OK)
-	{
-		rc = flush_locked(db, &e);
-		lsm_db_write_unlock(db);
-	}
-	return lsm_db_fail(db, rc, &e);
+	return lsm_db_fail(db, flush_outside(db, true, true, &e), &e);
+}
+
+int
+lsm_flush_needed(lsm_db *db)
+{
+	return db != NULL && db->flush_due;
+}
+
+int
+lsm_flush_try(lsm_db *db)
+{
+	lsm_err		e;
+
+	if (db == NULL)
+		return LSM_INVALID;
+	lsm_err_clear(&e);
+	return lsm_db_fail(db, flush_outside(db, false, false, &e), &e);
 }
 
 /* ---------- writes ---------- */
@@ -3063,14 +3383,23 @@ lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, bool defer, lsm_err *e)
 	db->last_seq = last;
 	if (db->mhdr)
 		publish_memfile(db);
+
+	/*
+	 * A full memtable is flushed outside the lock, once this write is done
+	 * (or by the caller that defers: lsm_flush_needed), while the others
+	 * write on; at twice the threshold (a flusher that stalls or died) and
+	 * where it cannot be shared, under the lock, as a write stall.
+	 */
 	if (lsm_memtable_bytes(db->mem) >= db->opt.memtable_bytes)
 	{
-		rc = flush_locked(db, e);
-		flushed = rc == LSM_OK;
-		if (rc != LSM_OK)
+		if (db->mhdr && !db->opt.exclusive &&
+			lsm_memtable_bytes(db->mem) / 2 < db->opt.memtable_bytes)
+			db->flush_due = true;
+		else
 		{
-			/* the batch is committed; the flush will be retried later */
-			rc = LSM_OK;
+			/* the batch is committed; a failed flush is retried later */
+			flushed = flush_locked(db, e) == LSM_OK;
+			lsm_err_clear(e);
 		}
 	}
 	lsm_db_write_unlock(db);
@@ -3079,6 +3408,16 @@ lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, bool defer, lsm_err *e)
 	db->wait_log = log_number;
 	if (!defer)
 		rc = write_wait(db, e);
+	if (!defer && !db->user_locked && db->flush_due && rc == LSM_OK)
+	{
+		lsm_err		fe;
+		uint64_t	before = db->ctr.flushes;
+
+		/* the write is committed: a failed flush is retried later */
+		lsm_err_clear(&fe);
+		(void) flush_outside(db, false, false, &fe);
+		flushed = db->ctr.flushes != before;
+	}
 	if (flushed && db->opt.auto_compact && db->user_locked)
 		db->compact_due = true; /* not while others wait: lsm_unlock */
 	else if (flushed && db->opt.auto_compact && needs_compaction(db))

@@ -8,6 +8,9 @@
  *						its first page is mapped shared and holds the change
  *						generation (see "change generation" in db.c)
  *		LOCK.compact	flock'ed by the one process compacting
+ *		LOCK.flush		flock'ed by the one process writing the memtable to a
+ *						table outside the write lock (see "flushes outside
+ *						the write lock" in docs/architecture.md)
  *		LOCK.sync		flock'ed by the one process syncing the WAL for a group
  *						of commits (see "group commit" in db.c)
  *		MANIFEST		the current version (version.h)
@@ -124,6 +127,13 @@ typedef struct lsm_lock_page
 	uint32_t	lock_sleepers;
 	uint32_t	lock_woken;		/* 1 from a wake until a sleeper returns */
 	uint32_t	lock_futile;	/* log2 of releases per wake (db.c) */
+
+	/*
+	 * The number of the table a flush outside the write lock is writing,
+	 * stored before the file is created, while holding LOCK.flush: the
+	 * orphan sweep keeps it (compaction.c remove_obsolete).
+	 */
+	uint64_t	flush_number;
 } lsm_lock_page;
 
 #define LSM_GROUP_MAGIC UINT64_C(0x4c534d47524f5550)
@@ -137,12 +147,15 @@ struct lsm_db
 	int			lock_fd;		/* LOCK */
 	int			compact_fd;		/* LOCK.compact, opened on first use */
 	int			sync_fd;		/* LOCK.sync, opened on first use */
+	int			flush_fd;		/* LOCK.flush, opened on first use */
 	bool		write_locked;
 	uint32_t	lock_releases;	/* of LOCK, that saw sleepers (release_lock) */
 	bool		user_locked;	/* lsm_lock: held until lsm_unlock */
 	bool		user_compact_locked;	/* ... with LOCK.compact too */
 	bool		compact_due;	/* a flush under lsm_lock: lsm_unlock
 								 * compacts if needed */
+	bool		flush_due;		/* a write of ours filled the memtable: a
+								 * flush outside the lock is due */
 	bool		lock_held;		/* the flock itself (exclusive: always) */
 	lsm_lock_page *page;		/* LOCK's first page, or NULL */
 	uint64_t	seen_gen;		/* generation of our last full catch-up,
@@ -287,15 +300,23 @@ void		lsm_db_move_back(lsm_db *db, const char *stage_dir,
 							 int moved);
 
 /*
- * Takes LOCK.compact (waiting or not: LSM_BUSY if another process holds
- * it), opening it on first use; lsm_env_unlock(db->compact_fd) releases
- * it.  Levels >= 1 change only under it.
+ * Takes the store's lock file name (LOCK.compact, LOCK.flush), waiting
+ * (bounded, as lsm_db_lock) or not (LSM_BUSY if another process holds it),
+ * opening it into *fd on first use; lsm_env_unlock(*fd) releases it.
+ */
+int			lsm_db_side_lock(lsm_db *db, int *fd, const char *name, bool wait,
+							 lsm_err *e);
+
+/*
+ * Takes LOCK.compact (lsm_db_side_lock): levels >= 1 change only under
+ * it.
  */
 int			lsm_db_compact_lock(lsm_db *db, bool wait, lsm_err *e);
 
 /*
  * Removes the table and log files of the store directory that v does not
- * name.  REQUIRES: the write lock and LOCK.compact.
+ * name, except the table of a flush under way (LOCK.flush held by another
+ * handle).  REQUIRES: the write lock and LOCK.compact.
  */
 int			lsm_db_remove_obsolete(lsm_db *db, const lsm_version *v);
 

@@ -106,6 +106,8 @@ lsm_env_crash_point(void)
 {
 	if (fault == NULL)
 		return;
+	if (fault->at_crash_point)
+		fault->at_crash_point(fault->at_crash_point_arg);
 	if (++fault->crash_points == fault->kill_at)
 		raise(SIGKILL);
 }

@@ -139,6 +139,9 @@ typedef struct lsm_fault
 	const char *fail_open_suffix;	/* fail opens of paths ending in it */
 	long		kill_at;		/* SIGKILL this process at the Nth crash
 								 * point from now; 0 = never */
+	void		(*at_crash_point) (void *arg);	/* called at each crash
+												 * point first, if set */
+	void	   *at_crash_point_arg;
 
 	/* counters, maintained whenever hooks are installed */
 	long		writes;

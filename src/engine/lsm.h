@@ -613,7 +613,28 @@ typedef struct lsm_hierarchy_stats
 	int			hierarchy_order;	/* d */
 } lsm_hierarchy_stats;
 
-int			lsm_flush(lsm_db *db);	/* memtable -> SSTable now */
+/*
+ * Writes what the memtable holds to a level-0 SSTable now: every write
+ * committed before the call.  The table is built outside the write lock,
+ * from a snapshot of the shared memtable, while other handles keep writing
+ * (docs/architecture.md, "flushes outside the write lock"); it waits
+ * (bounded) for a flush under way in another process first.
+ */
+int			lsm_flush(lsm_db *db);
+
+/*
+ * A write that leaves the memtable at memtable_bytes or more makes a flush
+ * due: lsm_write flushes once it has released the lock, but a write made
+ * under lsm_lock or with LSM_WRITE_DEFER leaves it to the caller, which
+ * asks lsm_flush_needed (nonzero: due; no I/O, no locks) and calls
+ * lsm_flush_try once its locks are released.  lsm_flush_try returns LSM_OK
+ * at once if another process is flushing (it covers this one) or the
+ * memtable was flushed meanwhile.  A flush left undone is made under the
+ * write lock by the write that finds the memtable at twice memtable_bytes.
+ */
+int			lsm_flush_needed(lsm_db *db);
+int			lsm_flush_try(lsm_db *db);
+
 int			lsm_compact(lsm_db *db);	/* compact until no level is over
 										 * target */
 
@@ -736,6 +757,9 @@ typedef struct lsm_stats
 	uint64_t	memtable_negatives; /* gets the memtable's key filter
 									 * answered without a search */
 	uint64_t	flushes;
+	uint64_t	flush_copied;	/* log records written while a flush of
+								 * ours built its table outside the write
+								 * lock, copied into the next log */
 	uint64_t	compactions;
 	uint64_t	ingests;		/* stages committed as level-0 tables */
 	uint64_t	user_bytes_written; /* key + value bytes given to lsm_write */

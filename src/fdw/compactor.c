@@ -178,18 +178,25 @@ LsmFdwCompactionPoll(void)
 /*
  * Called for each store a transaction wrote once its writes are in it (at
  * pre-commit, or at XACT_EVENT_COMMIT for a commit across stores, which
- * applies its prepared batches then) and the write lock is released: decides what compaction the
- * store needs.  Compacts here (inline mode, or level 0 far over its
- * trigger), or returns true if a background worker is to be launched when
- * the transaction has committed (LsmFdwLaunchCompactor).  Does not raise
- * errors: the writes are committed, a failed compaction is retried after a
- * later commit.
+ * applies its prepared batches then) and the write lock is released:
+ * flushes the memtable if the writes filled it (outside the write lock:
+ * the other sessions keep committing meanwhile), then decides what
+ * compaction the store needs.  Compacts here (inline mode, or level 0 far
+ * over its trigger), or returns true if a background worker is to be
+ * launched when the transaction has committed (LsmFdwLaunchCompactor).
+ * Does not raise errors: the writes are committed, a failed flush or
+ * compaction is retried after a later commit.
  */
 bool
 LsmFdwCompactionAfterCommit(LsmFdwStore *s, const char *relname)
 {
 	int			l0;
 
+	if (s->db != NULL && lsm_flush_needed(s->db) &&
+		lsm_flush_try(s->db) != LSM_OK)
+		ereport(DEBUG1,
+				(errmsg_internal("lsm_fdw: flush of \"%s\" failed: %s",
+								 relname, lsm_errmsg(s->db))));
 	if (compaction_mode == LSMFDW_COMPACTION_OFF || s->db == NULL ||
 		!lsm_compaction_needed(s->db))
 		return false;
