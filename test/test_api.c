@@ -356,7 +356,7 @@ TEST(options_defaults)
 
 	memset(&o, 0x55, sizeof(o));
 	lsm_options_init(&o);
-	CHECK_EQ_U(o.memtable_bytes, 4 << 20);
+	CHECK_EQ_U(o.memtable_bytes, 16 << 20);
 	CHECK_EQ_U(o.file_bytes, 2 << 20);
 	CHECK_EQ(o.level_ratio, 10);
 	CHECK_EQ(o.key_bits_per_key, 10);

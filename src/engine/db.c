@@ -152,7 +152,7 @@ void
 lsm_options_init(lsm_options *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->memtable_bytes = 4 << 20;
+	o->memtable_bytes = 16 << 20;
 	o->file_bytes = 2 << 20;
 	o->level_ratio = 10;
 	o->key_bits_per_key = 10;
@@ -2593,9 +2593,8 @@ write_level0(lsm_db *db, lsm_memtable *mt, uint64_t snap, bool bottom,
 	return LSM_OK;
 }
 
-/* Removes the file of table number number (no manifest names it). */
-static void
-remove_table(lsm_db *db, uint64_t number)
+void
+lsm_db_remove_table(lsm_db *db, uint64_t number)
 {
 	char		name[32],
 				path[4096];
@@ -2833,7 +2832,7 @@ flush_install(lsm_db *db, lsm_file **ingest, int ningest, uint64_t nseq,
 	{
 		/* nothing references the new files: remove them */
 		if (f)
-			remove_table(db, f->meta.number);
+			lsm_db_remove_table(db, f->meta.number);
 		discard_next_log(db, lognum, logfd, shared);
 		lsm_file_unref(f);
 		lsm_memtable_unref(fresh);
@@ -3060,7 +3059,7 @@ flush_outside(lsm_db *db, bool wait, bool force, lsm_err *e)
 		lsm_db_write_unlock(db);
 	}
 	if (f && !installed)
-		remove_table(db, f->meta.number);
+		lsm_db_remove_table(db, f->meta.number);
 	lsm_file_unref(f);
 out:
 	lsm_env_unlock(db->flush_fd);

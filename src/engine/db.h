@@ -299,6 +299,9 @@ void		lsm_db_move_back(lsm_db *db, const char *stage_dir,
 							 const lsm_table_meta *tables, lsm_file **files,
 							 int moved);
 
+/* Removes table file number of the store (gone already is fine). */
+void		lsm_db_remove_table(lsm_db *db, uint64_t number);
+
 /*
  * Takes the store's lock file name (LOCK.compact, LOCK.flush), waiting
  * (bounded, as lsm_db_lock) or not (LSM_BUSY if another process holds it),

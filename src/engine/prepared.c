@@ -575,18 +575,6 @@ not_prepared(lsm_db *db)
 	return LSM_NOTFOUND;
 }
 
-/* Removes table file number of the store (gone already is fine). */
-static void
-remove_table(lsm_db *db, uint64_t number)
-{
-	char		name[32],
-				path[4096];
-
-	lsm_table_filename(number, name, sizeof(name));
-	snprintf(path, sizeof(path), "%s/%s", db->dir, name);
-	(void) lsm_env_unlink(path, NULL);
-}
-
 /*
  * Decides owner's prepared tables, whose list (a type 5 record's) is list.
  * Called under lsm_lock, which it releases.  A commit is an ingest of the
@@ -633,7 +621,7 @@ resolve_tables(lsm_db *db, uint64_t owner, int commit, const uint8_t *list,
 	else if (rc == LSM_OK && (rc = lsm_write_wait(db)) == LSM_OK)
 	{
 		for (i = 0; i < n; i++)
-			remove_table(db, metas[i].number);
+			lsm_db_remove_table(db, metas[i].number);
 	}
 	free(copy);
 	free(metas);
