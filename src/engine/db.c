@@ -3026,15 +3026,16 @@ flush_outside(lsm_db *db, bool wait, bool force, lsm_err *e)
 	rc = lsm_db_write_lock(db, e);
 	if (rc != LSM_OK)
 		goto out;
-	if (db->mhdr == NULL || lsm_memtable_undecided(db->mem, NULL, NULL) > 0)
-	{
-		rc = flush_locked(db, e);
-		lsm_db_write_unlock(db);
-		goto out;
-	}
+	/* flushed meanwhile, by another process or under the lock */
 	if (lsm_memtable_entries(db->mem) == 0 ||
 		(!force && lsm_memtable_bytes(db->mem) < db->opt.memtable_bytes))
 	{
+		lsm_db_write_unlock(db);
+		goto out;
+	}
+	if (db->mhdr == NULL || lsm_memtable_undecided(db->mem, NULL, NULL) > 0)
+	{
+		rc = flush_locked(db, e);
 		lsm_db_write_unlock(db);
 		goto out;
 	}
