@@ -690,6 +690,21 @@ compactor_main(const char *dir, shared *sh)
 	} while (0)
 
 /*
+ * Waits for child pid, which must have been killed or have exited 0;
+ * returns its wait status.
+ */
+static int
+wait_killed_or_ok(pid_t pid)
+{
+	int			status;
+
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	CHECK(WIFSIGNALED(status) || (WIFEXITED(status) &&
+								  WEXITSTATUS(status) == 0));
+	return status;
+}
+
+/*
  * Waits for the processes pids[0..n) to end, at most until deadline (ms on
  * the monotonic clock); then kills what is left.  Returns the number of
  * processes that did not exit with status 0, printing each.
@@ -1930,14 +1945,10 @@ TEST(group_commit_kills)
 	SPAWN(reader, nreader, gk_reader(dir, sh, rng));
 	while (now_ms() < end)
 	{
-		int			status;
-
 		usleep(20000 + harness_rand64(&rng) % 80000);
 		w = (int) (harness_rand64(&rng) % GK_WRITERS);
 		kill(writers[w], SIGKILL);
-		CHECK_EQ(waitpid(writers[w], &status, 0), writers[w]);
-		CHECK(WIFSIGNALED(status) || (WIFEXITED(status) &&
-									  WEXITSTATUS(status) == 0));
+		(void) wait_killed_or_ok(writers[w]);
 		kills++;
 		{
 			int			np = w;
@@ -2246,9 +2257,7 @@ TEST(shared_memtable_kill_points)
 		uint64_t	before = sh->acked;
 
 		SPAWN(pids, np, kp_writer(dir, sh, at));
-		CHECK_EQ(waitpid(pids[0], &status, 0), pids[0]);
-		CHECK(WIFSIGNALED(status) || (WIFEXITED(status) &&
-									  WEXITSTATUS(status) == 0));
+		status = wait_killed_or_ok(pids[0]);
 		/* the open reader: whole batches, every acknowledged one */
 		CHECK_DB_OK(reader, lsm_refresh(reader));
 		for (n = 1; n <= sh->acked; n++)
@@ -2404,9 +2413,7 @@ TEST(flush_outside_kill_points)
 					status;
 
 		SPAWN(pids, np, fo_child(dir, sh, at));
-		CHECK_EQ(waitpid(pids[0], &status, 0), pids[0]);
-		CHECK(WIFSIGNALED(status) || (WIFEXITED(status) &&
-									  WEXITSTATUS(status) == 0));
+		status = wait_killed_or_ok(pids[0]);
 		CHECK_OK(lsm_open(dir, &o, &db));
 		for (n = 1; n <= sh->acked; n++)
 			(void) kp_check(db, n, true);
@@ -2510,9 +2517,7 @@ TEST(manifest_switch_kill_points)
 					status;
 
 		SPAWN(pids, np, ms_flusher(dir, at));
-		CHECK_EQ(waitpid(pids[0], &status, 0), pids[0]);
-		CHECK(WIFSIGNALED(status) || (WIFEXITED(status) &&
-									  WEXITSTATUS(status) == 0));
+		status = wait_killed_or_ok(pids[0]);
 		CHECK_DB_OK(reader, lsm_refresh(reader));
 		CHECK_OK(lsm_open(dir, &o, &db));
 		ms_same_view(reader, db, at);

@@ -780,13 +780,6 @@ wait_durable(lsm_db *db, uint64_t target, uint64_t log_number, lsm_err *e)
 
 	if (target == 0 || page_load(&pg->synced_seq) >= target)
 		return LSM_OK;
-	if (db->sync_fd < 0)
-	{
-		path_of(db, "LOCK.sync", path, sizeof(path));
-		rc = lsm_env_open(path, O_RDWR | O_CREAT, 0644, &db->sync_fd, e);
-		if (rc != LSM_OK)
-			return rc;
-	}
 
 	/*
 	 * While another handle holds LOCK.sync (it is syncing), sleep until its
@@ -806,7 +799,7 @@ wait_durable(lsm_db *db, uint64_t target, uint64_t log_number, lsm_err *e)
 			db->ctr.wal_syncs_shared++; /* a sync we waited for covered us */
 			return LSM_OK;
 		}
-		rc = lsm_env_trylock(db->sync_fd, "LOCK.sync", e);
+		rc = lsm_db_side_lock(db, &db->sync_fd, "LOCK.sync", false, e);
 		if (rc == LSM_OK)
 			break;
 		if (rc != LSM_BUSY)
@@ -3005,7 +2998,6 @@ flush_outside(lsm_db *db, bool wait, bool force, lsm_err *e)
 				superseded = false;
 	int			rc;
 
-	db->flush_due = false;
 	if (db->user_locked || db->opt.exclusive)
 	{
 		if ((rc = lsm_db_write_lock(db, e)) == LSM_OK)
@@ -3081,7 +3073,8 @@ lsm_flush(lsm_db *db)
 int
 lsm_flush_needed(lsm_db *db)
 {
-	return db != NULL && db->flush_due;
+	return db != NULL && db->mhdr != NULL && !db->opt.exclusive &&
+		lsm_memtable_bytes(db->mem) >= db->opt.memtable_bytes;
 }
 
 int
@@ -3261,7 +3254,8 @@ lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, bool defer, lsm_err *e)
 				want = 0,
 				target = 0,
 				log_number;
-	bool		flushed = false;
+	bool		flushed = false,
+				flush_due = false;
 	int			rc;
 
 	db->wait_seq = db->wait_last = db->wait_log = 0;
@@ -3394,7 +3388,7 @@ lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, bool defer, lsm_err *e)
 	{
 		if (db->mhdr && !db->opt.exclusive &&
 			lsm_memtable_bytes(db->mem) / 2 < db->opt.memtable_bytes)
-			db->flush_due = true;
+			flush_due = true;
 		else
 		{
 			/* the batch is committed; a failed flush is retried later */
@@ -3408,7 +3402,7 @@ lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, bool defer, lsm_err *e)
 	db->wait_log = log_number;
 	if (!defer)
 		rc = write_wait(db, e);
-	if (!defer && !db->user_locked && db->flush_due && rc == LSM_OK)
+	if (!defer && !db->user_locked && flush_due && rc == LSM_OK)
 	{
 		lsm_err		fe;
 		uint64_t	before = db->ctr.flushes;

@@ -154,8 +154,6 @@ struct lsm_db
 	bool		user_compact_locked;	/* ... with LOCK.compact too */
 	bool		compact_due;	/* a flush under lsm_lock: lsm_unlock
 								 * compacts if needed */
-	bool		flush_due;		/* a write of ours filled the memtable: a
-								 * flush outside the lock is due */
 	bool		lock_held;		/* the flock itself (exclusive: always) */
 	lsm_lock_page *page;		/* LOCK's first page, or NULL */
 	uint64_t	seen_gen;		/* generation of our last full catch-up,

@@ -626,7 +626,8 @@ int			lsm_flush(lsm_db *db);
  * A write that leaves the memtable at memtable_bytes or more makes a flush
  * due: lsm_write flushes once it has released the lock, but a write made
  * under lsm_lock or with LSM_WRITE_DEFER leaves it to the caller, which
- * asks lsm_flush_needed (nonzero: due; no I/O, no locks) and calls
+ * asks lsm_flush_needed (nonzero: the store's shared memtable is at its
+ * threshold as the handle sees it; no I/O, no locks) and calls
  * lsm_flush_try once its locks are released.  lsm_flush_try returns LSM_OK
  * at once if another process is flushing (it covers this one) or the
  * memtable was flushed meanwhile.  A flush left undone is made under the
