@@ -2005,6 +2005,123 @@ TEST(concurrent_readers)
 	lsm_memtable_unref(st.mt);
 }
 
+/*
+ * Inserts from hints (lsm_memtable_locate, lsm_memtable_add_at) build the
+ * same memtable as plain inserts, whatever the hints: located up to 40
+ * inserts earlier (other writers' entries, other versions of the key, a
+ * taller list since), located for a greater key (nodes at or after the
+ * key: refused), or located in another memtable (ignored).
+ */
+#define LOCATED_N 6000
+#define LOCATED_LAG 40
+
+TEST(located_inserts)
+{
+	uint64_t	rnd = harness_seed();
+	lsm_memtable *hinted = lsm_memtable_new();
+	lsm_memtable *plain = lsm_memtable_new();
+	lsm_memtable_hint *hints = calloc(LOCATED_N, sizeof(lsm_memtable_hint));
+	uint8_t		(*keys)[4] = calloc(LOCATED_N, 4);
+	size_t	   *klens = calloc(LOCATED_N, sizeof(size_t));
+	static const uint8_t alphabet[] = {0x00, 0x01, 'a', 'b', 'c', 0xff};
+	int			i,
+				refused = 0,
+				foreign = 0;
+
+	CHECK(hinted != NULL && plain != NULL && hints && keys && klens);
+	CHECK_OK(lsm_memtable_filter_keys(hinted, 64 << 10));
+	CHECK_OK(lsm_memtable_filter_keys(plain, 64 << 10));
+	for (i = 0; i < LOCATED_N; i++)
+	{
+		size_t		j;
+
+		klens[i] = 1 + harness_rand64(&rnd) % 4;
+		for (j = 0; j < klens[i]; j++)
+			keys[i][j] = alphabet[harness_rand64(&rnd) % sizeof(alphabet)];
+	}
+	for (i = 0; i < LOCATED_N + LOCATED_LAG; i++)
+	{
+		int			k = i - LOCATED_LAG;	/* inserted now */
+		int			l = i - (int) (harness_rand64(&rnd) % LOCATED_LAG);
+
+		/* locate entry l (some time before it is inserted) */
+		if (l >= 0 && l < LOCATED_N && hints[l].mt_id == 0)
+		{
+			int			how = (int) (harness_rand64(&rnd) % 10);
+			int			g;
+
+			if (how == 0)
+			{
+				/* in the other memtable: ignored */
+				lsm_memtable_locate(plain, keys[l], klens[l], &hints[l]);
+				foreign++;
+			}
+			else if (how == 1 && (g = l + 1) < LOCATED_N &&
+					 lsm_key_cmp(keys[g], klens[g], keys[l], klens[l]) > 0)
+			{
+				/* for a greater key: some levels are past the key */
+				lsm_memtable_locate(hinted, keys[g], klens[g], &hints[l]);
+				refused++;
+			}
+			else
+				lsm_memtable_locate(hinted, keys[l], klens[l], &hints[l]);
+		}
+		if (k < 0)
+			continue;
+		if (hints[k].mt_id == 0)
+			lsm_memtable_locate(hinted, keys[k], klens[k], &hints[k]);
+		{
+			uint64_t	seq = (uint64_t) k + 1;
+			int			kind = k % 5 == 4 ? LSM_KIND_DEL : LSM_KIND_PUT;
+			char		val[16];
+			size_t		vlen = kind == LSM_KIND_PUT ?
+				(size_t) snprintf(val, sizeof(val), "v%d", k) : 0;
+
+			CHECK_OK(lsm_memtable_add_at(hinted, seq, kind, keys[k], klens[k],
+										 val, vlen, &hints[k]));
+			CHECK_OK(lsm_memtable_add(plain, seq, kind, keys[k], klens[k],
+									  val, vlen));
+		}
+	}
+	CHECK(lsm_memtable_check(hinted));
+	CHECK_EQ_U(lsm_memtable_entries(hinted), LOCATED_N);
+	/* every key at a range of snapshots: the same version in both */
+	for (i = 0; i < LOCATED_N; i += 7)
+	{
+		uint64_t	snap;
+
+		for (snap = 0; snap <= LOCATED_N; snap += LOCATED_N / 8)
+		{
+			int			ka,
+						kb;
+			const uint8_t *va,
+					   *vb;
+			size_t		la,
+						lb;
+			uint64_t	sa,
+						sb;
+			bool		ga = lsm_memtable_get(hinted, keys[i], klens[i], snap,
+											  &ka, &va, &la, &sa),
+						gb = lsm_memtable_get(plain, keys[i], klens[i], snap,
+											  &kb, &vb, &lb, &sb);
+
+			CHECK_EQ(ga, gb);
+			if (ga && gb)
+			{
+				CHECK_EQ_U(sa, sb);
+				CHECK_EQ(ka, kb);
+				CHECK_MEMEQ(va, la, vb, lb);
+			}
+		}
+	}
+	CHECK(foreign > 0 && refused > 0);
+	free(hints);
+	free(keys);
+	free(klens);
+	lsm_memtable_unref(hinted);
+	lsm_memtable_unref(plain);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -2026,5 +2143,6 @@ main(int argc, char **argv)
 	RUN(value_index_against_scan);
 	RUN(region_attach);
 	RUN(concurrent_readers);
+	RUN(located_inserts);
 	return harness_done();
 }

@@ -49,6 +49,7 @@ lsm_batch_clear(lsm_batch *b)
 	b->rep.len = BATCH_PREFIX;
 	b->count = 0;
 	b->user_bytes = 0;
+	b->located = 0;
 }
 
 size_t

@@ -907,15 +907,70 @@ apply_entry(void *arg, uint64_t seq, int kind, const uint8_t *key, size_t klen,
 	return lsm_memtable_add((lsm_memtable *) arg, seq, kind, key, klen, val, vlen);
 }
 
-/* apply_entry for a commit, with a crash point after each entry (tests) */
+/* A commit's batch going into a memtable: its hints are by entry. */
+typedef struct batch_apply
+{
+	lsm_memtable *mem;
+	const lsm_batch *b;
+	uint64_t	first;			/* the sequence of its first entry */
+} batch_apply;
+
+/*
+ * apply_entry for a commit: from its hint (lsm_batch_locate), with a crash
+ * point after each entry (tests).
+ */
 static int
 apply_entry_cp(void *arg, uint64_t seq, int kind, const uint8_t *key,
 			   size_t klen, const uint8_t *val, size_t vlen)
 {
-	int			rc = apply_entry(arg, seq, kind, key, klen, val, vlen);
+	batch_apply *ba = arg;
+	uint64_t	i = seq - ba->first;
+	int			rc;
 
+	rc = lsm_memtable_add_at(ba->mem, seq, kind, key, klen, val, vlen,
+							 i < ba->b->located ? &ba->b->hints[i] : NULL);
 	lsm_env_crash_point();
 	return rc;
+}
+
+/* lsm_batch_iterate's fn for lsm_batch_locate: entry seq - 1 */
+static int
+locate_entry(void *arg, uint64_t seq, int kind, const uint8_t *key,
+			 size_t klen, const uint8_t *val, size_t vlen)
+{
+	batch_apply *ba = arg;
+	lsm_batch  *b = (lsm_batch *) ba->b;
+
+	(void) kind;
+	(void) val;
+	(void) vlen;
+	if (seq > LSM_BATCH_HINTS)
+		return LSM_NOTFOUND;	/* enough: stop */
+	lsm_memtable_locate(ba->mem, key, klen, &b->hints[seq - 1]);
+	b->located = (uint32_t) seq;
+	return LSM_OK;
+}
+
+void
+lsm_batch_locate(lsm_db *db, lsm_batch *b)
+{
+	batch_apply ba;
+	lsm_err		e;
+
+	/* a private memtable has no other writer to make wait */
+	if (db == NULL || b == NULL || db->mhdr == NULL || db->mem == NULL ||
+		b->count == 0 || b->rtype != LSM_WAL_BATCH || db->opt.read_only)
+		return;
+	ba.mem = db->mem;
+	ba.b = b;
+	ba.first = 1;
+	b->located = 0;
+	/* the header as lsm_db_write will set it, but for the sequences */
+	lsm_put_u64(b->rep.data + LSM_WAL_HEADER, 1);
+	lsm_put_u32(b->rep.data + LSM_WAL_HEADER + 8, b->count);
+	lsm_err_clear(&e);
+	(void) lsm_batch_iterate(b->rep.data + LSM_WAL_HEADER,
+							 b->rep.len - LSM_WAL_HEADER, locate_entry, &ba, &e);
 }
 
 /*
@@ -972,7 +1027,7 @@ check_parts(int type, const uint8_t *batch, size_t blen, lsm_err *e)
  */
 static int
 apply_record(lsm_memtable *mt, int type, const uint8_t *payload, size_t n,
-			 lsm_batch_fn fn, bool check, lsm_err *e)
+			 lsm_batch_fn fn, void *fn_arg, bool check, lsm_err *e)
 {
 	const uint8_t *batch;
 	size_t		blen;
@@ -987,7 +1042,7 @@ apply_record(lsm_memtable *mt, int type, const uint8_t *payload, size_t n,
 	if (type == LSM_WAL_PREPARE || type == LSM_WAL_PREPARE_TABLES)
 		return lsm_memtable_add_prepared(mt, owner, type, batch, blen) == LSM_OK ? LSM_OK
 			: lsm_err_set(e, LSM_NOMEM, "the memtable has no room");
-	if (batch && (rc = lsm_batch_iterate(batch, blen, fn, mt, e)) != LSM_OK)
+	if (batch && (rc = lsm_batch_iterate(batch, blen, fn, fn_arg, e)) != LSM_OK)
 		return rc;
 	if (owner)
 		(void) lsm_memtable_decide_prepared(mt, owner);
@@ -999,7 +1054,7 @@ static int
 apply_payload(void *arg, int type, const uint8_t *payload, size_t n,
 			  lsm_err *e)
 {
-	return apply_record(arg, type, payload, n, apply_entry, true, e);
+	return apply_record(arg, type, payload, n, apply_entry, arg, true, e);
 }
 
 /*
@@ -3248,6 +3303,7 @@ int
 lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, bool defer, lsm_err *e)
 {
 	lsm_lock_page *pg = db->page;
+	batch_apply ba;
 	char		name[32];
 	uint64_t	first,
 				last,
@@ -3261,6 +3317,8 @@ lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, bool defer, lsm_err *e)
 	db->wait_seq = db->wait_last = db->wait_log = 0;
 	if (b->count == 0)
 		return LSM_OK;
+	if (!db->write_locked && b->located == 0)
+		lsm_batch_locate(db, b);
 	rc = lsm_db_write_lock(db, e);
 	if (rc != LSM_OK)
 		return rc;
@@ -3347,8 +3405,13 @@ lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, bool defer, lsm_err *e)
 	if (db->mhdr)
 		lsm_memfile_store(&db->mhdr->apply_to, db->log_off + b->rep.len);
 	lsm_env_crash_point();
+	ba.mem = db->mem;
+	ba.b = b;
+	ba.first = first;
 	rc = apply_record(db->mem, b->rtype, b->rep.data + LSM_WAL_HEADER,
-					  b->rep.len - LSM_WAL_HEADER, apply_entry_cp, false, e);
+					  b->rep.len - LSM_WAL_HEADER, apply_entry_cp, &ba, false,
+					  e);
+	b->located = 0;
 	if (rc != LSM_OK && db->mhdr)
 	{
 		/* committed, but left applying: the next catch-up rebuilds it */

@@ -31,6 +31,9 @@
 #include "version.h"
 #include "wal.h"
 
+/* Entries of a batch that lsm_batch_locate locates: a commit's few rows. */
+#define LSM_BATCH_HINTS 8
+
 struct lsm_batch
 {
 	lsm_buf		rep;			/* WAL record form; see batch.c */
@@ -40,6 +43,8 @@ struct lsm_batch
 								 * batch, or one of a prepared batch (rep
 								 * then holds that record: prepared.c),
 								 * whose count is the sequences it takes */
+	uint32_t	located;		/* its first entries with a hint */
+	lsm_memtable_hint hints[LSM_BATCH_HINTS];
 };
 
 typedef int (*lsm_batch_fn) (void *arg, uint64_t seq, int kind,

@@ -213,6 +213,16 @@ size_t		lsm_batch_bytes(const lsm_batch *b);
 void		lsm_batch_free(lsm_batch *b);
 
 /*
+ * Finds, without the write lock, where the first entries of b go in db's
+ * shared memtable, so that the write that follows holds the lock for less
+ * time (other writers wait for it).  lsm_write does this itself before it
+ * takes the lock; a caller that writes under lsm_lock calls it before
+ * lsm_lock.  It never changes what the write does: a memtable that changed
+ * meanwhile (a flush) only makes the hints useless.
+ */
+void		lsm_batch_locate(lsm_db *db, lsm_batch *b);
+
+/*
  * Applies the batch atomically: after a crash it is either wholly present or
  * wholly absent.  With o->sync it is durable on return.  Takes the write lock
  * (bounded wait, LSM_BUSY on timeout), catches up with other writers, appends

@@ -69,7 +69,7 @@
 #include "memtable.h"
 #include "vfilter.h"
 
-#define MAX_HEIGHT 12
+#define MAX_HEIGHT LSM_MEMTABLE_LEVELS
 #define MT_MAGIC UINT64_C(0x4c534d4d54524734)	/* "LSMMTRG4" */
 #define UNIT 8					/* bytes per offset unit */
 #define MAX_REGION ((size_t) UINT32_MAX * UNIT)
@@ -185,7 +185,11 @@ struct lsm_memtable
 	lsm_memtable_backing backing;
 	lsm_buf		vhashes;		/* scratch */
 	size_t		prefaulted;		/* lsm_memtable_prefault got this far */
+	uint64_t	id;				/* unique in the process: hints name it */
 };
+
+/* The last lsm_memtable id handed out. */
+static uint64_t last_id;
 
 /* ---------- region access ---------- */
 
@@ -406,6 +410,7 @@ handle_new(void *base, size_t size, bool own, bool writable,
 	if (mt == NULL)
 		return NULL;
 	mt->refs = 1;
+	mt->id = __atomic_add_fetch(&last_id, 1, __ATOMIC_RELAXED);
 	mt->base = base;
 	mt->size = size;
 	mt->r = base;
@@ -541,12 +546,34 @@ random_height(lsm_memtable *mt)
 }
 
 /*
- * Finds the first node >= (key, tag); fills prev[] with the last node before
- * it on every level when prev is not NULL (the writer).
+ * The hint's node on level, if it can start that level's walk to (key,
+ * tag): on that level, and before the key or the head.  NULL otherwise.
  */
 static mt_node *
-find_ge(const lsm_memtable *mt, const void *key, size_t klen, uint64_t tag,
-		mt_node **prev)
+hint_start(const lsm_memtable *mt, const lsm_memtable_hint *hint, int level,
+		   const void *key, size_t klen, uint64_t tag)
+{
+	mt_node    *x;
+
+	if (hint == NULL || (uint32_t) level >= hint->height)
+		return NULL;
+	x = node_at(mt, hint->prev[level]);
+	if (x == NULL || x->height <= level ||
+		(x != node_at(mt, mt->r->head) && node_cmp(x, key, klen, tag) >= 0))
+		return NULL;
+	return x;
+}
+
+/*
+ * Finds the first node >= (key, tag); fills prev[] with the last node before
+ * it on every level when prev is not NULL (the writer).  With a hint (the
+ * writer), each level's walk starts from the hint's node on that level:
+ * every node of a level's list that is before the key is a valid start,
+ * and nodes are never unlinked.
+ */
+static mt_node *
+find_ge_from(const lsm_memtable *mt, const void *key, size_t klen,
+			 uint64_t tag, mt_node **prev, const lsm_memtable_hint *hint)
 {
 	const mt_region *r = mt->r;
 	mt_node    *head = node_at(mt, r->head);
@@ -568,19 +595,63 @@ find_ge(const lsm_memtable *mt, const void *key, size_t klen, uint64_t tag,
 	}
 	for (;;)
 	{
+		mt_node    *n,
+				   *h = hint_start(mt, hint, level, key, klen, tag);
+
+		if (h != NULL)
+			x = h;
+		n = next_of(mt, x, level);
+		while (n != NULL && node_cmp(n, key, klen, tag) < 0)
+		{
+			x = n;
+			n = next_of(mt, x, level);
+		}
+		if (prev)
+			prev[level] = x;
+		if (level == 0)
+			return n;
+		level--;
+	}
+}
+
+static mt_node *
+find_ge(const lsm_memtable *mt, const void *key, size_t klen, uint64_t tag,
+		mt_node **prev)
+{
+	return find_ge_from(mt, key, klen, tag, prev, NULL);
+}
+
+void
+lsm_memtable_locate(const lsm_memtable *mt, const void *key, size_t klen,
+					lsm_memtable_hint *hint)
+{
+	const mt_region *r = mt->r;
+	mt_node    *prev[MAX_HEIGHT];
+	mt_node    *x = node_at(mt, r->head);
+	int			height = (int) __atomic_load_n(&r->height, __ATOMIC_ACQUIRE);
+	int			level;
+
+	/*
+	 * find_ge's walk, without its shortcut past the last node: the tails
+	 * it would read may have moved past the key since it compared.  The
+	 * greatest tag sorts before every version of key, so each prev[] is
+	 * before the key itself, whatever sequence the insert gets.
+	 */
+	for (level = height - 1; level >= 0; level--)
+	{
 		mt_node    *n = next_of(mt, x, level);
 
-		if (n != NULL && node_cmp(n, key, klen, tag) < 0)
-			x = n;
-		else
+		while (n != NULL && node_cmp(n, key, klen, UINT64_MAX) < 0)
 		{
-			if (prev)
-				prev[level] = x;
-			if (level == 0)
-				return n;
-			level--;
+			x = n;
+			n = next_of(mt, x, level);
 		}
+		prev[level] = x;
 	}
+	hint->mt_id = mt->id;
+	hint->height = (uint32_t) height;
+	for (level = 0; level < height; level++)
+		hint->prev[level] = off_of(mt, prev[level]);
 }
 
 /* Finds the last node < (key, tag), or NULL if there is none. */
@@ -978,6 +1049,14 @@ int
 lsm_memtable_add(lsm_memtable *mt, uint64_t seq, int kind,
 				 const void *key, size_t klen, const void *val, size_t vlen)
 {
+	return lsm_memtable_add_at(mt, seq, kind, key, klen, val, vlen, NULL);
+}
+
+int
+lsm_memtable_add_at(lsm_memtable *mt, uint64_t seq, int kind,
+					const void *key, size_t klen, const void *val,
+					size_t vlen, const lsm_memtable_hint *hint)
+{
 	mt_region  *r = mt->r;
 	mt_node    *prev[MAX_HEIGHT];
 	mt_node    *n,
@@ -1017,7 +1096,8 @@ lsm_memtable_add(lsm_memtable *mt, uint64_t seq, int kind,
 					  lsm_key_hash(key, klen));
 	}
 	lsm_env_crash_point();		/* written, not linked (tests) */
-	find_ge(mt, key, klen, tag, prev);
+	find_ge_from(mt, key, klen, tag, prev,
+				 hint && hint->mt_id == mt->id ? hint : NULL);
 	if (h > height)
 	{
 		for (i = height; i < h; i++)

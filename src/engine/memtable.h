@@ -140,6 +140,38 @@ int			lsm_memtable_add(lsm_memtable *mt, uint64_t seq, int kind,
 							 const void *val, size_t vlen);
 
 /*
+ * Where a key goes in one memtable, found without the write lock by
+ * lsm_memtable_locate, so that lsm_memtable_add_at, under it, only steps
+ * past the entries linked since instead of descending the skip list (whose
+ * cache misses are most of an insert's time) while other writers wait.
+ * The hint names its memtable by lsm_memtable object, not by region: it
+ * counts for the handle that located it and no other.
+ */
+#define LSM_MEMTABLE_LEVELS 12
+
+typedef struct lsm_memtable_hint
+{
+	uint64_t	mt_id;			/* the memtable object it is for; 0: none */
+	uint32_t	height;			/* levels in prev */
+	uint32_t	prev[LSM_MEMTABLE_LEVELS];	/* on each level, an entry
+											 * before the key */
+} lsm_memtable_hint;
+
+/* Locates key in mt, reading it without a lock as readers do. */
+void		lsm_memtable_locate(const lsm_memtable *mt, const void *key,
+								size_t klen, lsm_memtable_hint *hint);
+
+/*
+ * lsm_memtable_add, starting from hint where it was located in mt (a hint
+ * for another memtable, or NULL, is ignored; one that cannot be right is
+ * too: the result never depends on it).
+ */
+int			lsm_memtable_add_at(lsm_memtable *mt, uint64_t seq, int kind,
+								const void *key, size_t klen,
+								const void *val, size_t vlen,
+								const lsm_memtable_hint *hint);
+
+/*
  * Finds the newest version of key with sequence <= snap.  Returns true and
  * fills kind, value and seq if there is one.
  */

@@ -192,6 +192,8 @@ typedef struct PendingStore
 	bool		launch_compactor;	/* written, and calls for a background
 									 * compaction once committed */
 	bool		prepared;		/* its batch is prepared under xact_owner */
+	lsm_batch  *batch;			/* a one-phase commit's batch, built and
+								 * located before the commit lock, or NULL */
 } PendingStore;
 
 /* Where the first write of a subtransaction went in the undo log */
@@ -778,6 +780,7 @@ get_pending_store(LsmFdwStore *s, const char *relname)
 		ps->bases = NULL;
 		ps->launch_compactor = false;
 		ps->prepared = false;
+		ps->batch = NULL;
 		LsmFdwPinStore(s);
 		ps->first_seq = lsm_last_sequence(s->db);
 	}
@@ -959,6 +962,8 @@ lock_and_check_store(PendingStore *ps)
 		{
 			/* ON CONFLICT DO NOTHING: the other transaction's row stays */
 			pk->newest->is_delete = true;
+			lsm_batch_free(ps->batch);	/* built without it */
+			ps->batch = NULL;
 			continue;
 		}
 
@@ -1522,7 +1527,8 @@ write_store(PendingStore *ps)
 	 * Either way the durability is waited for once the commit locks are
 	 * released (wait_stores).
 	 */
-	b = build_batch(ps);
+	b = ps->batch ? ps->batch : build_batch(ps);
+	ps->batch = NULL;
 	if (lsm_batch_count(b) > 0)
 		rc = lsm_write_opt(ps->store->db, b, flags | LSM_WRITE_DEFER);
 	lsm_batch_free(b);
@@ -1971,6 +1977,8 @@ end_xact(bool commit)
 			if (ps->bases != NULL)
 				lsm_stage_abort(ps->bases);
 			ps->bases = NULL;
+			lsm_batch_free(ps->batch);
+			ps->batch = NULL;
 			if (ps->store != NULL)
 			{
 				lsm_unlock(ps->store->db);
@@ -2011,22 +2019,33 @@ xact_callback(XactEvent event, void *arg)
 			if (pending_stores != NULL)
 			{
 				PendingStore **order;
+				bool		two_phase;
 				int			n;
 				int			i;
 
 				order = stores_in_order(&n);
 				for (i = 0; i < n; i++)
 					(void) fold_command(order[i], true);
-				for (i = 0; i < n; i++)
-					lock_and_check_store(order[i]);
 
 				/*
-				 * One store and nothing else: committed in one phase.
-				 * Several, or one and PostgreSQL's own tables (the
+				 * One store and nothing else: committed in one phase, its
+				 * batch built and placed in the memtable (lsm_batch_locate)
+				 * before the commit lock, for which the other sessions
+				 * wait.  Several, or one and PostgreSQL's own tables (the
 				 * transaction has an id): prepared, then resolved once
 				 * PostgreSQL's commit record decided (XACT_EVENT_COMMIT).
 				 */
-				if (needs_two_phase(n))
+				two_phase = needs_two_phase(n);
+				for (i = 0; i < n && !two_phase; i++)
+				{
+					if (order[i]->stage != NULL)
+						continue;
+					order[i]->batch = build_batch(order[i]);
+					lsm_batch_locate(order[i]->store->db, order[i]->batch);
+				}
+				for (i = 0; i < n; i++)
+					lock_and_check_store(order[i]);
+				if (two_phase)
 					prepare_stores(order, n);
 				else
 				{
