@@ -78,6 +78,12 @@ INSERT INTO t1 VALUES (100, 'ours') ON CONFLICT DO NOTHING;
 SELECT dblink_exec('other', $$INSERT INTO t1 VALUES (100, 'theirs')$$);
 COMMIT;
 SELECT * FROM t1 WHERE k = 100;
+-- and the rows of the statement that did not conflict are written
+BEGIN;
+INSERT INTO t1 VALUES (101, 'ours'), (102, 'ours'), (103, 'ours') ON CONFLICT DO NOTHING;
+SELECT dblink_exec('other', $$INSERT INTO t1 VALUES (102, 'theirs')$$);
+COMMIT;
+SELECT * FROM t1 WHERE k BETWEEN 101 AND 103 ORDER BY k;
 
 -- a failed check on one table leaves every table untouched
 BEGIN;

@@ -862,27 +862,10 @@ lsm_compaction_running(lsm_db *db)
 int
 lsm_compaction_claim(lsm_db *db, int ttl_ms)
 {
-	struct timespec ts;
-	uint64_t	now,
-				old;
-
 	if (db == NULL || db->opt.read_only || db->user_locked ||
 		lsm_compaction_running(db))
 		return false;
 	if (db->page == NULL)
 		return true;			/* nowhere to record a claim: any caller may */
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = (uint64_t) ts.tv_sec * 1000000000 + (uint64_t) ts.tv_nsec;
-	old = __atomic_load_n(&db->page->compact_claim, __ATOMIC_SEQ_CST);
-	for (;;)
-	{
-		/* one from a clock that ran ahead of ours (another boot) is stale */
-		if (old != 0 && old <= now &&
-			now - old < (uint64_t) (ttl_ms > 0 ? ttl_ms : 0) * 1000000)
-			return false;
-		if (__atomic_compare_exchange_n(&db->page->compact_claim, &old, now,
-										false, __ATOMIC_SEQ_CST,
-										__ATOMIC_SEQ_CST))
-			return true;
-	}
+	return lsm_db_claim(&db->page->compact_claim, ttl_ms);
 }

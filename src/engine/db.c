@@ -564,7 +564,8 @@ release_lock(lsm_db *db)
 }
 
 /* docs/format.md gives the page's layout; older versions read it too */
-_Static_assert(offsetof(lsm_lock_page, flush_number) == 152,
+_Static_assert(offsetof(lsm_lock_page, flush_number) == 152 &&
+			   offsetof(lsm_lock_page, flush_claim) == 160,
 			   "LOCK's page layout changed");
 
 /*
@@ -3070,6 +3071,9 @@ flush_outside(lsm_db *db, bool wait, bool force, lsm_err *e)
 	}
 	if (rc != LSM_OK)
 		return rc;
+	/* the process a claim was for, if it is us, has begun */
+	if (db->page)
+		__atomic_store_n(&db->page->flush_claim, 0, __ATOMIC_SEQ_CST);
 	rc = lsm_db_write_lock(db, e);
 	if (rc != LSM_OK)
 		goto out;
@@ -3130,6 +3134,44 @@ lsm_flush_needed(lsm_db *db)
 {
 	return db != NULL && db->mhdr != NULL && !db->opt.exclusive &&
 		lsm_memtable_bytes(db->mem) >= db->opt.memtable_bytes;
+}
+
+int
+lsm_flush_claim(lsm_db *db, int ttl_ms)
+{
+	lsm_err		e;
+	int			rc;
+
+	if (!lsm_flush_needed(db) || db->opt.read_only || db->user_locked)
+		return false;
+	lsm_err_clear(&e);
+	rc = lsm_db_side_lock(db, &db->flush_fd, "LOCK.flush", false, &e);
+	if (rc != LSM_OK)
+		return false;			/* a flush is under way (or the lock failed) */
+	lsm_env_unlock(db->flush_fd);
+	return db->page == NULL || lsm_db_claim(&db->page->flush_claim, ttl_ms);
+}
+
+bool
+lsm_db_claim(uint64_t *slot, int ttl_ms)
+{
+	struct timespec ts;
+	uint64_t	now,
+				old;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t) ts.tv_sec * 1000000000 + (uint64_t) ts.tv_nsec;
+	old = __atomic_load_n(slot, __ATOMIC_SEQ_CST);
+	for (;;)
+	{
+		/* one from a clock that ran ahead of ours (another boot) is stale */
+		if (old != 0 && old <= now &&
+			now - old < (uint64_t) (ttl_ms > 0 ? ttl_ms : 0) * 1000000)
+			return false;
+		if (__atomic_compare_exchange_n(slot, &old, now, false,
+										__ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+			return true;
+	}
 }
 
 int

@@ -139,6 +139,12 @@ typedef struct lsm_lock_page
 	 * orphan sweep keeps it (compaction.c remove_obsolete).
 	 */
 	uint64_t	flush_number;
+
+	/*
+	 * CLOCK_MONOTONIC nanoseconds of the last lsm_flush_claim that
+	 * succeeded, 0 once a flush outside the write lock has begun since.
+	 */
+	uint64_t	flush_claim;
 } lsm_lock_page;
 
 #define LSM_GROUP_MAGIC UINT64_C(0x4c534d47524f5550)
@@ -304,6 +310,13 @@ void		lsm_db_move_back(lsm_db *db, const char *stage_dir,
 
 /* Removes table file number of the store (gone already is fine). */
 void		lsm_db_remove_table(lsm_db *db, uint64_t number);
+
+/*
+ * Records a claim in *slot, a word of LOCK's page holding the
+ * CLOCK_MONOTONIC nanoseconds of the last one, unless one younger than
+ * ttl_ms stands (lsm_compaction_claim, lsm_flush_claim).
+ */
+bool		lsm_db_claim(uint64_t *slot, int ttl_ms);
 
 /*
  * Takes the store's lock file name (LOCK.compact, LOCK.flush), waiting

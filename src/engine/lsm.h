@@ -646,6 +646,15 @@ int			lsm_flush(lsm_db *db);
 int			lsm_flush_needed(lsm_db *db);
 int			lsm_flush_try(lsm_db *db);
 
+/*
+ * For a caller about to start another process that will flush (the
+ * PostgreSQL glue's background worker), as lsm_compaction_claim is for a
+ * compaction: nonzero if a flush is needed, no handle is flushing and no
+ * claim made in the last ttl_ms stands; it then records a claim, which the
+ * next flush outside the write lock that begins ends.
+ */
+int			lsm_flush_claim(lsm_db *db, int ttl_ms);
+
 int			lsm_compact(lsm_db *db);	/* compact until no level is over
 										 * target */
 

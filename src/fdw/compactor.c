@@ -24,7 +24,10 @@
  *	   for the compaction to end: its store stays where it is) and the store
  *	   through store.c, with the same checks of the store's identity and
  *	   layout as any backend.  A table gone by then ends the worker quietly.
- *	3. It calls lsm_compact_try, which compacts until no level is due, or
+ *	3. It flushes the memtable if it is full (a commit that found it full
+ *	   claimed the flush with lsm_flush_claim and launched the worker for
+ *	   it, so that no COMMIT waits for a flush), then calls
+ *	   lsm_compact_try, which compacts until no level is due, or
  *	   returns at once if another process holds the store's LOCK.compact (a
  *	   worker launched by another backend, a backend compacting inline, an
  *	   lsm_compact call): that one compacts meanwhile.
@@ -137,6 +140,7 @@ PGDLLEXPORT void lsm_fdw_compactor_main(Datum main_arg);
 
 static bool worker_running(Oid relid);
 static void compact_inline(LsmFdwStore *s, const char *relname, bool wait);
+static void flush_inline(LsmFdwStore *s, const char *relname);
 
 /* Defines lsm_fdw.compaction (from _PG_init). */
 void
@@ -192,11 +196,18 @@ LsmFdwCompactionAfterCommit(LsmFdwStore *s, const char *relname)
 {
 	int			l0;
 
-	if (s->db != NULL && lsm_flush_needed(s->db) &&
-		lsm_flush_try(s->db) != LSM_OK)
-		ereport(DEBUG1,
-				(errmsg_internal("lsm_fdw: flush of \"%s\" failed: %s",
-								 relname, lsm_errmsg(s->db))));
+	/*
+	 * A full memtable: in background mode a worker flushes it (and then
+	 * compacts what that calls for), unless a flush is under way or claimed
+	 * already; otherwise this session does, after its commit.
+	 */
+	if (s->db != NULL && lsm_flush_needed(s->db))
+	{
+		if (compaction_mode != LSMFDW_COMPACTION_BACKGROUND)
+			flush_inline(s, relname);
+		else if (lsm_flush_claim(s->db, LSMFDW_LAUNCH_CLAIM_MS))
+			return true;
+	}
 	if (compaction_mode == LSMFDW_COMPACTION_OFF || s->db == NULL ||
 		!lsm_compaction_needed(s->db))
 		return false;
@@ -258,6 +269,7 @@ LsmFdwLaunchCompactor(LsmFdwStore *s, const char *relname)
 				(errmsg("lsm_fdw: could not start a background worker to compact \"%s\": compacting in the committing session",
 						relname),
 				 errhint("Consider raising max_worker_processes.")));
+		flush_inline(s, relname);
 		compact_inline(s, relname, false);
 		return;
 	}
@@ -330,6 +342,16 @@ compact_inline(LsmFdwStore *s, const char *relname, bool wait)
 								 lsm_errmsg(s->db))));
 }
 
+/* Flushes the store's memtable in this process if it is full. */
+static void
+flush_inline(LsmFdwStore *s, const char *relname)
+{
+	if (lsm_flush_needed(s->db) && lsm_flush_try(s->db) != LSM_OK)
+		ereport(DEBUG1,
+				(errmsg_internal("lsm_fdw: flush of \"%s\" failed: %s",
+								 relname, lsm_errmsg(s->db))));
+}
+
 /*
  * Main function of the compaction worker (see the file header): compacts
  * the store of the foreign table whose OID is main_arg, in the database
@@ -372,17 +394,21 @@ lsm_fdw_compactor_main(Datum main_arg)
 	PG_TRY();
 	{
 		/*
+		 * The flush a commit claimed for us first, then the compactions.
 		 * Look again once LOCK.compact is released: a commit whose flush
 		 * came after our last look, and which saw the lock held, left its
-		 * compaction to us.
+		 * compaction to us; and the memtable may have filled again.
 		 */
 		do
 		{
+			if (lsm_flush_needed(s->db) &&
+				(rc = lsm_flush_try(s->db)) != LSM_OK)
+				LsmFdwReportError(rc, s->db, t->relname, "flush");
 			rc = lsm_compact_try(s->db);
 			if (rc != LSM_OK && rc != LSM_BUSY)
 				LsmFdwReportError(rc, s->db, t->relname, "compact");
 		} while (rc == LSM_OK && lsm_refresh(s->db) == LSM_OK &&
-				 lsm_compaction_needed(s->db));
+				 (lsm_compaction_needed(s->db) || lsm_flush_needed(s->db)));
 	}
 	PG_FINALLY();
 	{

@@ -962,7 +962,7 @@ lock_and_check_store(PendingStore *ps)
 		{
 			/* ON CONFLICT DO NOTHING: the other transaction's row stays */
 			pk->newest->is_delete = true;
-			lsm_batch_free(ps->batch);	/* built without it */
+			lsm_batch_free(ps->batch);	/* built with the row */
 			ps->batch = NULL;
 			continue;
 		}

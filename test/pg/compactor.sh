@@ -26,6 +26,11 @@
 #                       compaction is due launch one worker between them
 #                       (lsm_compaction_claim), not one each; the rows equal
 #                       a heap copy's.
+#   background_flush    commits of a few rows each until the memtable is
+#                       full (never twice full, where a write flushes under
+#                       the lock): the committing session flushes nothing,
+#                       the worker its commit launched (lsm_flush_claim)
+#                       flushes the memtable; the rows equal a heap copy's.
 #
 # The kills must catch a worker while it merges: the store is loaded with
 # lsm_fdw.compaction = 'off' (ten level-0 tables of about 3 MB over the
@@ -291,10 +296,47 @@ one_launch() {
 	check one_launch_rows_equal_heap t "$(same c c_heap)"
 }
 
+background_flush() {
+	local out
+
+	sql "$db" "CREATE FOREIGN TABLE bf (id int OPTIONS (key 'true'), v text)
+	             SERVER lsm OPTIONS (memtable_size '64kB')" \
+		"CREATE TABLE bf_heap (id int PRIMARY KEY, v text)"
+	# commits of 50 rows (about 3 kB) until the memtable reaches 64 kB
+	out=$("${PSQL[@]}" -d "$db" <<-'EOF'
+		SET lsm_fdw.compaction = background;
+		SELECT lsm_reset_counters('bf') \g /dev/null
+		DO $$
+		DECLARE
+		  i int := 0;
+		BEGIN
+		  LOOP
+		    INSERT INTO bf SELECT g, 'row ' || g FROM generate_series(i * 50 + 1, i * 50 + 50) g;
+		    INSERT INTO bf_heap SELECT g, 'row ' || g FROM generate_series(i * 50 + 1, i * 50 + 50) g;
+		    COMMIT;
+		    i := i + 1;
+		    EXIT WHEN (SELECT bytes FROM lsm_stats('bf') WHERE level = -1) >= 65536
+		      OR EXISTS (SELECT FROM lsm_stats('bf') WHERE level >= 0);
+		  END LOOP;
+		END $$;
+		SELECT flushes FROM lsm_counters('bf');
+	EOF
+	)
+	check background_flush_session_did_not_flush 0 "$out"
+	wait_for "the worker to flush" \
+		"SELECT EXISTS (SELECT FROM lsm_stats('bf') WHERE level >= 0)" || true
+	wait_for "the compactors to end" "$idle_sql" || true
+	check background_flush_flushed t \
+		"$(sql "$db" "SELECT (SELECT bytes FROM lsm_stats('bf') WHERE level = -1) < 65536
+		                     AND EXISTS (SELECT FROM lsm_stats('bf') WHERE level >= 0)")"
+	check background_flush_rows_equal_heap t "$(same bf bf_heap)"
+}
+
 setup
 background_commit
 kill_worker
 term_worker
 one_launch
+background_flush
 wait_for "the compactors to end" "$idle_sql" || true
 drop_db "$db"
