@@ -397,18 +397,24 @@ lsm_fdw_compactor_main(Datum main_arg)
 		 * The flush a commit claimed for us first, then the compactions.
 		 * Look again once LOCK.compact is released: a commit whose flush
 		 * came after our last look, and which saw the lock held, left its
-		 * compaction to us; and the memtable may have filled again.
+		 * compaction to us; and the memtable may have filled again (unless
+		 * it is still full after our try: another process is flushing it).
 		 */
+		bool		again;
+
 		do
 		{
-			if (lsm_flush_needed(s->db) &&
-				(rc = lsm_flush_try(s->db)) != LSM_OK)
+			bool		tried = lsm_flush_needed(s->db);
+
+			if (tried && (rc = lsm_flush_try(s->db)) != LSM_OK)
 				LsmFdwReportError(rc, s->db, t->relname, "flush");
 			rc = lsm_compact_try(s->db);
 			if (rc != LSM_OK && rc != LSM_BUSY)
 				LsmFdwReportError(rc, s->db, t->relname, "compact");
-		} while (rc == LSM_OK && lsm_refresh(s->db) == LSM_OK &&
-				 (lsm_compaction_needed(s->db) || lsm_flush_needed(s->db)));
+			again = rc == LSM_OK && lsm_refresh(s->db) == LSM_OK &&
+				(lsm_compaction_needed(s->db) ||
+				 (!tried && lsm_flush_needed(s->db)));
+		} while (again);
 	}
 	PG_FINALLY();
 	{
