@@ -846,17 +846,11 @@ lsm_level_files(lsm_db *db, int level)
 int
 lsm_compaction_running(lsm_db *db)
 {
-	lsm_err		e;
-	int			rc;
-
 	/* our own LOCK.compact: a second flock would succeed and unlocking drop it */
 	if (db == NULL || db->opt.read_only || db->user_locked)
 		return false;
-	lsm_err_clear(&e);
-	rc = lsm_db_compact_lock(db, false, &e);
-	if (rc == LSM_OK)
-		lsm_env_unlock(db->compact_fd);
-	return rc == LSM_BUSY;
+	return lsm_db_side_lock_probe(db, &db->compact_fd, "LOCK.compact") ==
+		LSM_BUSY;
 }
 
 int

@@ -275,6 +275,19 @@ lsm_db_side_lock(lsm_db *db, int *fd, const char *name, bool wait,
 }
 
 int
+lsm_db_side_lock_probe(lsm_db *db, int *fd, const char *name)
+{
+	lsm_err		e;
+	int			rc;
+
+	lsm_err_clear(&e);
+	rc = lsm_db_side_lock(db, fd, name, false, &e);
+	if (rc == LSM_OK)
+		lsm_env_unlock(*fd);
+	return rc;
+}
+
+int
 lsm_db_lock(lsm_db *db, int fd, const char *name, lsm_err *e)
 {
 	struct timespec start,
@@ -3118,15 +3131,22 @@ out:
 	return rc;
 }
 
-int
-lsm_flush(lsm_db *db)
+/* lsm_flush (waiting, forced) and lsm_flush_try (neither) */
+static int
+flush_api(lsm_db *db, bool wait)
 {
 	lsm_err		e;
 
 	if (db == NULL)
 		return LSM_INVALID;
 	lsm_err_clear(&e);
-	return lsm_db_fail(db, flush_outside(db, true, true, &e), &e);
+	return lsm_db_fail(db, flush_outside(db, wait, wait, &e), &e);
+}
+
+int
+lsm_flush(lsm_db *db)
+{
+	return flush_api(db, true);
 }
 
 int
@@ -3139,16 +3159,11 @@ lsm_flush_needed(lsm_db *db)
 int
 lsm_flush_claim(lsm_db *db, int ttl_ms)
 {
-	lsm_err		e;
-	int			rc;
-
 	if (!lsm_flush_needed(db) || db->opt.read_only || db->user_locked)
 		return false;
-	lsm_err_clear(&e);
-	rc = lsm_db_side_lock(db, &db->flush_fd, "LOCK.flush", false, &e);
-	if (rc != LSM_OK)
-		return false;			/* a flush is under way (or the lock failed) */
-	lsm_env_unlock(db->flush_fd);
+	/* not while a flush is under way (nor if the lock cannot be had) */
+	if (lsm_db_side_lock_probe(db, &db->flush_fd, "LOCK.flush") != LSM_OK)
+		return false;
 	return db->page == NULL || lsm_db_claim(&db->page->flush_claim, ttl_ms);
 }
 
@@ -3177,12 +3192,7 @@ lsm_db_claim(uint64_t *slot, int ttl_ms)
 int
 lsm_flush_try(lsm_db *db)
 {
-	lsm_err		e;
-
-	if (db == NULL)
-		return LSM_INVALID;
-	lsm_err_clear(&e);
-	return lsm_db_fail(db, flush_outside(db, false, false, &e), &e);
+	return flush_api(db, false);
 }
 
 /* ---------- writes ---------- */

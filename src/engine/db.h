@@ -327,6 +327,13 @@ int			lsm_db_side_lock(lsm_db *db, int *fd, const char *name, bool wait,
 							 lsm_err *e);
 
 /*
+ * Whether another handle holds the side lock *fd (name): LSM_BUSY if so,
+ * LSM_OK if it is free (a try that succeeded is undone), or the error of
+ * opening it.
+ */
+int			lsm_db_side_lock_probe(lsm_db *db, int *fd, const char *name);
+
+/*
  * Takes LOCK.compact (lsm_db_side_lock): levels >= 1 change only under
  * it.
  */
