@@ -133,7 +133,7 @@ static __thread lsm_err open_err;
 static int	catch_up_full(lsm_db *db, bool trust_page, lsm_err *e);
 static uint64_t page_load(const uint64_t *p);
 static int	catch_up_memtable(lsm_db *db, lsm_err *e);
-static int	write_lock(lsm_db *db, bool wait, lsm_err *e);
+static int	write_lock(lsm_db *db, bool wait, lsm_batch *b, lsm_err *e);
 static void settle_tail(lsm_db *db, uint64_t g);
 static int	verify_log(lsm_db *db, lsm_err *e);
 static int	check_directory(lsm_db *db, bool report, lsm_err *e);
@@ -420,15 +420,18 @@ prefault(lsm_db *db)
 int
 lsm_db_write_lock(lsm_db *db, lsm_err *e)
 {
-	return write_lock(db, true, e);
+	return write_lock(db, true, NULL, e);
 }
 
 /*
  * lsm_db_write_lock, waiting for the lock (bounded) or, without wait,
- * LSM_BUSY at once if another handle holds it.
+ * LSM_BUSY at once if another handle holds it.  If b is given and another
+ * handle holds the lock, b's entries are placed in the memtable
+ * (lsm_batch_locate) before the wait; a free lock is taken at once, since
+ * no one waits for a holder then.
  */
 static int
-write_lock(lsm_db *db, bool wait, lsm_err *e)
+write_lock(lsm_db *db, bool wait, lsm_batch *b, lsm_err *e)
 {
 	int			rc;
 
@@ -445,8 +448,13 @@ write_lock(lsm_db *db, bool wait, lsm_err *e)
 	if (!db->lock_held)
 	{
 		prefault(db);
-		rc = wait ? lsm_db_lock(db, db->lock_fd, "LOCK", e) :
-			lsm_env_trylock(db->lock_fd, "LOCK", e);
+		rc = lsm_env_trylock(db->lock_fd, "LOCK", e);
+		if (rc == LSM_BUSY && wait)
+		{
+			if (b != NULL)
+				lsm_batch_locate(db, b);
+			rc = lsm_db_lock(db, db->lock_fd, "LOCK", e);
+		}
 		if (rc != LSM_OK)
 			return rc;
 		db->lock_held = true;
@@ -482,6 +490,12 @@ write_lock(lsm_db *db, bool wait, lsm_err *e)
 int
 lsm_lock(lsm_db *db, int flags)
 {
+	return lsm_lock_batch(db, flags, NULL);
+}
+
+int
+lsm_lock_batch(lsm_db *db, int flags, lsm_batch *b)
+{
 	lsm_err		e;
 	int			rc = LSM_OK;
 
@@ -495,7 +509,7 @@ lsm_lock(lsm_db *db, int flags)
 		rc = lsm_db_compact_lock(db, true, &e);
 	if (rc == LSM_OK)
 	{
-		rc = write_lock(db, true, &e);
+		rc = write_lock(db, true, b, &e);
 		if (rc == LSM_OK)
 		{
 			db->user_locked = true;
@@ -1893,7 +1907,7 @@ settle_tail(lsm_db *db, uint64_t g)
 		return;
 	}
 	lsm_err_clear(&e);
-	if (write_lock(db, false, &e) == LSM_OK)
+	if (write_lock(db, false, NULL, &e) == LSM_OK)
 		lsm_db_write_unlock(db);
 }
 
@@ -3369,9 +3383,7 @@ lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, bool defer, lsm_err *e)
 	db->wait_seq = db->wait_last = db->wait_log = 0;
 	if (b->count == 0)
 		return LSM_OK;
-	if (!db->write_locked && b->located == 0)
-		lsm_batch_locate(db, b);
-	rc = lsm_db_write_lock(db, e);
+	rc = write_lock(db, true, b->located == 0 ? b : NULL, e);
 	if (rc != LSM_OK)
 		return rc;
 

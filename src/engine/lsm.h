@@ -202,6 +202,14 @@ int			lsm_refresh(lsm_db *db);
 int			lsm_lock(lsm_db *db, int flags);
 void		lsm_unlock(lsm_db *db);
 
+/*
+ * lsm_lock for a holder that is about to write b: if another handle holds
+ * the lock, finds where b's first entries go in the shared memtable while
+ * it waits (lsm_batch_locate), so that the write holds the lock for less
+ * time.  lsm_write does the same by itself.
+ */
+int			lsm_lock_batch(lsm_db *db, int flags, lsm_batch *b);
+
 /* Batches.  lsm_batch_new returns NULL only when out of memory. */
 lsm_batch  *lsm_batch_new(void);
 int			lsm_batch_put(lsm_batch *b, const void *key, size_t klen,
@@ -215,10 +223,9 @@ void		lsm_batch_free(lsm_batch *b);
 /*
  * Finds, without the write lock, where the first entries of b go in db's
  * shared memtable, so that the write that follows holds the lock for less
- * time (other writers wait for it).  lsm_write does this itself before it
- * takes the lock; a caller that writes under lsm_lock calls it before
- * lsm_lock.  It never changes what the write does: a memtable that changed
- * meanwhile (a flush) only makes the hints useless.
+ * time (other writers wait for it).  lsm_write and lsm_lock_batch do this
+ * when the lock is busy.  It never changes what the write does: a memtable
+ * that changed meanwhile (a flush) only makes the hints useless.
  */
 void		lsm_batch_locate(lsm_db *db, lsm_batch *b);
 

@@ -916,8 +916,9 @@ lock_and_check_store(PendingStore *ps)
 	 * scheduled: with more sessions than cores that stalls every commit.)
 	 * A TRUNCATE's commit drops every table, so it locks out compactions.
 	 */
-	if ((rc = lsm_lock(ps->store->db,
-					   lsm_stage_truncated(ps->stage) ? LSM_LOCK_COMPACTION : 0)) != LSM_OK)
+	if ((rc = lsm_lock_batch(ps->store->db,
+							 lsm_stage_truncated(ps->stage) ? LSM_LOCK_COMPACTION : 0,
+							 ps->batch)) != LSM_OK)
 		LsmFdwReportError(rc, ps->store->db, ps->relname, "lock");
 	check_prepared(ps);
 
@@ -2029,20 +2030,16 @@ xact_callback(XactEvent event, void *arg)
 
 				/*
 				 * One store and nothing else: committed in one phase, its
-				 * batch built and placed in the memtable (lsm_batch_locate)
-				 * before the commit lock, for which the other sessions
-				 * wait.  Several, or one and PostgreSQL's own tables (the
+				 * batch built before the commit lock, so that a wait for
+				 * the lock places it in the memtable (lsm_lock_batch).
+				 * Several, or one and PostgreSQL's own tables (the
 				 * transaction has an id): prepared, then resolved once
 				 * PostgreSQL's commit record decided (XACT_EVENT_COMMIT).
 				 */
 				two_phase = needs_two_phase(n);
 				for (i = 0; i < n && !two_phase; i++)
-				{
-					if (order[i]->stage != NULL)
-						continue;
-					order[i]->batch = build_batch(order[i]);
-					lsm_batch_locate(order[i]->store->db, order[i]->batch);
-				}
+					if (order[i]->stage == NULL)
+						order[i]->batch = build_batch(order[i]);
 				for (i = 0; i < n; i++)
 					lock_and_check_store(order[i]);
 				if (two_phase)
