@@ -406,8 +406,15 @@ lsm_fdw_compactor_main(Datum main_arg)
 		{
 			bool		tried = lsm_flush_needed(s->db);
 
-			if (tried && (rc = lsm_flush_try(s->db)) != LSM_OK)
-				LsmFdwReportError(rc, s->db, t->relname, "flush");
+			if (tried)
+			{
+				pgstat_report_activity(STATE_RUNNING,
+									   psprintf("flushing \"%s\"", t->relname));
+				if ((rc = lsm_flush_try(s->db)) != LSM_OK)
+					LsmFdwReportError(rc, s->db, t->relname, "flush");
+				pgstat_report_activity(STATE_RUNNING,
+									   psprintf("compacting \"%s\"", t->relname));
+			}
 			rc = lsm_compact_try(s->db);
 			if (rc != LSM_OK && rc != LSM_BUSY)
 				LsmFdwReportError(rc, s->db, t->relname, "compact");

@@ -31,6 +31,13 @@
 #                       the lock): the committing session flushes nothing,
 #                       the worker its commit launched (lsm_flush_claim)
 #                       flushes the memtable; the rows equal a heap copy's.
+#   kill_flush          a worker killed with SIGKILL while it flushes a
+#                       full memtable (its query 'flushing "kf"'): after
+#                       the postmaster's restart every committed row is
+#                       there (rows equal the heap copy's, lsm_verify
+#                       passes), the killed flush installed nothing, and a
+#                       flush and a compaction then succeed and remove
+#                       what it left (no stray file).
 #
 # The kills must catch a worker while it merges: the store is loaded with
 # lsm_fdw.compaction = 'off' (ten level-0 tables of about 3 MB over the
@@ -332,11 +339,92 @@ background_flush() {
 	check background_flush_rows_equal_heap t "$(same bf bf_heap)"
 }
 
+# catch_flush FIRST: fills kf's 16 MB memtable to within 2 MB of full
+# (commits of 2000 rows numbered from FIRST, compaction off), then one
+# commit of 40000 rows with compaction on fills it and launches a worker to
+# flush it, which is sent SIGKILL while its query says it flushes.  Prints
+# the pid it killed, or nothing if the flush ended before it was caught.
+catch_flush() {
+	local first=$1 pid i
+
+	"${PSQL[@]}" -d "$db" >/dev/null <<-EOF
+		SET lsm_fdw.compaction = off;
+		DO \$\$
+		DECLARE
+		  i int := 0;
+		BEGIN
+		  LOOP
+		    INSERT INTO kf SELECT g, 'row ' || g || repeat('.', 60)
+		      FROM generate_series($first + i * 2000, $first + i * 2000 + 1999) g;
+		    INSERT INTO kf_heap SELECT g, 'row ' || g || repeat('.', 60)
+		      FROM generate_series($first + i * 2000, $first + i * 2000 + 1999) g;
+		    COMMIT;
+		    i := i + 1;
+		    EXIT WHEN (SELECT bytes FROM lsm_stats('kf') WHERE level = -1) >= 14 * 1048576;
+		  END LOOP;
+		END \$\$;
+		SET lsm_fdw.compaction = background;
+		BEGIN;
+		INSERT INTO kf SELECT g, 'row ' || g || repeat('.', 60)
+		  FROM generate_series($first + 10000000, $first + 10039999) g;
+		INSERT INTO kf_heap SELECT g, 'row ' || g || repeat('.', 60)
+		  FROM generate_series($first + 10000000, $first + 10039999) g;
+		COMMIT;
+	EOF
+	for ((i = 0; i < 3000; i++)); do
+		pid=$(sql "$db" "SELECT pid FROM pg_stat_activity
+		                   WHERE backend_type = 'lsm_fdw compactor'
+		                     AND query = 'flushing \"kf\"'")
+		[ -n "$pid" ] && break
+		# it flushed (or never started) before we saw it
+		[ "$(sql "$db" "SELECT (SELECT bytes FROM lsm_stats('kf') WHERE level = -1) < 14 * 1048576")" = t ] &&
+			return 0
+		sleep 0.01
+	done
+	[ -n "$pid" ] || return 0
+	kill -KILL "$pid" 2>/dev/null || return 0
+	echo "$pid"
+}
+
+kill_flush() {
+	local pid attempt files notices
+
+	sql "$db" "CREATE FOREIGN TABLE kf (id int OPTIONS (key 'true'), v text)
+	             SERVER lsm OPTIONS (memtable_size '16MB')" \
+		"CREATE TABLE kf_heap (id int PRIMARY KEY, v text)"
+	for attempt in 1 2 3; do
+		files=$(sql "$db" "SELECT coalesce(sum(files), 0) FROM lsm_stats('kf') WHERE level >= 0")
+		pid=$(catch_flush $((attempt * 100000000)))
+		[ -n "$pid" ] && break
+		diag "kill_flush: attempt $attempt: the flush ended before it was caught"
+		wait_for "the compactors to end" "$idle_sql" || true
+	done
+	if [ -z "$pid" ]; then
+		fail kill_flush_caught "never caught a worker while it flushed"
+		return
+	fi
+	ok kill_flush_caught
+	wait_up || return
+	check kill_flush_installed_nothing "$files" \
+		"$(sql "$db" "SELECT coalesce(sum(files), 0) FROM lsm_stats('kf') WHERE level >= 0")"
+	check kill_flush_memtable_kept t \
+		"$(sql "$db" "SELECT (SELECT bytes FROM lsm_stats('kf') WHERE level = -1) >= 14 * 1048576")"
+	check kill_flush_verify t "$(sql "$db" "SELECT lsm_verify('kf')")"
+	check kill_flush_rows_equal_heap t "$(same kf kf_heap)"
+	sql "$db" "SELECT lsm_flush('kf')" "SELECT lsm_compact('kf')" >/dev/null
+	check kill_flush_flushed_after t \
+		"$(sql "$db" "SELECT (SELECT bytes FROM lsm_stats('kf') WHERE level = -1) < 1048576")"
+	notices=$(verify_notices kf)
+	check kill_flush_no_stray_files "t" "$notices"
+	check kill_flush_rows_after_flush t "$(same kf kf_heap)"
+}
+
 setup
 background_commit
 kill_worker
 term_worker
 one_launch
 background_flush
+kill_flush
 wait_for "the compactors to end" "$idle_sql" || true
 drop_db "$db"
