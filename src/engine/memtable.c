@@ -565,38 +565,24 @@ hint_start(const lsm_memtable *mt, const lsm_memtable_hint *hint, int level,
 }
 
 /*
- * Finds the first node >= (key, tag); fills prev[] with the last node before
- * it on every level when prev is not NULL (the writer).  With a hint (the
- * writer), each level's walk starts from the hint's node on that level:
- * every node of a level's list that is before the key is a valid start,
- * and nodes are never unlinked.
+ * The skip list's descent to (key, tag) from level height - 1: the first
+ * node >= (key, tag) (NULL if none); fills prev[] with the last node
+ * before it on every level when prev is not NULL.  With a hint, each
+ * level's walk starts from the hint's node on that level: every node of a
+ * level's list that is before the key is a valid start, and nodes are
+ * never unlinked.
  */
 static mt_node *
-find_ge_from(const lsm_memtable *mt, const void *key, size_t klen,
-			 uint64_t tag, mt_node **prev, const lsm_memtable_hint *hint)
+descend(const lsm_memtable *mt, int height, const void *key, size_t klen,
+		uint64_t tag, mt_node **prev, const lsm_memtable_hint *hint)
 {
-	const mt_region *r = mt->r;
-	mt_node    *head = node_at(mt, r->head);
-	mt_node    *x = head;
-	mt_node    *last = node_at(mt, load_off(&r->tail[0]));
-	int			level = (int) __atomic_load_n(&r->height, __ATOMIC_ACQUIRE) - 1;
+	mt_node    *x = node_at(mt, mt->r->head),
+			   *n = NULL;
+	int			level;
 
-	if (last != head && node_cmp(last, key, klen, tag) < 0)
+	for (level = height - 1; level >= 0; level--)
 	{
-		/* past the last node */
-		if (prev)
-		{
-			int			l;
-
-			for (l = 0; l <= level; l++)
-				prev[l] = node_at(mt, r->tail[l]);
-		}
-		return NULL;
-	}
-	for (;;)
-	{
-		mt_node    *n,
-				   *h = hint_start(mt, hint, level, key, klen, tag);
+		mt_node    *h = hint_start(mt, hint, level, key, klen, tag);
 
 		if (h != NULL)
 			x = h;
@@ -608,10 +594,38 @@ find_ge_from(const lsm_memtable *mt, const void *key, size_t klen,
 		}
 		if (prev)
 			prev[level] = x;
-		if (level == 0)
-			return n;
-		level--;
 	}
+	return n;
+}
+
+/*
+ * Finds the first node >= (key, tag); fills prev[] with the last node before
+ * it on every level when prev is not NULL (the writer, which alone may take
+ * the shortcut past the last node: the tails do not move under it), from
+ * the hint if there is one (descend).
+ */
+static mt_node *
+find_ge_from(const lsm_memtable *mt, const void *key, size_t klen,
+			 uint64_t tag, mt_node **prev, const lsm_memtable_hint *hint)
+{
+	const mt_region *r = mt->r;
+	mt_node    *head = node_at(mt, r->head);
+	mt_node    *last = node_at(mt, load_off(&r->tail[0]));
+	int			height = (int) __atomic_load_n(&r->height, __ATOMIC_ACQUIRE);
+
+	if (last != head && node_cmp(last, key, klen, tag) < 0)
+	{
+		/* past the last node */
+		if (prev)
+		{
+			int			l;
+
+			for (l = 0; l < height; l++)
+				prev[l] = node_at(mt, r->tail[l]);
+		}
+		return NULL;
+	}
+	return descend(mt, height, key, klen, tag, prev, hint);
 }
 
 static mt_node *
@@ -625,29 +639,17 @@ void
 lsm_memtable_locate(const lsm_memtable *mt, const void *key, size_t klen,
 					lsm_memtable_hint *hint)
 {
-	const mt_region *r = mt->r;
 	mt_node    *prev[MAX_HEIGHT];
-	mt_node    *x = node_at(mt, r->head);
-	int			height = (int) __atomic_load_n(&r->height, __ATOMIC_ACQUIRE);
+	int			height = (int) __atomic_load_n(&mt->r->height, __ATOMIC_ACQUIRE);
 	int			level;
 
 	/*
-	 * find_ge's walk, without its shortcut past the last node: the tails
+	 * The descent without find_ge's shortcut past the last node: the tails
 	 * it would read may have moved past the key since it compared.  The
 	 * greatest tag sorts before every version of key, so each prev[] is
 	 * before the key itself, whatever sequence the insert gets.
 	 */
-	for (level = height - 1; level >= 0; level--)
-	{
-		mt_node    *n = next_of(mt, x, level);
-
-		while (n != NULL && node_cmp(n, key, klen, UINT64_MAX) < 0)
-		{
-			x = n;
-			n = next_of(mt, x, level);
-		}
-		prev[level] = x;
-	}
+	(void) descend(mt, height, key, klen, UINT64_MAX, prev, NULL);
 	hint->mt_id = mt->id;
 	hint->height = (uint32_t) height;
 	for (level = 0; level < height; level++)
