@@ -1645,6 +1645,24 @@ check_prepared_key(PendingStore *ps, const char *key, size_t klen,
 }
 
 /*
+ * The owner of the batches this transaction is about to prepare: its
+ * FullTransactionId, which no other transaction may get while a batch of it
+ * can be left in a store.  A transaction that dies before anything of it
+ * reached PostgreSQL's WAL on disk leaves its id to be handed out again
+ * after crash recovery; recovery moves the next id past every id its WAL
+ * records carry, so one record of this transaction, flushed before any
+ * batch is prepared, rules that out.  Called before the commit locks are
+ * taken: the flush is group-committed with other sessions' WAL flushes,
+ * and no other commit to the stores waits for it.
+ */
+static void
+own_prepared_writes(void)
+{
+	xact_owner = U64FromFullTransactionId(GetTopFullTransactionId());
+	XLogFlush(LogLogicalMessage("lsm_fdw", "prepare", sizeof("prepare"), true));
+}
+
+/*
  * Prepares the n stores in order, which are locked and checked: each
  * store's writes (a batch, or a stage's tables) become durable and
  * invisible under the transaction's FullTransactionId, to be resolved at
@@ -1662,17 +1680,7 @@ prepare_stores(PendingStore **order, int n)
 	int			i,
 				rc;
 
-	xact_owner = U64FromFullTransactionId(GetTopFullTransactionId());
-
-	/*
-	 * The owner is the transaction's id, which no other transaction may get
-	 * while a batch of it can be left in a store: a transaction that dies
-	 * before anything of it reached PostgreSQL's WAL on disk leaves its id
-	 * to be handed out again after crash recovery.  Recovery moves the next
-	 * id past every id its WAL records carry, so one record of this
-	 * transaction, flushed before any batch is prepared, rules that out.
-	 */
-	XLogFlush(LogLogicalMessage("lsm_fdw", "prepare", sizeof("prepare"), true));
+	Assert(xact_owner != 0);	/* own_prepared_writes */
 	for (i = 0; i < n; i++)
 	{
 		PendingStore *ps = order[i];
@@ -2040,6 +2048,8 @@ xact_callback(XactEvent event, void *arg)
 				for (i = 0; i < n && !two_phase; i++)
 					if (order[i]->stage == NULL)
 						order[i]->batch = build_batch(order[i]);
+				if (two_phase)
+					own_prepared_writes();
 				for (i = 0; i < n; i++)
 					lock_and_check_store(order[i]);
 				if (two_phase)
@@ -2072,6 +2082,7 @@ xact_callback(XactEvent event, void *arg)
 				order = stores_in_order(&n);
 				for (i = 0; i < n; i++)
 					(void) fold_command(order[i], true);
+				own_prepared_writes();
 				for (i = 0; i < n; i++)
 					lock_and_check_store(order[i]);
 				prepare_stores(order, n);
