@@ -1660,6 +1660,7 @@ own_prepared_writes(void)
 {
 	xact_owner = U64FromFullTransactionId(GetTopFullTransactionId());
 	XLogFlush(LogLogicalMessage("lsm_fdw", "prepare", sizeof("prepare"), true));
+	kill_point();
 }
 
 /*

@@ -14,6 +14,7 @@
 #   kill_at_step_N             a transaction that writes two foreign tables
 #                              and a native table, its backend SIGKILLed at
 #                              step N of its commit (lsm_fdw.test_kill_at:
+#                              once its owner record is in PostgreSQL's WAL,
 #                              after each store's prepare, once both are
 #                              durable, before and after each store's
 #                              resolve): after crash recovery its three rows
@@ -43,10 +44,11 @@
 source "$(dirname "${BASH_SOURCE[0]}")/common.bash"
 
 db=lsm_twophase
-# steps of a commit across two stores (src/fdw/xact.c kill_point): two
-# prepares, durable, then two resolves with a step before and after each
-steps=7
-committed_from=4
+# steps of a commit across two stores (src/fdw/xact.c kill_point): the
+# owner's WAL record flushed, two prepares, durable, then two resolves
+# with a step before and after each
+steps=8
+committed_from=5
 
 # counts ID: the rows of ID in a, b and h, as "a b h".
 counts() {
@@ -216,7 +218,7 @@ for t in c d; do
 			"SELECT lsm_flush('$t')" >/dev/null
 	done
 done
-id=900000
+id=5000000
 out=$("${PSQL[@]}" -d "$db" 2>&1 <<SQL || true
 SET lsm_fdw.compaction = inline;
 BEGIN;
