@@ -365,6 +365,8 @@ lsm_fdw_compactor_main(Datum main_arg)
 	Oid			dboid;
 	Relation	rel;
 	LsmFdwTable *t;
+	char	   *compacting,
+			   *flushing;
 	LsmFdwStore *s;
 	int			rc = LSM_OK;
 
@@ -387,8 +389,9 @@ lsm_fdw_compactor_main(Datum main_arg)
 		proc_exit(0);
 	}
 	t = LsmFdwGetTable(rel);
-	pgstat_report_activity(STATE_RUNNING, psprintf("compacting \"%s\"",
-												   t->relname));
+	compacting = psprintf("compacting \"%s\"", t->relname);
+	flushing = psprintf("flushing \"%s\"", t->relname);
+	pgstat_report_activity(STATE_RUNNING, compacting);
 	s = LsmFdwOpenStore(t, false);
 	LsmFdwPinStore(s);
 	PG_TRY();
@@ -408,12 +411,10 @@ lsm_fdw_compactor_main(Datum main_arg)
 
 			if (tried)
 			{
-				pgstat_report_activity(STATE_RUNNING,
-									   psprintf("flushing \"%s\"", t->relname));
+				pgstat_report_activity(STATE_RUNNING, flushing);
 				if ((rc = lsm_flush_try(s->db)) != LSM_OK)
 					LsmFdwReportError(rc, s->db, t->relname, "flush");
-				pgstat_report_activity(STATE_RUNNING,
-									   psprintf("compacting \"%s\"", t->relname));
+				pgstat_report_activity(STATE_RUNNING, compacting);
 			}
 			rc = lsm_compact_try(s->db);
 			if (rc != LSM_OK && rc != LSM_BUSY)
