@@ -141,6 +141,19 @@ UPDATE parts SET id = 50 WHERE id = 250;                    -- heap to lsm_fdw
 UPDATE parts SET id = 150 WHERE id = 251;                   -- ERROR: taken
 SELECT tableoid::regclass, * FROM parts ORDER BY id;
 SELECT * FROM parts WHERE id BETWEEN 100 AND 199;
+-- COPY into the partitioned table: each row goes to its partition, and a
+-- COPY whose row hits a taken key leaves nothing of itself
+COPY parts FROM stdin;
+3	copied low
+160	copied high
+260	copied heap
+\.
+COPY parts FROM stdin;                                      -- ERROR: 160 taken
+170	routed
+160	duplicate
+\.
+SELECT tableoid::regclass, * FROM parts
+  WHERE owner LIKE 'copied%' OR owner IN ('routed', 'duplicate') ORDER BY id;
 DROP TABLE parts;
 
 -- WHERE CURRENT OF needs a table PostgreSQL stores itself
