@@ -340,7 +340,9 @@ lsm_fdw_store_path(PG_FUNCTION_ARGS)
 /*
  * lsm_store_size(regclass): the bytes of every file in the table's store
  * directory (SSTables, filter hierarchy nodes, write-ahead log, manifest,
- * lock files), 0 if the store has not been created yet.
+ * lock files, the memtable's file), 0 if the store has not been created
+ * yet.  Holes are not counted: the memtable's file is as long as the
+ * largest memtable it may hold, and gets its blocks as the memtable grows.
  */
 Datum
 lsm_fdw_store_size(PG_FUNCTION_ARGS)
@@ -502,9 +504,10 @@ run_engine(LsmFdwTable *t, LsmFdwFuncOp op, lsm_stats *st)
 }
 
 /*
- * Returns the bytes of the regular files under path, recursively; 0 if path
- * does not exist.  Files removed while it runs (a compaction in another
- * backend) are skipped.  Raises an error on other failures.
+ * Returns the bytes of the regular files under path, recursively, without
+ * their holes (a file's length, or its allocated blocks if fewer); 0 if
+ * path does not exist.  Files removed while it runs (a compaction in
+ * another backend) are skipped.  Raises an error on other failures.
  */
 static int64
 directory_size(const char *path)
@@ -533,7 +536,7 @@ directory_size(const char *path)
 						 errmsg("could not stat file \"%s\": %m", file)));
 		}
 		else if (S_ISREG(st.st_mode))
-			size += st.st_size;
+			size += Min((int64) st.st_size, (int64) st.st_blocks * 512);
 		else if (S_ISDIR(st.st_mode))
 			size += directory_size(file);
 		pfree(file);
