@@ -67,11 +67,16 @@ wait_for() {
 	return 1
 }
 
-# wait_up: waits until the cluster accepts connections again (after the
-# postmaster's restart that a killed worker causes).
+# wait_up PID: waits until the killed worker PID is gone (the postmaster
+# reaped it and began its restart: until then the cluster still accepts
+# connections), then until the cluster accepts connections again.
 wait_up() {
-	local i
+	local pid=$1 i
 
+	for ((i = 0; i < 3000; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.01
+	done
 	for ((i = 0; i < 3000; i++)); do
 		sql postgres "SELECT 1" >/dev/null 2>&1 && return 0
 		sleep 0.1
@@ -209,7 +214,7 @@ kill_worker() {
 		return
 	fi
 	ok kill_worker_caught
-	wait_up || return
+	wait_up "$pid" || return
 	check kill_worker_level0_whole 10 "$(level0 k)" \
 		"the killed step must not have installed"
 	check kill_worker_verify t "$(sql "$db" "SELECT lsm_verify('k')")"
@@ -404,7 +409,7 @@ kill_flush() {
 		return
 	fi
 	ok kill_flush_caught
-	wait_up || return
+	wait_up "$pid" || return
 	check kill_flush_installed_nothing "$files" \
 		"$(sql "$db" "SELECT coalesce(sum(files), 0) FROM lsm_stats('kf') WHERE level >= 0")"
 	check kill_flush_memtable_kept t \
