@@ -164,27 +164,20 @@ load() {
 	EOF
 }
 
-# catch_worker TABLE SIGNAL ROWS FIRST: loads TABLE (compaction off, commits
-# of ROWS rows numbered from FIRST) until level 0 holds ten tables, then commits one row with compaction on, waits for the worker
-# to be compacting and sends it SIGNAL (KILL: kill -9, TERM:
-# pg_terminate_backend).  Prints the pid it signalled, or nothing if the
-# worker ended before it was caught.
-catch_worker() {
-	local t=$1 signal=$2 rows=$3 first=$4 l0 pid i
+# signal_worker SIGNAL QUERY_TEST DONE_SQL: waits for a compaction worker
+# whose pg_stat_activity.query passes QUERY_TEST (an SQL test of it), for
+# at most 30 s, and sends it SIGNAL (KILL: kill -9, TERM:
+# pg_terminate_backend); prints its pid.  Prints nothing if DONE_SQL (in
+# $db) says "t" first: the work ended before the worker was caught.
+signal_worker() {
+	local signal=$1 test=$2 done_sql=$3 pid i
 
-	l0=$(level0 "$t")
-	load "$t" $((10 - l0)) "$rows" "$first" >/dev/null
-	sql "$db" "SET lsm_fdw.compaction = background" \
-		"INSERT INTO $t VALUES (-1, 'trigger') ON CONFLICT DO NOTHING" \
-		"INSERT INTO ${t}_heap VALUES (-1, 'trigger') ON CONFLICT DO NOTHING" >/dev/null
-	pid=
 	for ((i = 0; i < 3000; i++)); do
 		pid=$(sql "$db" "SELECT pid FROM pg_stat_activity
 		                   WHERE backend_type = 'lsm_fdw compactor'
-		                     AND query LIKE 'compacting%'")
+		                     AND query $test")
 		[ -n "$pid" ] && break
-		# it ended (or never found anything to do) before we saw it
-		[ "$(level0 "$t")" -lt 10 ] && return 0
+		[ "$(sql "$db" "$done_sql")" = t ] && return 0
 		sleep 0.01
 	done
 	[ -n "$pid" ] || return 0
@@ -194,6 +187,23 @@ catch_worker() {
 		[ "$(sql "$db" "SELECT pg_terminate_backend($pid)")" = t ] || return 0
 	fi
 	echo "$pid"
+}
+
+# catch_worker TABLE SIGNAL ROWS FIRST: loads TABLE (compaction off, commits
+# of ROWS rows numbered from FIRST) until level 0 holds ten tables, then commits one row with compaction on, waits for the worker
+# to be compacting and sends it SIGNAL (KILL: kill -9, TERM:
+# pg_terminate_backend).  Prints the pid it signalled, or nothing if the
+# worker ended before it was caught.
+catch_worker() {
+	local t=$1 signal=$2 rows=$3 first=$4 l0
+
+	l0=$(level0 "$t")
+	load "$t" $((10 - l0)) "$rows" "$first" >/dev/null
+	sql "$db" "SET lsm_fdw.compaction = background" \
+		"INSERT INTO $t VALUES (-1, 'trigger') ON CONFLICT DO NOTHING" \
+		"INSERT INTO ${t}_heap VALUES (-1, 'trigger') ON CONFLICT DO NOTHING" >/dev/null
+	signal_worker "$signal" "LIKE 'compacting%'" \
+		"SELECT coalesce((SELECT files FROM lsm_stats('$t') WHERE level = 0), 0) < 10"
 }
 
 kill_worker() {
@@ -350,7 +360,7 @@ background_flush() {
 # flush it, which is sent SIGKILL while its query says it flushes.  Prints
 # the pid it killed, or nothing if the flush ended before it was caught.
 catch_flush() {
-	local first=$1 pid i
+	local first=$1
 
 	"${PSQL[@]}" -d "$db" >/dev/null <<-EOF
 		SET lsm_fdw.compaction = off;
@@ -376,19 +386,8 @@ catch_flush() {
 		  FROM generate_series($first + 10000000, $first + 10039999) g;
 		COMMIT;
 	EOF
-	for ((i = 0; i < 3000; i++)); do
-		pid=$(sql "$db" "SELECT pid FROM pg_stat_activity
-		                   WHERE backend_type = 'lsm_fdw compactor'
-		                     AND query = 'flushing \"kf\"'")
-		[ -n "$pid" ] && break
-		# it flushed (or never started) before we saw it
-		[ "$(sql "$db" "SELECT (SELECT bytes FROM lsm_stats('kf') WHERE level = -1) < 14 * 1048576")" = t ] &&
-			return 0
-		sleep 0.01
-	done
-	[ -n "$pid" ] || return 0
-	kill -KILL "$pid" 2>/dev/null || return 0
-	echo "$pid"
+	signal_worker KILL "= 'flushing \"kf\"'" \
+		"SELECT (SELECT bytes FROM lsm_stats('kf') WHERE level = -1) < 14 * 1048576"
 }
 
 kill_flush() {
