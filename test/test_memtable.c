@@ -1883,6 +1883,135 @@ TEST(region_attach)
 }
 
 /*
+ * The blocks an external region asks its backing for: a reserved batch
+ * gets blocks for its entries, not for the worst case of its value index
+ * (several times the entries); and on a "disk" with no blocks left past
+ * the entries', every entry still goes in, the index stops (value
+ * searches scan) and nothing else breaks.
+ */
+typedef struct rb_disk
+{
+	size_t		asked;			/* the furthest reserve call */
+	size_t		limit;			/* blocks to be had */
+} rb_disk;
+
+static int
+rb_reserve(void *arg, size_t upto, lsm_err *e)
+{
+	rb_disk    *d = arg;
+
+	if (upto > d->limit)
+		return lsm_err_set(e, LSM_NOSPACE, "no space left on device");
+	if (upto > d->asked)
+		d->asked = upto;
+	return LSM_OK;
+}
+
+/* rows of a repeated value ("u0"..."u49") and one of their own */
+static void
+rb_row(int i, uint64_t *rng, void **row, size_t *rowlen)
+{
+	lsm_field	f[2];
+	char		b0[8],
+				b1[16];
+
+	f[0].is_null = f[1].is_null = false;
+	f[0].len = (size_t) snprintf(b0, sizeof(b0), "u%d", (int) (harness_rand64(rng) % 50));
+	f[1].len = (size_t) snprintf(b1, sizeof(b1), "w%d", i);
+	f[0].data = b0;
+	f[1].data = b1;
+	CHECK_OK(lsm_row_encode(f, 2, row, rowlen));
+}
+
+static void
+rb_batch(lsm_memtable *mt, int entries, uint64_t *rng, size_t *bytes)
+{
+	int			i;
+
+	for (i = 0, *bytes = 0; i < entries; i++)
+	{
+		char		k[16];
+		int			kl = sprintf(k, "k%07d", i);
+		void	   *row;
+		size_t		rowlen;
+
+		rb_row(i, rng, &row, &rowlen);
+		if (mt != NULL)
+			CHECK_OK(lsm_memtable_add(mt, (uint64_t) i + 1, LSM_KIND_PUT, k,
+									  (size_t) kl, row, rowlen));
+		*bytes += (size_t) kl + rowlen;
+		free(row);
+	}
+}
+
+TEST(region_blocks)
+{
+	size_t		size = (size_t) 256 << 20,
+				bytes,
+				before,
+				must;
+	int			entries = 100000,
+				round;
+
+	for (round = 0; round < 2; round++)
+	{
+		int			fd = memfd_create("memtable", 0);
+		uint8_t    *w;
+		rb_disk		d = {0, SIZE_MAX};
+		lsm_memtable_backing b = {NULL, rb_reserve, &d};
+		lsm_memtable *mt;
+		uint64_t	rng = harness_seed(),
+					rng0 = rng;
+		lsm_err		e;
+		int			n = 0,
+					rc;
+
+		lsm_err_clear(&e);
+		CHECK(fd >= 0 && ftruncate(fd, (off_t) size) == 0);
+		w = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		CHECK(w != MAP_FAILED);
+		mt = lsm_memtable_format(w, size, &b);
+		CHECK(mt != NULL);
+		CHECK_OK(lsm_memtable_filter_keys(mt, 1 << 20));
+		CHECK_OK(lsm_memtable_index_values(mt, 8192, 2, 0));
+		rb_batch(NULL, entries, &rng, &bytes);	/* its size, first */
+		rng = rng0;
+		before = lsm_memtable_arena_bytes(mt);
+		must = (size_t) entries * (8 * sizeof(uint64_t) + 12 * 4) + bytes;
+		if (round == 1)
+			d.limit = before + must + (64 << 10);	/* the entries', no more */
+		CHECK_OK(lsm_memtable_reserve(mt, (size_t) entries, bytes, &e));
+		CHECK_LE(d.asked, before + must + (1 << 20));
+		rb_batch(mt, entries, &rng, &bytes);
+		CHECK(lsm_memtable_check(mt));
+		CHECK_EQ_U(lsm_memtable_entries(mt), (size_t) entries);
+		rc = lsm_memtable_value_rows(mt, lsm_value_hash(0, "u7", 2), UINT64_MAX,
+									 rg_count, &n);
+		if (round == 0)
+		{
+			/*
+			 * Blocks near what the memtable uses: past it, only the
+			 * promise of the tallest node (and alignment) to every entry,
+			 * and a step.
+			 */
+			CHECK_OK(rc);
+			CHECK_GT(n, entries / 100);
+			CHECK_LE(d.asked, lsm_memtable_arena_bytes(mt) +
+					 (size_t) entries * (12 * 4 + 8) + (1 << 20));
+		}
+		else
+		{
+			/* the index stopped: searches scan this memtable */
+			CHECK_RC(LSM_NOTFOUND, rc);
+			CHECK_LE(d.asked, d.limit);
+		}
+		lsm_memtable_unref(mt);
+		munmap(w, size);
+		close(fd);
+	}
+}
+
+/*
  * One writer thread adds entries and publishes their sequence after each
  * (as db.c publishes applied_seq); reader threads, without locks, load the
  * published sequence and must find every entry up to it, by get, in
@@ -2142,6 +2271,7 @@ main(int argc, char **argv)
 	RUN(key_filter_no_false_negatives);
 	RUN(value_index_against_scan);
 	RUN(region_attach);
+	RUN(region_blocks);
 	RUN(concurrent_readers);
 	RUN(located_inserts);
 	return harness_done();

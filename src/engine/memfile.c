@@ -5,8 +5,9 @@
  * The file is created at its final size, sparse; the memtable asks for
  * blocks (reserve_blocks) before it writes into them, so that a full disk
  * fails a reservation, before anything is appended to the log, rather than
- * a store into a mapped page (SIGBUS).  It is mapped whole; the mapping lives as long as the memtable
- * in it (iterators keep it alive after the file is replaced or removed).
+ * a store into a mapped page (SIGBUS).  It is mapped whole; the mapping
+ * lives as long as the memtable in it (iterators keep it alive after the
+ * file is replaced or removed).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

@@ -70,7 +70,7 @@
 #include "vfilter.h"
 
 #define MAX_HEIGHT LSM_MEMTABLE_LEVELS
-#define MT_MAGIC UINT64_C(0x4c534d4d54524734)	/* "LSMMTRG4" */
+#define MT_MAGIC UINT64_C(0x4c534d4d54524735)	/* "LSMMTRG5" */
 #define UNIT 8					/* bytes per offset unit */
 #define MAX_REGION ((size_t) UINT32_MAX * UNIT)
 
@@ -122,12 +122,15 @@ typedef struct vrec
 	mt_off		next;
 } vrec;
 
-/* A value index slot: a value hash and its newest record (0: empty). */
+/*
+ * A value index slot: a value hash folded to 32 bits (vtag), which places
+ * it in the table too, and its newest record (0: empty).  Values that
+ * share a tag share a chain; the caller compares the field anyway.
+ */
 typedef struct vslot
 {
-	uint64_t	hash;
+	uint32_t	tag;
 	mt_off		head;
-	uint32_t	pad;
 } vslot;
 
 /* A prepared write of this memtable's log (prepared.c). */
@@ -185,6 +188,7 @@ struct lsm_memtable
 	lsm_memtable_backing backing;
 	lsm_buf		vhashes;		/* scratch */
 	size_t		prefaulted;		/* lsm_memtable_prefault got this far */
+	size_t		promised;		/* bytes lsm_memtable_reserve still owes entries */
 	uint64_t	id;				/* unique in the process: hints name it */
 };
 
@@ -309,20 +313,53 @@ lsm_memtable_prefault(lsm_memtable *mt)
 }
 
 /*
- * n bytes from the region, aligned to align (a power of two, >= UNIT);
- * NULL when it is full.  Fresh bytes are zero (new pages).
+ * n bytes from the region, aligned to align (a power of two, >= UNIT),
+ * with keep bytes past them usable too; NULL when it is full.  Fresh bytes
+ * are zero (new pages).
  */
 static void *
-region_alloc(lsm_memtable *mt, size_t n, size_t align)
+bump(lsm_memtable *mt, size_t n, size_t align, size_t keep)
 {
 	mt_region  *r = mt->r;
 	size_t		start = (r->used + align - 1) & ~(align - 1);
 
 	if (start + n > r->size || start + n < start ||
-		!region_grow(mt, start + n, NULL))
+		!region_grow(mt, start + n + keep, NULL))
 		return NULL;
 	r->used = start + n;
 	return mt->base + start;
+}
+
+/*
+ * Bytes for an entry (a node, a prepared batch), out of what
+ * lsm_memtable_reserve promised its batch.
+ */
+static void *
+entry_alloc(lsm_memtable *mt, size_t n)
+{
+	size_t		before = mt->r->used,
+				took;
+	void	   *p = bump(mt, n, UNIT, 0);
+
+	if (p != NULL)
+	{
+		took = mt->r->used - before;
+		mt->promised = took < mt->promised ? mt->promised - took : 0;
+	}
+	return p;
+}
+
+/*
+ * Bytes for a filter or the value index: only if what is promised to the
+ * rest of the batch's entries stays usable after them.  These are not
+ * reserved ahead (their worst case is several times the entries'), so a
+ * full region or disk stops a filter or the index from growing, never a
+ * batch halfway.
+ */
+static void *
+index_alloc(lsm_memtable *mt, size_t n, size_t align)
+{
+	return bump(mt, n, align, mt->promised);
 }
 
 /* ---------- nodes ---------- */
@@ -389,7 +426,7 @@ format(lsm_memtable *mt, size_t size)
 		r->reserved = size;
 	r->rnd = 0xdeadbeef;
 	r->height = 1;
-	head = region_alloc(mt, sizeof(mt_node) + MAX_HEIGHT * sizeof(mt_off), UNIT);
+	head = entry_alloc(mt, sizeof(mt_node) + MAX_HEIGHT * sizeof(mt_off));
 	if (head == NULL)
 		return false;
 	head->height = MAX_HEIGHT;
@@ -694,9 +731,9 @@ lsm_memtable_index_values(lsm_memtable *mt, uint32_t m, int k,
 		return LSM_INVALID;
 	if (m == 0 || k == 0)
 		return LSM_OK;
-	lines = region_alloc(mt, (size_t) lsm_vfilter_lines(m) * LSM_BLOOM_LINE,
+	lines = index_alloc(mt, (size_t) lsm_vfilter_lines(m) * LSM_BLOOM_LINE,
 						 LSM_BLOOM_LINE);
-	slots = region_alloc(mt, VINDEX_INITIAL_SLOTS * sizeof(vslot), UNIT);
+	slots = index_alloc(mt, VINDEX_INITIAL_SLOTS * sizeof(vslot), UNIT);
 	if (lines == NULL || slots == NULL)
 		return LSM_NOMEM;
 	r->vbits = m;
@@ -741,7 +778,7 @@ lsm_memtable_filter_keys(lsm_memtable *mt, size_t budget)
 	lines = (keys * KEY_FILTER_BITS_PER_KEY + 511) / 512;
 	if (lines > UINT32_MAX / 4)
 		lines = UINT32_MAX / 4;
-	p = region_alloc(mt, (size_t) lines * LSM_BLOOM_LINE, LSM_BLOOM_LINE);
+	p = index_alloc(mt, (size_t) lines * LSM_BLOOM_LINE, LSM_BLOOM_LINE);
 	if (p == NULL)
 		return LSM_NOMEM;
 	r->kk = (uint32_t) lsm_bloom_choose_k(KEY_FILTER_BITS_PER_KEY);
@@ -801,7 +838,7 @@ grow_key_filter(lsm_memtable *mt)
 
 	r->kcap *= 2;
 	if (lines > UINT32_MAX / 4 ||
-		(fresh = region_alloc(mt, (size_t) lines * 2 * LSM_BLOOM_LINE,
+		(fresh = index_alloc(mt, (size_t) lines * 2 * LSM_BLOOM_LINE,
 							  LSM_BLOOM_LINE)) == NULL)
 		return;
 	for (n = next_of(mt, node_at(mt, r->head), 0); n != NULL;
@@ -818,14 +855,20 @@ grow_key_filter(lsm_memtable *mt)
 
 /* ---------- value index ---------- */
 
-/* The slot of hash h: the one holding it, or the empty one where it goes. */
-static inline vslot *
-vslot_find(vslot *slots, uint32_t mask, uint64_t h)
+static inline uint32_t
+vtag(uint64_t h)
 {
-	uint32_t	i = (uint32_t) (h ^ (h >> 32)) & mask;
+	return (uint32_t) (h ^ (h >> 32));
+}
+
+/* The slot of tag: the one holding it, or the empty one where it goes. */
+static inline vslot *
+vslot_find(vslot *slots, uint32_t mask, uint32_t tag)
+{
+	uint32_t	i = tag & mask;
 
 	/* linear probing; the table is never more than 70% full */
-	while (load_off(&slots[i].head) != 0 && slots[i].hash != h)
+	while (load_off(&slots[i].head) != 0 && slots[i].tag != tag)
 		i = (i + 1) & mask;
 	return &slots[i];
 }
@@ -852,11 +895,11 @@ vindex_reserve(lsm_memtable *mt, uint32_t ntags)
 	while ((r->vused + ntags) * 10 > nslots * 7)
 		nslots *= 2;
 	if (nslots > (UINT64_C(1) << 31) ||
-		(fresh = region_alloc(mt, (size_t) nslots * sizeof(vslot), UNIT)) == NULL)
+		(fresh = index_alloc(mt, (size_t) nslots * sizeof(vslot), UNIT)) == NULL)
 		return false;
 	for (i = 0; i < slots; i++)
 		if (old[i].head != 0)
-			*vslot_find(fresh, (uint32_t) (nslots - 1), old[i].hash) = old[i];
+			*vslot_find(fresh, (uint32_t) (nslots - 1), old[i].tag) = old[i];
 	r->index_bytes += (size_t) nslots * sizeof(vslot);
 	store64(&r->vindex, (uint64_t) off_of(mt, fresh) << 32 | (nslots - 1));
 	return true;
@@ -872,12 +915,12 @@ cmp_u64(const void *a, const void *b)
 }
 
 /*
- * Sorts hashes (insertion sort for the usual few fields) and drops repeats,
+ * Sorts tags (insertion sort for the usual few fields) and drops repeats,
  * so that a row is on each of its chains once even if two of its fields
- * hold the same value; returns how many are left.
+ * hold the same value (or values of one tag); returns how many are left.
  */
 static uint32_t
-unique_hashes(uint64_t *hs, uint32_t n)
+unique_tags(uint64_t *hs, uint32_t n)
 {
 	uint32_t	i,
 				j,
@@ -902,7 +945,7 @@ unique_hashes(uint64_t *hs, uint32_t n)
 
 /*
  * The first half of adding a row: its value hashes into the value filter,
- * and room in the value index for its distinct hashes, which it leaves in
+ * and room in the value index for its distinct tags, which it leaves in
  * mt->vhashes (*nh of them).  LSM_NOMEM (out of memory for the hashes)
  * leaves the rows as they were but for bits of the value filter.
  */
@@ -926,7 +969,9 @@ index_values(lsm_memtable *mt, const uint8_t *row, size_t rowlen,
 					  (int) r->vk, hs[i]);
 	if (n == 0 || r->vfull)
 		return LSM_OK;
-	*nh = unique_hashes(hs, (uint32_t) n);
+	for (i = 0; i < n; i++)
+		hs[i] = vtag(hs[i]);
+	*nh = unique_tags(hs, (uint32_t) n);
 	if (!vindex_reserve(mt, *nh))
 	{
 		/* out of room: value searches scan this memtable from now on */
@@ -937,7 +982,7 @@ index_values(lsm_memtable *mt, const uint8_t *row, size_t rowlen,
 }
 
 /*
- * The second half: links node n into the chains of its nh hashes (in
+ * The second half: links node n into the chains of its nh tags (in
  * mt->vhashes), each record written before the slot points to it.
  */
 static void
@@ -952,7 +997,7 @@ link_values(lsm_memtable *mt, mt_node *n, uint32_t nh)
 
 	if (nh == 0)
 		return;
-	recs = region_alloc(mt, (size_t) nh * sizeof(vrec), UNIT);
+	recs = index_alloc(mt, (size_t) nh * sizeof(vrec), UNIT);
 	if (recs == NULL)
 	{
 		__atomic_store_n(&r->vfull, 1, __ATOMIC_RELEASE);
@@ -961,13 +1006,14 @@ link_values(lsm_memtable *mt, mt_node *n, uint32_t nh)
 	r->index_bytes += (size_t) nh * sizeof(vrec);
 	for (i = 0; i < nh; i++)
 	{
-		vslot	   *sl = vslot_find(slots, (uint32_t) (vi & UINT32_MAX), hs[i]);
+		vslot	   *sl = vslot_find(slots, (uint32_t) (vi & UINT32_MAX),
+										(uint32_t) hs[i]);
 
 		recs[i].node = off_of(mt, n);
 		recs[i].next = sl->head;
 		if (sl->head == 0)
 		{
-			sl->hash = hs[i];
+			sl->tag = (uint32_t) hs[i];
 			r->vused++;
 		}
 		store_off(&sl->head, off_of(mt, &recs[i]));
@@ -986,7 +1032,7 @@ lsm_memtable_value_rows(const lsm_memtable *mt, uint64_t h, uint64_t snap,
 	if (vi == 0 || __atomic_load_n(&r->vfull, __ATOMIC_ACQUIRE))
 		return LSM_NOTFOUND;
 	sl = vslot_find(at(mt, (mt_off) (vi >> 32)), (uint32_t) (vi & UINT32_MAX),
-					h);
+					vtag(h));
 	for (o = load_off(&sl->head); o != 0;)
 	{
 		const vrec *rec = at(mt, o);
@@ -1024,26 +1070,32 @@ lsm_memtable_reserve(lsm_memtable *mt, size_t entries, size_t bytes,
 					 lsm_err *e)
 {
 	mt_region  *r = mt->r;
-	size_t		need,
+	size_t		must,
+				need,
 				kf = (size_t) (uint32_t) r->kfilter * LSM_BLOOM_LINE,
 				vi = r->vindex ? ((size_t) (r->vindex & UINT32_MAX) + 1) *
 		sizeof(vslot) : 0;
 
 	/*
-	 * Nodes (header, the tallest next[], alignment) and their bytes; value
-	 * index records (at most one per 2 bytes of a row: 4x); a key filter
-	 * and a hash table that double, twice.
+	 * What the entries must have: nodes (header, the tallest next[],
+	 * alignment) and their bytes (a prepared batch takes less).  Their
+	 * blocks are allocated now.  The batch fits only with its worst case
+	 * for the index too (value index records, at most one per 2 bytes of
+	 * a row: 4x; a key filter and a hash table that double, twice), which
+	 * is only address space until index_alloc uses it.
 	 */
-	need = entries * (sizeof(mt_node) + MAX_HEIGHT * sizeof(mt_off) + UNIT) +
-		bytes + (r->vindex ? bytes * 4 + entries * UNIT : 0) +
+	must = entries * (sizeof(mt_node) + MAX_HEIGHT * sizeof(mt_off) + UNIT) +
+		bytes;
+	need = must + (r->vindex ? bytes * 4 + entries * UNIT : 0) +
 		(kf + vi) * 6 + LSM_BLOOM_LINE * 2;
 	if (need > r->size || r->used + need > r->size)
 		return lsm_err_set(e, LSM_NOMEM,
 						   "the memtable has no room for a batch of %zu bytes",
 						   bytes);
-	if (!region_grow(mt, r->used + need, e))
+	if (!region_grow(mt, r->used + must, e))
 		return e && e->rc != LSM_OK ? e->rc :
 			lsm_err_set(e, LSM_NOMEM, "out of memory for the memtable");
+	mt->promised = must;
 	return LSM_OK;
 }
 
@@ -1076,7 +1128,7 @@ lsm_memtable_add_at(lsm_memtable *mt, uint64_t seq, int kind,
 		index_values(mt, val, vlen, &nh) != LSM_OK)
 		return LSM_NOMEM;
 	size = sizeof(mt_node) + (size_t) h * sizeof(mt_off) + klen + vlen;
-	n = region_alloc(mt, size, UNIT);
+	n = entry_alloc(mt, size);
 	if (n == NULL)
 		return LSM_NOMEM;
 	n->tag = tag;
@@ -1168,7 +1220,7 @@ lsm_memtable_add_prepared(lsm_memtable *mt, uint64_t owner, int type,
 	LSM_ASSERT(mt->writable);
 	if (prep_of(mt, owner) != NULL)
 		return LSM_OK;			/* a record applied again: once is enough */
-	p = region_alloc(mt, sizeof(mt_prep) + len, UNIT);
+	p = entry_alloc(mt, sizeof(mt_prep) + len);
 	if (p == NULL)
 		return LSM_NOMEM;
 	p->owner = owner;

@@ -69,7 +69,10 @@ size_t		lsm_memtable_region_bytes_for(size_t memtable_bytes);
 /*
  * Makes sure that a batch of entries with bytes of keys and values in all
  * can be added without running out of region: LSM_NOMEM (no room: flush
- * first) or the backing's error, adding nothing; else LSM_OK.
+ * first) or the backing's error, adding nothing; else LSM_OK.  The
+ * entries' blocks are allocated now; the filters and the value index get
+ * theirs as they grow, and stop growing (lookups and value searches then
+ * ask the skip list) rather than take what the entries were promised.
  */
 int			lsm_memtable_reserve(lsm_memtable *mt, size_t entries,
 								 size_t bytes, lsm_err *e);
