@@ -83,7 +83,14 @@
 #define PRIVATE_STEP ((size_t) 64 << 10)
 #define PRIVATE_MAX_STEP ((size_t) 8 << 20)
 
-/* An external region asks its backing for blocks this far ahead. */
+/*
+ * An external region keeps blocks at least this far ahead of what it is
+ * asked for (and an eighth of the bytes in use, if more), so that the
+ * pages a writer fills were allocated at an earlier step, and every other
+ * process had the chance to fault them in before it took the write lock
+ * (lsm_memtable_prefault); it asks for EXTERNAL_STEP more at a time.
+ */
+#define EXTERNAL_AHEAD ((size_t) 1 << 20)
 #define EXTERNAL_STEP ((size_t) 1 << 20)
 
 /*
@@ -276,17 +283,29 @@ region_grow(lsm_memtable *mt, size_t upto, lsm_err *e)
 		mt->limit = lim + step;
 		return true;
 	}
-	if (upto <= r->reserved || mt->backing.reserve == NULL)
+	if (mt->backing.reserve == NULL)
 		return true;
 	{
-		size_t		want = r->reserved + EXTERNAL_STEP;
+		size_t		ahead = r->used / 8 > EXTERNAL_AHEAD ? r->used / 8 :
+			EXTERNAL_AHEAD,
+					want;
 
-		if (want < upto)
-			want = upto;
+		if (upto + ahead <= r->reserved || r->reserved >= mt->size)
+			return true;
+		want = r->reserved + EXTERNAL_STEP;
+		if (want < upto + ahead)
+			want = upto + ahead;
 		if (want > mt->size)
 			want = mt->size;
-		if (mt->backing.reserve(mt->backing.arg, want, e) != LSM_OK)
-			return false;
+		/* short of the room ahead (a full disk), exactly what is asked */
+		if (mt->backing.reserve(mt->backing.arg, want, NULL) != LSM_OK)
+		{
+			if (upto <= r->reserved)
+				return true;
+			want = upto;
+			if (mt->backing.reserve(mt->backing.arg, want, e) != LSM_OK)
+				return false;
+		}
 		r->reserved = want;
 		return true;
 	}
