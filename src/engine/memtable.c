@@ -196,6 +196,8 @@ struct lsm_memtable
 	lsm_buf		vhashes;		/* scratch */
 	size_t		prefaulted;		/* lsm_memtable_prefault got this far */
 	size_t		promised;		/* bytes lsm_memtable_reserve still owes entries */
+	size_t		short_at;		/* reserved when blocks ahead were refused;
+								 * 0: never */
 	uint64_t	id;				/* unique in the process: hints name it */
 };
 
@@ -290,22 +292,36 @@ region_grow(lsm_memtable *mt, size_t upto, lsm_err *e)
 			EXTERNAL_AHEAD,
 					want;
 
-		if (upto + ahead <= r->reserved || r->reserved >= mt->size)
+		/* blocks ahead refused (a full disk): asked for again a step on */
+		bool		try_ahead = mt->short_at == 0 ||
+			r->reserved >= mt->short_at + EXTERNAL_STEP;
+
+		if (upto + ahead <= r->reserved || r->reserved >= mt->size ||
+			(upto <= r->reserved && !try_ahead))
 			return true;
-		want = r->reserved + EXTERNAL_STEP;
-		if (want < upto + ahead)
-			want = upto + ahead;
-		if (want > mt->size)
-			want = mt->size;
-		/* short of the room ahead (a full disk), exactly what is asked */
-		if (mt->backing.reserve(mt->backing.arg, want, NULL) != LSM_OK)
+		if (try_ahead)
 		{
+			want = r->reserved + EXTERNAL_STEP;
+			if (want < upto + ahead)
+				want = upto + ahead;
+			if (want > mt->size)
+				want = mt->size;
+			if (mt->backing.reserve(mt->backing.arg, want, NULL) == LSM_OK)
+			{
+				mt->short_at = 0;
+				r->reserved = want;
+				return true;
+			}
+			mt->short_at = r->reserved;
 			if (upto <= r->reserved)
 				return true;
-			want = upto;
-			if (mt->backing.reserve(mt->backing.arg, want, e) != LSM_OK)
-				return false;
 		}
+		/* short of room: what is asked, a page at a time */
+		want = (upto + 4095) & ~(size_t) 4095;
+		if (want > mt->size)
+			want = mt->size;
+		if (mt->backing.reserve(mt->backing.arg, want, e) != LSM_OK)
+			return false;
 		r->reserved = want;
 		return true;
 	}
