@@ -1733,17 +1733,21 @@ TEST(value_index_against_scan)
  * formatted in one mapping of a file and attached in a second, read-only
  * mapping at another address answers the same; a region that fills up
  * refuses entries with LSM_NOMEM and stays readable.
+ *
+ * rg_row: a row of a repeated value ("u0".."u49") and "x", or with own >=
+ * 0 a value of its own ("w<own>").
  */
 static void
-rg_row(uint64_t *rng, void **row, size_t *rowlen)
+rg_row(uint64_t *rng, int own, void **row, size_t *rowlen)
 {
 	lsm_field	f[2];
 	char		b0[8],
-				b1[8];
+				b1[16];
 
 	f[0].is_null = f[1].is_null = false;
 	f[0].len = (size_t) snprintf(b0, sizeof(b0), "u%d", (int) (harness_rand64(rng) % 50));
-	f[1].len = (size_t) snprintf(b1, sizeof(b1), "x");
+	f[1].len = own < 0 ? (size_t) snprintf(b1, sizeof(b1), "x") :
+		(size_t) snprintf(b1, sizeof(b1), "w%d", own);
 	f[0].data = b0;
 	f[1].data = b1;
 	CHECK_OK(lsm_row_encode(f, 2, row, rowlen));
@@ -1796,7 +1800,7 @@ TEST(region_attach)
 		void	   *row;
 		size_t		rowlen;
 
-		rg_row(&rng, &row, &rowlen);
+		rg_row(&rng, -1, &row, &rowlen);
 		CHECK_OK(lsm_memtable_add(mt, (uint64_t) i + 1, i % 7 ? LSM_KIND_PUT :
 								  LSM_KIND_DEL, k, (size_t) kl, row, rowlen));
 		free(row);
@@ -1909,22 +1913,6 @@ rb_reserve(void *arg, size_t upto, lsm_err *e)
 	return LSM_OK;
 }
 
-/* rows of a repeated value ("u0"..."u49") and one of their own */
-static void
-rb_row(int i, uint64_t *rng, void **row, size_t *rowlen)
-{
-	lsm_field	f[2];
-	char		b0[8],
-				b1[16];
-
-	f[0].is_null = f[1].is_null = false;
-	f[0].len = (size_t) snprintf(b0, sizeof(b0), "u%d", (int) (harness_rand64(rng) % 50));
-	f[1].len = (size_t) snprintf(b1, sizeof(b1), "w%d", i);
-	f[0].data = b0;
-	f[1].data = b1;
-	CHECK_OK(lsm_row_encode(f, 2, row, rowlen));
-}
-
 static void
 rb_batch(lsm_memtable *mt, int entries, uint64_t *rng, size_t *bytes)
 {
@@ -1937,7 +1925,7 @@ rb_batch(lsm_memtable *mt, int entries, uint64_t *rng, size_t *bytes)
 		void	   *row;
 		size_t		rowlen;
 
-		rb_row(i, rng, &row, &rowlen);
+		rg_row(rng, i, &row, &rowlen);
 		if (mt != NULL)
 			CHECK_OK(lsm_memtable_add(mt, (uint64_t) i + 1, LSM_KIND_PUT, k,
 									  (size_t) kl, row, rowlen));

@@ -254,6 +254,73 @@ next_of(const lsm_memtable *mt, const mt_node *n, int level)
 	return node_at(mt, load_off(&n->next[level]));
 }
 
+/* region_grow for a private region: its pages made accessible. */
+static bool
+grow_private(lsm_memtable *mt, size_t upto)
+{
+	size_t		lim = mt->limit,
+				step;
+
+	if (upto <= lim)
+		return true;
+	step = lim < PRIVATE_STEP ? PRIVATE_STEP :
+		lim > PRIVATE_MAX_STEP ? PRIVATE_MAX_STEP : lim;
+	if (lim + step < upto)
+		step = upto - lim;
+	step = (step + 4095) & ~(size_t) 4095;
+	if (lim + step > mt->size)
+		step = mt->size - lim;
+	if (mprotect(mt->base + lim, step, PROT_READ | PROT_WRITE) != 0)
+		return false;
+	mt->limit = lim + step;
+	return true;
+}
+
+/*
+ * region_grow for an external region: blocks from its backing, kept ahead
+ * (EXTERNAL_AHEAD); refused those (a full disk), asked for again only a
+ * step on, and meanwhile what is asked, a page at a time.
+ */
+static bool
+grow_external(lsm_memtable *mt, size_t upto, lsm_err *e)
+{
+	mt_region  *r = mt->r;
+	size_t		ahead = r->used / 8 > EXTERNAL_AHEAD ? r->used / 8 :
+		EXTERNAL_AHEAD,
+				want;
+	bool		try_ahead = mt->short_at == 0 ||
+		r->reserved >= mt->short_at + EXTERNAL_STEP;
+
+	if (mt->backing.reserve == NULL ||
+		upto + ahead <= r->reserved || r->reserved >= mt->size ||
+		(upto <= r->reserved && !try_ahead))
+		return true;
+	if (try_ahead)
+	{
+		want = r->reserved + EXTERNAL_STEP;
+		if (want < upto + ahead)
+			want = upto + ahead;
+		if (want > mt->size)
+			want = mt->size;
+		if (mt->backing.reserve(mt->backing.arg, want, NULL) == LSM_OK)
+		{
+			mt->short_at = 0;
+			r->reserved = want;
+			return true;
+		}
+		mt->short_at = r->reserved;
+		if (upto <= r->reserved)
+			return true;
+	}
+	want = (upto + 4095) & ~(size_t) 4095;
+	if (want > mt->size)
+		want = mt->size;
+	if (mt->backing.reserve(mt->backing.arg, want, e) != LSM_OK)
+		return false;
+	r->reserved = want;
+	return true;
+}
+
 /*
  * Makes [0, upto) of the region usable: a private region's pages
  * accessible, an external region's blocks allocated by its backing.
@@ -262,69 +329,9 @@ next_of(const lsm_memtable *mt, const mt_node *n, int level)
 static bool
 region_grow(lsm_memtable *mt, size_t upto, lsm_err *e)
 {
-	mt_region  *r = mt->r;
-
 	if (upto > mt->size)
 		return false;
-	if (mt->own)
-	{
-		size_t		lim = mt->limit,
-					step;
-
-		if (upto <= lim)
-			return true;
-		step = lim < PRIVATE_STEP ? PRIVATE_STEP :
-			lim > PRIVATE_MAX_STEP ? PRIVATE_MAX_STEP : lim;
-		if (lim + step < upto)
-			step = upto - lim;
-		step = (step + 4095) & ~(size_t) 4095;
-		if (lim + step > mt->size)
-			step = mt->size - lim;
-		if (mprotect(mt->base + lim, step, PROT_READ | PROT_WRITE) != 0)
-			return false;
-		mt->limit = lim + step;
-		return true;
-	}
-	if (mt->backing.reserve == NULL)
-		return true;
-	{
-		size_t		ahead = r->used / 8 > EXTERNAL_AHEAD ? r->used / 8 :
-			EXTERNAL_AHEAD,
-					want;
-
-		/* blocks ahead refused (a full disk): asked for again a step on */
-		bool		try_ahead = mt->short_at == 0 ||
-			r->reserved >= mt->short_at + EXTERNAL_STEP;
-
-		if (upto + ahead <= r->reserved || r->reserved >= mt->size ||
-			(upto <= r->reserved && !try_ahead))
-			return true;
-		if (try_ahead)
-		{
-			want = r->reserved + EXTERNAL_STEP;
-			if (want < upto + ahead)
-				want = upto + ahead;
-			if (want > mt->size)
-				want = mt->size;
-			if (mt->backing.reserve(mt->backing.arg, want, NULL) == LSM_OK)
-			{
-				mt->short_at = 0;
-				r->reserved = want;
-				return true;
-			}
-			mt->short_at = r->reserved;
-			if (upto <= r->reserved)
-				return true;
-		}
-		/* short of room: what is asked, a page at a time */
-		want = (upto + 4095) & ~(size_t) 4095;
-		if (want > mt->size)
-			want = mt->size;
-		if (mt->backing.reserve(mt->backing.arg, want, e) != LSM_OK)
-			return false;
-		r->reserved = want;
-		return true;
-	}
+	return mt->own ? grow_private(mt, upto) : grow_external(mt, upto, e);
 }
 
 void

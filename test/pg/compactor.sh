@@ -190,10 +190,10 @@ signal_worker() {
 }
 
 # catch_worker TABLE SIGNAL ROWS FIRST: loads TABLE (compaction off, commits
-# of ROWS rows numbered from FIRST) until level 0 holds ten tables, then commits one row with compaction on, waits for the worker
-# to be compacting and sends it SIGNAL (KILL: kill -9, TERM:
-# pg_terminate_backend).  Prints the pid it signalled, or nothing if the
-# worker ended before it was caught.
+# of ROWS rows numbered from FIRST) until level 0 holds ten tables, then
+# commits one row with compaction on, waits for the worker to be compacting
+# and sends it SIGNAL (signal_worker).  Prints the pid it signalled, or
+# nothing if the worker ended before it was caught.
 catch_worker() {
 	local t=$1 signal=$2 rows=$3 first=$4 l0
 
