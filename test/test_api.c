@@ -319,7 +319,7 @@ TEST(strerror_all_codes)
 {
 	static const int codes[] = {LSM_OK, LSM_NOTFOUND, LSM_CORRUPTION,
 		LSM_IOERR, LSM_NOSPACE, LSM_INVALID, LSM_BUSY, LSM_NOMEM,
-	LSM_INTERRUPTED, LSM_EXISTS};
+	LSM_INTERRUPTED, LSM_EXISTS, LSM_DELETED, LSM_CONFLICT};
 	enum
 	{
 		NCODES = sizeof(codes) / sizeof(codes[0])
@@ -2472,6 +2472,172 @@ TEST(written_since)
 	CHECK_DB_OK(db, lsm_close(db));
 }
 
+/* A one-entry batch: a put (val not NULL) or delete of key, with cond. */
+static lsm_batch *
+cond_batch(const char *key, const char *val, int cond, uint64_t seq,
+		   uint64_t hash)
+{
+	lsm_batch  *b = lsm_batch_new();
+
+	CHECK(b != NULL);
+	CHECK_OK(val ? lsm_batch_put(b, key, strlen(key), val, strlen(val))
+			 : lsm_batch_delete(b, key, strlen(key)));
+	if (cond != 0)
+		CHECK_OK(lsm_batch_require(b, cond, seq, hash));
+	return b;
+}
+
+/* The value of key in db is want (NULL: absent). */
+static void
+expect_value(lsm_db *db, const char *key, const char *want)
+{
+	void	   *v;
+	size_t		n;
+
+	if (want == NULL)
+	{
+		CHECK_RC(LSM_NOTFOUND, lsm_get(db, key, strlen(key), &v, &n));
+		return;
+	}
+	CHECK_DB_OK(db, lsm_get(db, key, strlen(key), &v, &n));
+	CHECK(n == strlen(want) && memcmp(v, want, n) == 0);
+	lsm_free(v);
+}
+
+/*
+ * Conditions of a write (lsm_batch_require, lsm_check): checked against
+ * the store as the write finds it (another handle's commits included),
+ * from the memtable and from tables; a failed one writes nothing and is
+ * named; a failed LSM_IF_ABSENT_SKIP only drops its entry; a sequence with
+ * nothing written since passes without a read; prepared writes hold keys.
+ */
+TEST(write_conditions)
+{
+	char	   *dir = harness_tmpdir("conds");
+	lsm_db	   *db = open_db(dir, NULL),
+			   *other = open_db(dir, NULL);
+	lsm_batch  *b;
+	lsm_conflict c;
+	uint64_t	s0,
+				h1 = lsm_hash("1", 1);
+	int			present;
+
+	CHECK(h1 != lsm_hash("2", 1));
+	CHECK_DB_OK(db, lsm_put(db, "a", 1, "1", 1));
+	s0 = lsm_last_sequence(db);
+
+	/* absent: holds for a new key, fails for a, and writes nothing */
+	b = cond_batch("b", "2", LSM_IF_ABSENT, 0, 0);
+	CHECK_RC(LSM_NOTFOUND, lsm_batch_conflict(b, &c));
+	CHECK_DB_OK(db, lsm_write(db, b));
+	lsm_batch_free(b);
+	b = cond_batch("x", "9", 0, 0, 0);
+	CHECK_OK(lsm_batch_put(b, "a", 1, "3", 1));
+	CHECK_OK(lsm_batch_require(b, LSM_IF_ABSENT, 0, 0));
+	CHECK_RC(LSM_CONFLICT, lsm_write(db, b));
+	CHECK_OK(lsm_batch_conflict(b, &c));
+	CHECK(c.entry == 1 && c.klen == 1 && memcmp(c.key, "a", 1) == 0);
+	CHECK(c.cond == LSM_IF_ABSENT && c.present);
+	CHECK(strstr(lsm_errmsg(db), "entry 1") != NULL);
+	lsm_batch_free(b);
+	expect_value(db, "a", "1");
+	expect_value(db, "x", NULL);
+
+	/* absent, else skip: the other entries are written */
+	b = cond_batch("c", "4", 0, 0, 0);
+	CHECK_OK(lsm_batch_put(b, "a", 1, "5", 1));
+	CHECK_OK(lsm_batch_require(b, LSM_IF_ABSENT_SKIP, 0, 0));
+	CHECK_OK(lsm_batch_put(b, "d", 1, "6", 1));
+	CHECK_OK(lsm_batch_require(b, LSM_IF_ABSENT_SKIP, 0, 0));
+	CHECK_DB_OK(db, lsm_write(db, b));
+	CHECK(lsm_batch_count(b) == 2);
+	lsm_batch_free(b);
+	expect_value(db, "a", "1");
+	expect_value(db, "c", "4");
+	expect_value(db, "d", "6");
+	/* a batch whose every entry is skipped writes nothing */
+	s0 = lsm_last_sequence(db);
+	b = cond_batch("c", "7", LSM_IF_ABSENT_SKIP, 0, 0);
+	CHECK_DB_OK(db, lsm_write(db, b));
+	CHECK(lsm_batch_count(b) == 0 && lsm_last_sequence(db) == s0);
+	lsm_batch_free(b);
+
+	/* value: the hash of what the key holds, or a key unchanged since */
+	b = cond_batch("a", "8", LSM_IF_VALUE, 0, lsm_hash("2", 1));
+	CHECK_RC(LSM_CONFLICT, lsm_write(db, b));
+	CHECK_OK(lsm_batch_conflict(b, &c));
+	CHECK(c.cond == LSM_IF_VALUE && c.present && c.entry == 0);
+	lsm_batch_free(b);
+	b = cond_batch("a", "8", LSM_IF_VALUE, s0, lsm_hash("2", 1));
+	CHECK_DB_OK(db, lsm_write(db, b));	/* a was not written after s0 */
+	lsm_batch_free(b);
+	CHECK_DB_OK(db, lsm_check(db, "a", 1, LSM_IF_VALUE, 0, lsm_hash("8", 1),
+							  &present));
+	CHECK_RC(LSM_CONFLICT, lsm_check(db, "a", 1, LSM_IF_VALUE, 0, h1,
+									 &present));
+	CHECK(present);
+	CHECK_RC(LSM_CONFLICT, lsm_check(db, "zz", 2, LSM_IF_VALUE, 0, h1,
+									 &present));
+	CHECK(!present);
+	CHECK_RC(LSM_INVALID, lsm_check(db, "a", 1, LSM_IF_ABSENT_SKIP, 0, 0,
+									NULL));
+
+	/* another handle's commit, seen by the write's catch-up */
+	s0 = lsm_last_sequence(db);
+	CHECK_DB_OK(other, lsm_delete(other, "a", 1));
+	b = cond_batch("a", "9", LSM_IF_VALUE, s0, lsm_hash("8", 1));
+	CHECK_RC(LSM_CONFLICT, lsm_write(db, b));
+	CHECK_OK(lsm_batch_conflict(b, &c));
+	CHECK(c.cond == LSM_IF_VALUE && !c.present);
+	lsm_batch_free(b);
+	CHECK_DB_OK(other, lsm_put(other, "e", 1, "1", 1));
+	b = cond_batch("e", "2", LSM_IF_ABSENT, s0, 0);
+	CHECK_RC(LSM_CONFLICT, lsm_write(db, b));
+	lsm_batch_free(b);
+
+	/* from tables: the same answers after a flush */
+	CHECK_DB_OK(db, lsm_flush(db));
+	CHECK_DB_OK(db, lsm_check(db, "e", 1, LSM_IF_VALUE, 0, h1, NULL));
+	CHECK_DB_OK(db, lsm_check(db, "a", 1, LSM_IF_ABSENT, 0, 0, NULL));
+	CHECK_RC(LSM_CONFLICT, lsm_check(db, "c", 1, LSM_IF_ABSENT, 0, 0,
+									 &present));
+	CHECK(present);
+
+	/* since: a store unchanged since then checks nothing */
+	s0 = lsm_last_sequence(db);
+	b = cond_batch("c", "5", LSM_IF_ABSENT, 0, 0);
+	lsm_batch_require_all(b, 0, s0);
+	CHECK_DB_OK(db, lsm_write(db, b));
+	lsm_batch_free(b);
+	b = cond_batch("c", "6", LSM_IF_ABSENT, 0, 0);
+	lsm_batch_require_all(b, 0, s0);
+	CHECK_RC(LSM_CONFLICT, lsm_write(db, b));
+	lsm_batch_free(b);
+
+	/* a prepared write holds its keys, whatever the sequences say */
+	b = cond_batch("p", "1", 0, 0, 0);
+	CHECK_DB_OK(other, lsm_prepare(other, b, 7, LSM_WRITE_NOSYNC));
+	lsm_batch_free(b);
+	b = cond_batch("q", "1", 0, 0, 0);
+	CHECK_OK(lsm_batch_put(b, "p", 1, "2", 1));
+	lsm_batch_require_all(b, LSM_IF_NOT_PREPARED, lsm_last_sequence(db));
+	CHECK_RC(LSM_CONFLICT, lsm_write(db, b));
+	CHECK_OK(lsm_batch_conflict(b, &c));
+	CHECK(c.cond == 0 && c.owner == 7 && c.entry == 1);
+	/* and a batch with conditions is not prepared */
+	CHECK_RC(LSM_INVALID, lsm_prepare(db, b, 8, LSM_WRITE_NOSYNC));
+	CHECK_DB_OK(other, lsm_resolve(other, 7, 0, LSM_WRITE_NOSYNC));
+	CHECK_DB_OK(db, lsm_write(db, b));
+	lsm_batch_free(b);
+	expect_value(db, "p", "2");
+	b = lsm_batch_new();
+	CHECK_RC(LSM_INVALID, lsm_batch_require(b, LSM_IF_ABSENT, 0, 0));
+	lsm_batch_free(b);
+
+	CHECK_DB_OK(other, lsm_close(other));
+	CHECK_DB_OK(db, lsm_close(db));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -2502,5 +2668,6 @@ main(int argc, char **argv)
 	RUN(memtable_key_filter);
 	RUN(two_handles_refresh);
 	RUN(written_since);
+	RUN(write_conditions);
 	return harness_done();
 }

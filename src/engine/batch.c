@@ -40,6 +40,7 @@ lsm_batch_free(lsm_batch *b)
 	if (b == NULL)
 		return;
 	lsm_buf_free(&b->rep);
+	free(b->conds);
 	free(b);
 }
 
@@ -50,6 +51,9 @@ lsm_batch_clear(lsm_batch *b)
 	b->count = 0;
 	b->user_bytes = 0;
 	b->located = 0;
+	b->nconds = 0;
+	b->require = 0;
+	b->since = 0;
 }
 
 size_t
@@ -88,6 +92,7 @@ batch_add(lsm_batch *b, int kind, const void *key, size_t klen,
 		b->rep.len = save;
 		return LSM_NOMEM;
 	}
+	b->last_off = save;
 	b->count++;
 	b->user_bytes += klen + vlen;
 	return LSM_OK;
@@ -104,6 +109,124 @@ int
 lsm_batch_delete(lsm_batch *b, const void *key, size_t klen)
 {
 	return batch_add(b, LSM_KIND_DEL, key, klen, NULL, 0);
+}
+
+int
+lsm_batch_require(lsm_batch *b, int cond, uint64_t seq, uint64_t hash)
+{
+	lsm_batch_cond *c;
+
+	if (b == NULL || b->count == 0 || b->rtype != LSM_WAL_BATCH ||
+		(cond != LSM_IF_ABSENT && cond != LSM_IF_ABSENT_SKIP &&
+		 cond != LSM_IF_VALUE))
+		return LSM_INVALID;
+	/* a second condition on the same entry replaces the first */
+	if (b->nconds > 0 && b->conds[b->nconds - 1].entry == b->count - 1)
+		c = &b->conds[b->nconds - 1];
+	else
+	{
+		if (b->nconds == b->conds_cap)
+		{
+			uint32_t	cap = b->conds_cap ? b->conds_cap * 2 : 8;
+			lsm_batch_cond *n = realloc(b->conds, cap * sizeof(*n));
+
+			if (n == NULL)
+				return LSM_NOMEM;
+			b->conds = n;
+			b->conds_cap = cap;
+		}
+		c = &b->conds[b->nconds++];
+	}
+	c->entry = b->count - 1;
+	c->off = b->last_off;
+	c->cond = cond;
+	c->drop = false;
+	c->seq = seq;
+	c->hash = hash;
+	return LSM_OK;
+}
+
+void
+lsm_batch_require_all(lsm_batch *b, int flags, uint64_t since)
+{
+	if (b == NULL)
+		return;
+	b->require = flags & LSM_IF_NOT_PREPARED;
+	b->since = since;
+}
+
+int
+lsm_batch_conflict(const lsm_batch *b, lsm_conflict *c)
+{
+	if (b == NULL || c == NULL || b->conflict.key == NULL)
+		return LSM_NOTFOUND;
+	*c = b->conflict;
+	return LSM_OK;
+}
+
+void
+lsm_batch_entry(const lsm_batch *b, size_t off, const uint8_t **key,
+				size_t *klen, size_t *vlen, size_t *next)
+{
+	const uint8_t *p = b->rep.data + off + 1;	/* past the kind */
+	const uint8_t *end = b->rep.data + b->rep.len;
+	uint64_t	n = 0,
+				v = 0;
+
+	p = lsm_get_varint(p, end, &n);
+	*key = p;
+	*klen = (size_t) n;
+	p += n;
+	if (b->rep.data[off] == LSM_KIND_PUT)
+	{
+		p = lsm_get_varint(p, end, &v);
+		p += v;
+	}
+	*vlen = (size_t) v;
+	*next = (size_t) (p - b->rep.data);
+}
+
+void
+lsm_batch_drop(lsm_batch *b)
+{
+	const uint8_t *key;
+	size_t		klen,
+				vlen,
+				next,
+				off,
+				moved = 0;		/* bytes removed before the entry at hand */
+	uint32_t	i,
+				kept = 0,
+				dropped = 0;
+
+	for (i = 0; i < b->nconds; i++)
+	{
+		lsm_batch_cond *c = &b->conds[i];
+
+		off = c->off - moved;
+		if (!c->drop)
+		{
+			c->off = off;
+			c->entry -= dropped;
+			b->conds[kept++] = *c;
+			continue;
+		}
+		lsm_batch_entry(b, off, &key, &klen, &vlen, &next);
+		memmove(b->rep.data + off, b->rep.data + next, b->rep.len - next);
+		b->rep.len -= next - off;
+		b->user_bytes -= klen + vlen;
+		moved += next - off;
+		dropped++;
+		b->count--;
+	}
+	b->nconds = kept;
+	b->located = 0;				/* hints are by entry */
+	/* the last entry's offset, for lsm_batch_require */
+	for (off = BATCH_PREFIX, i = 0; i < b->count; i++, off = next)
+	{
+		b->last_off = off;
+		lsm_batch_entry(b, off, &key, &klen, &vlen, &next);
+	}
 }
 
 /*

@@ -3365,6 +3365,97 @@ reserve_log(lsm_db *db, size_t len, bool map, lsm_err *e)
 	return rc;
 }
 
+static int	check_key(lsm_db *db, const void *key, size_t klen, int cond,
+					  uint64_t seq, uint64_t hash, bool *present, lsm_err *e);
+
+/* Records in b that its entry at offset off failed condition cond. */
+static int
+conflict(lsm_batch *b, size_t off, uint32_t entry, int cond, bool present,
+		 uint64_t owner, lsm_err *e)
+{
+	const uint8_t *key;
+	size_t		klen,
+				vlen,
+				next;
+
+	lsm_batch_entry(b, off, &key, &klen, &vlen, &next);
+	b->conflict.entry = entry;
+	b->conflict.key = key;
+	b->conflict.klen = klen;
+	b->conflict.cond = cond;
+	b->conflict.present = present;
+	b->conflict.owner = owner;
+	if (cond == 0)
+		return lsm_err_set(e, LSM_CONFLICT,
+						   "entry %u of the batch writes a key that a prepared write of owner %llx holds",
+						   entry, (unsigned long long) owner);
+	return lsm_err_set(e, LSM_CONFLICT,
+					   "the condition of entry %u of the batch does not hold: the key %s",
+					   entry, present ? "holds a value" : "holds no value");
+}
+
+/*
+ * Checks the conditions of b (lsm_batch_require) against the store, under
+ * the write lock after the catch-up: LSM_CONFLICT at the first that fails
+ * (b->conflict says which), else LSM_OK, the entries whose
+ * LSM_IF_ABSENT_SKIP failed removed from b.
+ */
+static int
+check_conditions(lsm_db *db, lsm_batch *b, lsm_err *e)
+{
+	const uint8_t *key;
+	size_t		klen,
+				vlen,
+				off,
+				next;
+	uint64_t	owner;
+	uint32_t	i,
+				ndrop = 0;
+	bool		present;
+	int			rc;
+
+	memset(&b->conflict, 0, sizeof(b->conflict));
+	if ((b->require & LSM_IF_NOT_PREPARED) &&
+		lsm_memtable_undecided(db->mem, NULL, NULL) > 0)
+	{
+		off = LSM_WAL_HEADER + LSM_BATCH_HEADER;
+		for (i = 0; i < b->count; i++, off = next)
+		{
+			lsm_batch_entry(b, off, &key, &klen, &vlen, &next);
+			rc = lsm_prepared_holds(db, key, klen, &owner);
+			if (rc == LSM_OK)
+				return conflict(b, off, i, 0, false, owner, e);
+			if (rc != LSM_NOTFOUND)
+			{
+				*e = db->err;
+				return rc;
+			}
+		}
+	}
+	/* nothing committed since every condition held */
+	if (b->since != 0 && db->read_seq == b->since)
+		return LSM_OK;
+	for (i = 0; i < b->nconds; i++)
+	{
+		lsm_batch_cond *c = &b->conds[i];
+
+		lsm_batch_entry(b, c->off, &key, &klen, &vlen, &next);
+		rc = check_key(db, key, klen, c->cond, c->seq, c->hash, &present, e);
+		if (rc == LSM_CONFLICT && c->cond == LSM_IF_ABSENT_SKIP)
+		{
+			c->drop = true;
+			ndrop++;
+		}
+		else if (rc == LSM_CONFLICT)
+			return conflict(b, c->off, c->entry, c->cond, present, 0, e);
+		else if (rc != LSM_OK)
+			return rc;
+	}
+	if (ndrop > 0)
+		lsm_batch_drop(b);
+	return LSM_OK;
+}
+
 int
 lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, bool defer, lsm_err *e)
 {
@@ -3386,6 +3477,12 @@ lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, bool defer, lsm_err *e)
 	rc = write_lock(db, true, b->located == 0 ? b : NULL, e);
 	if (rc != LSM_OK)
 		return rc;
+	if ((b->nconds > 0 || b->require != 0) &&
+		((rc = check_conditions(db, b, e)) != LSM_OK || b->count == 0))
+	{
+		lsm_db_write_unlock(db);
+		return rc;
+	}
 
 	/*
 	 * Room for the batch in the shared memtable, before it is in the log:
@@ -3912,16 +4009,81 @@ lsm_get(lsm_db *db, const void *key, size_t klen, void **val, size_t *vlen)
 	return found(db, hit.del, hit.val, hit.vlen, val, vlen);
 }
 
+/*
+ * What the handle (under the write lock: the store) holds for key that is
+ * newer than seq: *written false if no write after seq wrote it; else
+ * *present, with the value in *v (into the memtable or a table's mapping,
+ * valid until the handle moves on).  Absent from the tables of a store
+ * flushed since seq counts as written: a delete's tombstone may have gone
+ * with the flush.
+ */
+static int
+newest_since(lsm_db *db, const void *key, size_t klen, uint64_t seq,
+			 bool *written, bool *present, const uint8_t **v, size_t *vlen,
+			 lsm_err *e)
+{
+	lsm_table_hit hit;
+	uint64_t	s,
+				h = lsm_key_hash(key, klen);
+	int			kind,
+				rc;
+
+	*written = true;
+	*present = false;
+	/* the memtable's newest entry of key is the store's */
+	if (mem_may_hold(db, h) &&
+		lsm_memtable_get(db->mem, key, klen, db->read_seq, &kind, v, vlen, &s))
+	{
+		*written = s > seq;
+		*present = kind != LSM_KIND_DEL;
+		return LSM_OK;
+	}
+	/* no SSTable entry is newer than the version's last_seq */
+	if (db->current->last_seq <= seq)
+	{
+		*written = false;
+		return LSM_OK;
+	}
+	rc = lsm_db_version_get(db, db->current, key, klen, h, &hit, e);
+	if (rc == LSM_NOTFOUND)
+		return LSM_OK;
+	if (rc != LSM_OK)
+		return rc;
+	*written = hit.seq > seq;
+	*present = !hit.del;
+	*v = hit.val;
+	*vlen = hit.vlen;
+	return LSM_OK;
+}
+
+/* Whether condition cond (LSM_IF_*) of key holds: LSM_OK or LSM_CONFLICT. */
+static int
+check_key(lsm_db *db, const void *key, size_t klen, int cond, uint64_t seq,
+		  uint64_t hash, bool *present, lsm_err *e)
+{
+	const uint8_t *v = NULL;
+	size_t		vlen = 0;
+	bool		written;
+	int			rc;
+
+	/* seq 0 claims nothing: every key written was written after it */
+	rc = newest_since(db, key, klen, seq, &written, present, &v, &vlen, e);
+	if (rc != LSM_OK || (!written && seq != 0))
+		return rc;
+	if (cond == LSM_IF_VALUE
+		? *present && lsm_hash(v, vlen) == hash : !*present)
+		return LSM_OK;
+	return LSM_CONFLICT;
+}
+
 int
 lsm_written_since(lsm_db *db, const void *key, size_t klen, uint64_t seq)
 {
-	lsm_table_hit hit;
-	const uint8_t *mv;
-	size_t		mvlen;
-	uint64_t	s,
-				h;
-	int			kind,
-				rc;
+	const uint8_t *v;
+	size_t		vlen;
+	bool		written,
+				present;
+	int			rc;
 
 	if (db == NULL || (key == NULL && klen > 0))
 		return LSM_INVALID;
@@ -3929,22 +4091,34 @@ lsm_written_since(lsm_db *db, const void *key, size_t klen, uint64_t seq)
 		return lsm_err_set(&db->err, LSM_INVALID,
 						   "key of %zu bytes is longer than %d", klen,
 						   LSM_MAX_KEY_LEN);
-	h = lsm_key_hash(key, klen);
-	/* the memtable's newest entry of key is the store's */
-	if (mem_may_hold(db, h) &&
-		lsm_memtable_get(db->mem, key, klen, db->read_seq, &kind, &mv, &mvlen,
-						 &s))
-		return s > seq ? LSM_OK : LSM_NOTFOUND;
-	/* no SSTable entry is newer than the version's last_seq */
-	if (db->current->last_seq <= seq)
-		return LSM_NOTFOUND;
-	rc = lsm_db_version_get(db, db->current, key, klen, h, &hit, &db->err);
-	/* absent: perhaps deleted since, its tombstone dropped by a flush */
-	if (rc == LSM_NOTFOUND)
-		return LSM_OK;
+	rc = newest_since(db, key, klen, seq, &written, &present, &v, &vlen,
+					  &db->err);
 	if (rc != LSM_OK)
 		return rc;
-	return hit.seq > seq ? LSM_OK : LSM_NOTFOUND;
+	return written ? LSM_OK : LSM_NOTFOUND;
+}
+
+int
+lsm_check(lsm_db *db, const void *key, size_t klen, int cond, uint64_t seq,
+		  uint64_t hash, int *present)
+{
+	bool		p = false;
+	int			rc;
+
+	if (db == NULL || key == NULL || klen == 0 ||
+		(cond != LSM_IF_ABSENT && cond != LSM_IF_VALUE))
+		return LSM_INVALID;
+	if (klen > LSM_MAX_KEY_LEN)
+		return lsm_err_set(&db->err, LSM_INVALID,
+						   "key of %zu bytes is longer than %d", klen,
+						   LSM_MAX_KEY_LEN);
+	rc = check_key(db, key, klen, cond, seq, hash, &p, &db->err);
+	if (present)
+		*present = p;
+	if (rc == LSM_CONFLICT)
+		return lsm_err_set(&db->err, rc, "the key %s",
+						   p ? "holds a value" : "holds no value");
+	return rc;
 }
 
 /* Per-key state of a multi-get. */

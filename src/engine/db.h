@@ -34,11 +34,29 @@
 /* Entries of a batch that lsm_batch_locate locates: a commit's few rows. */
 #define LSM_BATCH_HINTS 8
 
+/* A condition of a batch entry (lsm_batch_require). */
+typedef struct lsm_batch_cond
+{
+	uint32_t	entry;			/* its index */
+	size_t		off;			/* its offset in rep */
+	int			cond;			/* LSM_IF_* */
+	bool		drop;			/* LSM_IF_ABSENT_SKIP failed */
+	uint64_t	seq;
+	uint64_t	hash;
+} lsm_batch_cond;
+
 struct lsm_batch
 {
 	lsm_buf		rep;			/* WAL record form; see batch.c */
 	uint32_t	count;
 	size_t		user_bytes;
+	size_t		last_off;		/* offset of the last entry in rep */
+	lsm_batch_cond *conds;		/* in entry order */
+	uint32_t	nconds;
+	uint32_t	conds_cap;
+	int			require;		/* LSM_IF_NOT_PREPARED */
+	uint64_t	since;			/* lsm_batch_require_all */
+	lsm_conflict conflict;		/* the last LSM_CONFLICT */
 	int			rtype;			/* the log record it is (LSM_WAL_*): a
 								 * batch, or one of a prepared batch (rep
 								 * then holds that record: prepared.c),
@@ -46,6 +64,21 @@ struct lsm_batch
 	uint32_t	located;		/* its first entries with a hint */
 	lsm_memtable_hint hints[LSM_BATCH_HINTS];
 };
+
+/*
+ * The key and value length of the entry at offset off of b's record (an
+ * offset the batch recorded, so well formed), and the offset of the next
+ * entry.
+ */
+void		lsm_batch_entry(const lsm_batch *b, size_t off,
+							const uint8_t **key, size_t *klen, size_t *vlen,
+							size_t *next);
+
+/*
+ * Removes the entries whose condition has drop set from b (their
+ * conditions with them).
+ */
+void		lsm_batch_drop(lsm_batch *b);
 
 typedef int (*lsm_batch_fn) (void *arg, uint64_t seq, int kind,
 							 const uint8_t *key, size_t klen,

@@ -53,9 +53,8 @@ typedef struct lsm_stage lsm_stage; /* a private set of pending writes */
 #define LSM_EXISTS		(-30809)	/* lsm_open with error_if_exists */
 #define LSM_DELETED		(-30810)	/* lsm_stage_get: the stage deletes the
 									 * key (not an error for callers) */
-
-/* Longest key: every function that takes a key refuses longer ones. */
-#define LSM_MAX_KEY_LEN 65535
+#define LSM_CONFLICT	(-30811)	/* a condition of a write or of lsm_check
+									 * does not hold */
 
 /* Longest key: every function that takes a key refuses longer ones. */
 #define LSM_MAX_KEY_LEN 65535
@@ -219,6 +218,66 @@ void		lsm_batch_clear(lsm_batch *b);
 size_t		lsm_batch_count(const lsm_batch *b);
 size_t		lsm_batch_bytes(const lsm_batch *b);
 void		lsm_batch_free(lsm_batch *b);
+
+/*
+ * Conditions: what a write requires of the store, checked under the write
+ * lock after the catch-up, so that they hold when the write is appended
+ * whoever committed in between (a transaction's commit checks, moved to
+ * the one place that sees the store as it is).  Of a key:
+ *	LSM_IF_ABSENT		the key holds no value
+ *	LSM_IF_ABSENT_SKIP	(batches only) the same, else the entry is left
+ *						out of the write instead of failing it
+ *	LSM_IF_VALUE		the key holds a value whose lsm_hash is hash
+ * seq is the sequence at which the caller saw the key so (0 if it did
+ * not): a key that no write after seq wrote passes without its value being
+ * read, which costs the memtable's key filter while no flush came since.
+ *
+ * lsm_batch_require sets cond on the entry last added to b (LSM_INVALID
+ * if none, or for an unknown cond).  lsm_batch_require_all sets what the
+ * whole batch requires: flags LSM_IF_NOT_PREPARED (no prepared write
+ * holds a key of b: lsm_prepared_holds), and since, a sequence at which
+ * the caller knows every condition of b held (0: none), so that a store
+ * with no commit after it checks no key.  lsm_batch_clear drops both.
+ *
+ * lsm_write and lsm_write_opt check them first: LSM_CONFLICT, with nothing
+ * written, if one fails, and lsm_batch_conflict then says which; entries
+ * whose LSM_IF_ABSENT_SKIP failed are removed from b, and a batch left
+ * empty writes nothing.  lsm_prepare refuses a batch with conditions.
+ */
+#define LSM_IF_ABSENT		1
+#define LSM_IF_ABSENT_SKIP	2
+#define LSM_IF_VALUE		3
+#define LSM_IF_NOT_PREPARED 1
+
+int			lsm_batch_require(lsm_batch *b, int cond, uint64_t seq,
+							  uint64_t hash);
+void		lsm_batch_require_all(lsm_batch *b, int flags, uint64_t since);
+
+typedef struct lsm_conflict
+{
+	size_t		entry;			/* its position in the batch, from 0 */
+	const void *key;			/* into the batch: valid while it is */
+	size_t		klen;
+	int			cond;			/* LSM_IF_*, or 0: a prepared write holds
+								 * the key */
+	int			present;		/* the key holds a value */
+	uint64_t	owner;			/* cond 0: the prepared write's owner */
+} lsm_conflict;
+
+/* After LSM_CONFLICT from a write of b: the condition that failed. */
+int			lsm_batch_conflict(const lsm_batch *b, lsm_conflict *c);
+
+/* The hash LSM_IF_VALUE compares (64-bit XXH3 of the bytes). */
+uint64_t	lsm_hash(const void *p, size_t n);
+
+/*
+ * Whether cond (LSM_IF_ABSENT or LSM_IF_VALUE, with seq and hash as
+ * above) holds for key, as the handle sees the store (under lsm_lock: as
+ * it is): LSM_OK, or LSM_CONFLICT with *present (if not NULL) saying
+ * whether the key holds a value.
+ */
+int			lsm_check(lsm_db *db, const void *key, size_t klen, int cond,
+					  uint64_t seq, uint64_t hash, int *present);
 
 /*
  * Finds, without the write lock, where the first entries of b go in db's

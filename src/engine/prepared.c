@@ -525,9 +525,9 @@ lsm_prepare(lsm_db *db, lsm_batch *b, uint64_t owner, int flags)
 	lsm_err_clear(&e);
 	sync = sync_of(db, flags);
 	if (owner == 0 || b->count == 0 || b->rtype != LSM_WAL_BATCH ||
-		db->opt.read_only || sync < 0)
+		b->nconds > 0 || b->require != 0 || db->opt.read_only || sync < 0)
 		return lsm_db_fail(db, lsm_err_set(&e, LSM_INVALID,
-										   "a prepared batch needs an owner, an entry, a handle that may write and known flags"),
+										   "a prepared batch needs an owner, an entry, no conditions, a handle that may write and known flags"),
 						   &e);
 	locked = db->user_locked;
 	if (!locked && (rc = lsm_lock(db, 0)) != LSM_OK)

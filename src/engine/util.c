@@ -39,8 +39,16 @@ lsm_strerror(int rc)
 			return "store already exists";
 		case LSM_DELETED:
 			return "deleted";
+		case LSM_CONFLICT:
+			return "condition does not hold";
 	}
 	return "unknown error";
+}
+
+uint64_t
+lsm_hash(const void *p, size_t n)
+{
+	return XXH3_64bits(p, n);
 }
 
 /* lsm_key_cmp with memcmp: out of line, for long keys. */

@@ -474,12 +474,12 @@ LsmFdwRemoveStoreDir(Oid relid, const char *path)
 
 /*
  * The version of an encoded row, which commits compare (xact.c): a hash of
- * its bytes.
+ * its bytes, the one the engine's LSM_IF_VALUE compares.
  */
 uint64
 LsmFdwRowVersion(const char *row, size_t rowlen)
 {
-	return hash_bytes_extended((const unsigned char *) row, (int) rowlen, 0);
+	return lsm_hash(row, rowlen);
 }
 
 /*

@@ -256,7 +256,8 @@ static void undo_to(int pos);
 static void lock_and_check_store(PendingStore *ps);
 static void wait_stores(PendingStore **order, int n);
 static void write_store(PendingStore *ps);
-static lsm_batch *build_batch(PendingStore *ps);
+static lsm_batch *build_batch(PendingStore *ps, bool conditions);
+static int	key_condition(PendingKey *pk, uint64 *seq, uint64 *hash);
 static void check_prepared(PendingStore *ps);
 static void prepare_stores(PendingStore **order, int n);
 static void check_prepared_key(PendingStore *ps, const char *key,
@@ -264,12 +265,19 @@ static void check_prepared_key(PendingStore *ps, const char *key,
 static void resolve_stores(bool commit);
 static PendingStore **stores_in_order(int *n);
 static bool needs_two_phase(int n);
-static bool written_since(PendingStore *ps, const char *key, size_t klen,
-						  uint64 seq);
+static void check_key(PendingStore *ps, const char *key, size_t klen,
+					  int cond, uint64 seq, uint64 hash, bool *skip);
+static void report_conflict(PendingStore *ps, const lsm_conflict *c)
+			pg_attribute_noreturn();
 static uint64 committed_version(PendingStore *ps, const char *key,
 								size_t klen);
 static void report_concurrent_change(PendingStore *ps, const char *key,
 									 size_t klen, bool present)
+			pg_attribute_noreturn();
+static void report_duplicate(PendingStore *ps, const char *key, size_t klen)
+			pg_attribute_noreturn();
+static void report_prepared(PendingStore *ps, const char *key, size_t klen,
+							uint64 owner)
 			pg_attribute_noreturn();
 static char *describe_key(PendingStore *ps, const char *key, size_t klen);
 static void maybe_spill(CommandId cid);
@@ -894,11 +902,14 @@ open_stage(PendingStore *ps, lsm_stage **stage, Size share)
 
 /*
  * Takes the commit lock of ps's store, its write lock (held until its
- * write is appended), which catches up with it, and checks the transaction's writes against what
- * other transactions committed meanwhile: a key it inserted must still be
- * absent (else unique_violation, or the write is dropped for ON CONFLICT DO
- * NOTHING), a row it updated or deleted must still have the version it
- * read (else serialization_failure).
+ * write is appended), which catches up with it, and checks the
+ * transaction's writes against what other transactions committed
+ * meanwhile: a key it inserted must still be absent (else unique_violation,
+ * or the write is dropped for ON CONFLICT DO NOTHING), a row it updated or
+ * deleted must still have the version it read (else serialization_failure),
+ * and no prepared write may hold a key it writes.  For the commits whose
+ * checks the engine cannot make as it writes one batch (build_batch): a
+ * stage, several stores, a prepare.
  */
 static void
 lock_and_check_store(PendingStore *ps)
@@ -938,63 +949,111 @@ lock_and_check_store(PendingStore *ps)
 	hash_seq_init(&status, ps->keys);
 	while ((pk = hash_seq_search(&status)) != NULL)
 	{
-		char	   *row;
-		size_t		rowlen;
-		bool		present;
+		uint64		seq,
+					hash;
+		int			cond = key_condition(pk, &seq, &hash);
+		bool		skip = false;
 
-		if (pk->base == LSMFDW_BASE_ANY ||
-			(pk->base != LSMFDW_BASE_VERSION && pk->newest->is_delete))
+		if (cond == 0)
 			continue;
 		CHECK_FOR_INTERRUPTS();
-		if (!written_since(ps, pk->ref.data, pk->ref.len, pk->base_seq))
-			continue;
-		present = LsmFdwGet(ps->store, ps->relname, pk->ref.data,
-							pk->ref.len, &row, &rowlen);
-		if (pk->base == LSMFDW_BASE_VERSION)
-		{
-			if (present && LsmFdwRowVersion(row, rowlen) == pk->base_version)
-				continue;
-			hash_seq_term(&status);
-			report_concurrent_change(ps, pk->ref.data, pk->ref.len, present);
-		}
-		if (!present)
-			continue;
-		if (pk->base == LSMFDW_BASE_ABSENT_SKIP)
+		/* an error ends the scan with the transaction */
+		check_key(ps, pk->ref.data, pk->ref.len, cond, seq, hash, &skip);
+		if (skip)
 		{
 			/* ON CONFLICT DO NOTHING: the other transaction's row stays */
 			pk->newest->is_delete = true;
 			lsm_batch_free(ps->batch);	/* built with the row */
 			ps->batch = NULL;
-			continue;
 		}
-
-		hash_seq_term(&status);
-		ereport(ERROR,
-				(errcode(ERRCODE_UNIQUE_VIOLATION),
-				 errmsg("duplicate key value violates the key of foreign table \"%s\"",
-						ps->relname),
-				 errdetail("%s was inserted by another transaction that committed first.",
-						   describe_key(ps, pk->ref.data, pk->ref.len))));
 	}
 }
 
 /*
- * Whether a commit after sequence seq wrote key of ps's store, as its
- * handle sees it (exact under the commit lock).  If none did, what the
- * transaction read at seq (the key's row, or its absence) still holds, and
- * the key needs no check: one probe of the memtable instead of a read,
- * while no flush came since.
+ * The condition on the store's row of pk under which the transaction may
+ * write it (an LSM_IF_* of lsm.h, with the sequence it read at and the
+ * version it read), or 0: none (a TRUNCATE's write; a key inserted, then
+ * deleted, which is not written).
  */
-static bool
-written_since(PendingStore *ps, const char *key, size_t klen, uint64 seq)
+static int
+key_condition(PendingKey *pk, uint64 *seq, uint64 *hash)
 {
-	int			rc = lsm_written_since(ps->store->db, key, klen, seq);
+	*seq = pk->base_seq;
+	*hash = pk->base_version;
+	switch (pk->base)
+	{
+		case LSMFDW_BASE_VERSION:
+			return LSM_IF_VALUE;
+		case LSMFDW_BASE_ABSENT:
+			return pk->newest->is_delete ? 0 : LSM_IF_ABSENT;
+		case LSMFDW_BASE_ABSENT_SKIP:
+			return pk->newest->is_delete ? 0 : LSM_IF_ABSENT_SKIP;
+		case LSMFDW_BASE_ANY:
+			break;
+	}
+	return 0;
+}
 
-	if (rc == LSM_NOTFOUND)
-		return false;
-	if (rc != LSM_OK)
+/*
+ * Checks condition cond of key against ps's store, as its handle sees it
+ * (exact under the commit lock); raises the error of a failed one, except
+ * that a failed LSM_IF_ABSENT_SKIP sets *skip.
+ */
+static void
+check_key(PendingStore *ps, const char *key, size_t klen, int cond,
+		  uint64 seq, uint64 hash, bool *skip)
+{
+	lsm_conflict c;
+	int			present;
+	int			rc;
+
+	rc = lsm_check(ps->store->db, key, klen,
+				   cond == LSM_IF_VALUE ? LSM_IF_VALUE : LSM_IF_ABSENT,
+				   seq, hash, &present);
+	if (rc == LSM_OK)
+		return;
+	if (rc != LSM_CONFLICT)
 		LsmFdwReportError(rc, ps->store->db, ps->relname, "read");
-	return true;
+	if (cond == LSM_IF_ABSENT_SKIP)
+	{
+		*skip = true;
+		return;
+	}
+	memset(&c, 0, sizeof(c));
+	c.key = key;
+	c.klen = klen;
+	c.cond = cond;
+	c.present = present;
+	report_conflict(ps, &c);
+}
+
+/*
+ * Raises the error of a failed condition of a write to ps's store: another
+ * transaction's commit or prepared write came first.
+ */
+static void
+report_conflict(PendingStore *ps, const lsm_conflict *c)
+{
+	if (c->cond == 0)
+		report_prepared(ps, c->key, c->klen, c->owner);
+	if (c->cond == LSM_IF_VALUE)
+		report_concurrent_change(ps, c->key, c->klen, c->present);
+	report_duplicate(ps, c->key, c->klen);
+}
+
+/*
+ * Raises unique_violation: key, which the transaction inserted, was
+ * inserted by another transaction that committed first.
+ */
+static void
+report_duplicate(PendingStore *ps, const char *key, size_t klen)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_UNIQUE_VIOLATION),
+			 errmsg("duplicate key value violates the key of foreign table \"%s\"",
+					ps->relname),
+			 errdetail("%s was inserted by another transaction that committed first.",
+					   describe_key(ps, key, klen))));
 }
 
 /*
@@ -1416,29 +1475,12 @@ static void
 check_staged_key(PendingStore *ps, const char *key, size_t klen,
 				 bool is_delete)
 {
-	char	   *row;
-	size_t		rowlen;
 	uint64		version;
-	bool		present;
 
-	if (!written_since(ps, key, klen, ps->first_seq))
-		return;
 	if (staged_base(ps, key, klen, &version))
-	{
-		present = LsmFdwGet(ps->store, ps->relname, key, klen, &row, &rowlen);
-		if (present && LsmFdwRowVersion(row, rowlen) == version)
-			return;
-		report_concurrent_change(ps, key, klen, present);
-	}
-	if (is_delete ||
-		!LsmFdwGet(ps->store, ps->relname, key, klen, &row, &rowlen))
-		return;
-	ereport(ERROR,
-			(errcode(ERRCODE_UNIQUE_VIOLATION),
-			 errmsg("duplicate key value violates the key of foreign table \"%s\"",
-					ps->relname),
-			 errdetail("%s was inserted by another transaction that committed first.",
-					   describe_key(ps, key, klen))));
+		check_key(ps, key, klen, LSM_IF_VALUE, ps->first_seq, version, NULL);
+	else if (!is_delete)
+		check_key(ps, key, klen, LSM_IF_ABSENT, ps->first_seq, 0, NULL);
 }
 
 /*
@@ -1501,8 +1543,10 @@ fold_into_stage(PendingStore *ps)
 
 /*
  * Writes the net changes of one store as one atomic batch.  REQUIRES: the
- * store's commit lock, and its checks done (lock_and_check_store).  Raises
- * an error if the engine fails (the batch is freed first).
+ * store's commit lock, and its checks done (lock_and_check_store); or a
+ * batch built with its conditions (build_batch), which the engine checks
+ * as it writes.  Raises an error if the engine fails or a condition does
+ * not hold (the batch is freed first).
  */
 static void
 write_store(PendingStore *ps)
@@ -1528,21 +1572,32 @@ write_store(PendingStore *ps)
 	 * Either way the durability is waited for once the commit locks are
 	 * released (wait_stores).
 	 */
-	b = ps->batch ? ps->batch : build_batch(ps);
+	b = ps->batch ? ps->batch : build_batch(ps, false);
 	ps->batch = NULL;
 	if (lsm_batch_count(b) > 0)
 		rc = lsm_write_opt(ps->store->db, b, flags | LSM_WRITE_DEFER);
+	if (rc == LSM_CONFLICT)
+	{
+		lsm_conflict c;
+
+		/* the batch is freed at the end of the transaction */
+		ps->batch = b;
+		if (lsm_batch_conflict(b, &c) == LSM_OK)
+			report_conflict(ps, &c);
+	}
 	lsm_batch_free(b);
 	if (rc != LSM_OK)
 		LsmFdwReportError(rc, ps->store->db, ps->relname, "write");
 }
 
 /*
- * The net changes of ps held in memory, as one batch (the caller frees it).
- * Raises an error when out of memory (the batch is freed first).
+ * The net changes of ps held in memory, as one batch (the caller frees it),
+ * with conditions if asked: the checks of lock_and_check_store, for the
+ * engine to make as it writes the batch.  Raises an error when out of
+ * memory (the batch is freed first).
  */
 static lsm_batch *
-build_batch(PendingStore *ps)
+build_batch(PendingStore *ps, bool conditions)
 {
 	HASH_SEQ_STATUS status;
 	PendingKey *pk;
@@ -1568,6 +1623,15 @@ build_batch(PendingStore *ps)
 			rc = lsm_batch_delete(b, pk->ref.data, pk->ref.len);
 		else
 			rc = lsm_batch_put(b, pk->ref.data, pk->ref.len, v->val, v->vlen);
+		if (rc == LSM_OK && conditions)
+		{
+			uint64		seq,
+						hash;
+			int			cond = key_condition(pk, &seq, &hash);
+
+			if (cond != 0)
+				rc = lsm_batch_require(b, cond, seq, hash);
+		}
 		if (rc != LSM_OK)
 		{
 			hash_seq_term(&status);
@@ -1575,6 +1639,8 @@ build_batch(PendingStore *ps)
 			LsmFdwReportError(rc, ps->store->db, ps->relname, "write");
 		}
 	}
+	if (conditions)
+		lsm_batch_require_all(b, LSM_IF_NOT_PREPARED, ps->first_seq);
 	return b;
 }
 
@@ -1633,6 +1699,16 @@ check_prepared_key(PendingStore *ps, const char *key, size_t klen,
 		return;
 	if (rc != LSM_OK)
 		LsmFdwReportError(rc, db, ps->relname, "read the prepared writes of");
+	report_prepared(ps, key, klen, owner);
+}
+
+/*
+ * Raises serialization_failure: key is written by transaction owner, which
+ * is prepared.
+ */
+static void
+report_prepared(PendingStore *ps, const char *key, size_t klen, uint64 owner)
+{
 	ereport(ERROR,
 			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 			 errmsg("could not serialize access due to a prepared transaction"),
@@ -1703,7 +1779,7 @@ prepare_stores(PendingStore **order, int n)
 		}
 		else
 		{
-			lsm_batch  *b = build_batch(ps);
+			lsm_batch  *b = build_batch(ps, false);
 
 			rc = lsm_batch_count(b) > 0
 				? lsm_prepare(ps->store->db, b, xact_owner, flags) : LSM_OK;
@@ -2029,7 +2105,8 @@ xact_callback(XactEvent event, void *arg)
 			if (pending_stores != NULL)
 			{
 				PendingStore **order;
-				bool		two_phase;
+				bool		two_phase,
+							by_engine;
 				int			n;
 				int			i;
 
@@ -2038,20 +2115,23 @@ xact_callback(XactEvent event, void *arg)
 					(void) fold_command(order[i], true);
 
 				/*
-				 * One store and nothing else: committed in one phase, its
-				 * batch built before the commit lock, so that a wait for
+				 * One store and nothing else: committed in one phase.  Its
+				 * writes in memory: one batch, whose conditions the engine
+				 * checks as it writes it, with no commit lock.  Else its
+				 * batch is built before the commit lock, so that a wait for
 				 * the lock places it in the memtable (lsm_lock_batch).
 				 * Several, or one and PostgreSQL's own tables (the
 				 * transaction has an id): prepared, then resolved once
 				 * PostgreSQL's commit record decided (XACT_EVENT_COMMIT).
 				 */
 				two_phase = needs_two_phase(n);
+				by_engine = n == 1 && !two_phase && order[0]->stage == NULL;
 				for (i = 0; i < n && !two_phase; i++)
 					if (order[i]->stage == NULL)
-						order[i]->batch = build_batch(order[i]);
+						order[i]->batch = build_batch(order[i], by_engine);
 				if (two_phase)
 					own_prepared_writes();
-				for (i = 0; i < n; i++)
+				for (i = 0; i < n && !by_engine; i++)
 					lock_and_check_store(order[i]);
 				if (two_phase)
 					prepare_stores(order, n);
