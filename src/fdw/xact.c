@@ -298,6 +298,7 @@ static void fold_into_stage(PendingStore *ps);
 static bool store_has_writes(PendingStore *ps);
 static bool has_writes(void);
 static int	pending_store_cmp(const void *a, const void *b);
+static int	pending_key_cmp(const void *a, const void *b);
 static void remove_dirs(bool commit, SubTransactionId subid);
 static void end_xact(bool commit);
 static void xact_callback(XactEvent event, void *arg);
@@ -1601,20 +1602,38 @@ build_batch(PendingStore *ps, bool conditions)
 {
 	HASH_SEQ_STATUS status;
 	PendingKey *pk;
-	lsm_batch  *b = lsm_batch_new();
+	PendingKey **order;
+	long		n = hash_get_num_entries(ps->keys),
+				i = 0;
+	lsm_batch  *b;
 	int			rc = LSM_OK;
 
-	if (b == NULL)
+	/*
+	 * In key order: the memtable then places each entry next to the one
+	 * before it, where in hash order every entry would cost a descent of
+	 * its skip list (a transaction of 100,000 rows spent a third of its
+	 * commit there).
+	 */
+	order = palloc(sizeof(PendingKey *) * Max(n, 1));
+	hash_seq_init(&status, ps->keys);
+	while ((pk = hash_seq_search(&status)) != NULL)
+		order[i++] = pk;
+	if (n > 1)
+		qsort(order, n, sizeof(PendingKey *), pending_key_cmp);
+
+	if ((b = lsm_batch_new()) == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				 errmsg("out of memory"),
 				 errcontext("foreign table \"%s\"", ps->relname)));
 
 	/* no PostgreSQL call below can raise an error before the batch is freed */
-	hash_seq_init(&status, ps->keys);
-	while ((pk = hash_seq_search(&status)) != NULL)
+	for (i = 0; i < n; i++)
 	{
-		PendingVersion *v = pk->newest;
+		PendingVersion *v;
+
+		pk = order[i];
+		v = pk->newest;
 
 		if (v->is_delete && pk->base != LSMFDW_BASE_VERSION &&
 			pk->base != LSMFDW_BASE_ANY)
@@ -1634,14 +1653,24 @@ build_batch(PendingStore *ps, bool conditions)
 		}
 		if (rc != LSM_OK)
 		{
-			hash_seq_term(&status);
 			lsm_batch_free(b);
 			LsmFdwReportError(rc, ps->store->db, ps->relname, "write");
 		}
 	}
+	pfree(order);
 	if (conditions)
 		lsm_batch_require_all(b, LSM_IF_NOT_PREPARED, ps->first_seq);
 	return b;
+}
+
+/* qsort comparator of PendingKey pointers: the engine's key order. */
+static int
+pending_key_cmp(const void *a, const void *b)
+{
+	const PendingKey *x = *(PendingKey *const *) a;
+	const PendingKey *y = *(PendingKey *const *) b;
+
+	return LsmFdwKeyCmp(x->ref.data, x->ref.len, y->ref.data, y->ref.len);
 }
 
 /*
