@@ -1,5 +1,6 @@
 --
--- COPY FROM into a foreign table is a bulk load: its rows go straight to
+-- COPY FROM into a foreign table is a bulk load (and so is the rest of an
+-- INSERT past lsm_fdw.bulk_insert_rows rows): its rows go straight to
 -- the table's stage as they come (sorted runs on disk past a quarter of
 -- lsm_fdw.pending_memory), and at commit an ascending load lands in the
 -- deepest level without a rewrite.  Within the transaction every read sees
@@ -95,6 +96,45 @@ COPY cp FROM stdin;                                            -- ERROR
 50	1	committed before
 \.
 SELECT count(*) FROM cp WHERE id IN (50000, 50001);
+
+-- an INSERT of more rows than lsm_fdw.bulk_insert_rows loads the rest as
+-- COPY does: reads, writes, savepoints, duplicates and RETURNING as for a
+-- native table
+SET lsm_fdw.bulk_insert_rows = 100;
+BEGIN;
+INSERT INTO cp SELECT g, g % 100, 'ins' || g
+  FROM generate_series(60001, 65000) g ORDER BY (g * 7919) % 5000;
+INSERT INTO cp_native SELECT g, g % 100, 'ins' || g
+  FROM generate_series(60001, 65000) g ORDER BY (g * 7919) % 5000;
+SELECT same('SELECT * FROM cp ');
+SELECT same('SELECT * FROM cp WHERE id BETWEEN 60990 AND 61010');
+UPDATE cp SET pad = 'updated' WHERE id % 500 = 7;
+UPDATE cp_native SET pad = 'updated' WHERE id % 500 = 7;
+DELETE FROM cp WHERE id % 500 = 8;
+DELETE FROM cp_native WHERE id % 500 = 8;
+SAVEPOINT s;
+INSERT INTO cp SELECT g, 0, 'rolled back' FROM generate_series(70001, 72000) g;
+ROLLBACK TO s;
+WITH r AS (INSERT INTO cp SELECT g, 1, 'returned' FROM generate_series(72001, 72300) g
+           RETURNING id)
+SELECT count(*), min(id), max(id) FROM r;
+INSERT INTO cp_native SELECT g, 1, 'returned' FROM generate_series(72001, 72300) g;
+SELECT same('SELECT * FROM cp ');
+COMMIT;
+SELECT same('SELECT * FROM cp ');
+-- a duplicate past the first rows, within the statement and against
+-- committed rows: nothing of the statement stays
+INSERT INTO cp SELECT 80000 + g % 300, 0, 'dup' FROM generate_series(1, 400) g;  -- ERROR
+INSERT INTO cp SELECT g, 0, 'dup' FROM generate_series(90001, 90300) g
+  UNION ALL SELECT 64500, 0, 'dup';                             -- ERROR
+-- ON CONFLICT DO NOTHING keeps every row in memory, and skips the taken keys
+INSERT INTO cp SELECT g, 2, 'new' FROM generate_series(64900, 65200) g
+  ON CONFLICT DO NOTHING;
+INSERT INTO cp_native SELECT g, 2, 'new' FROM generate_series(64900, 65200) g
+  ON CONFLICT DO NOTHING;
+SELECT same('SELECT * FROM cp ');
+SELECT lsm_verify('cp');
+RESET lsm_fdw.bulk_insert_rows;
 
 -- an ascending load into an empty table lands in the deepest level, with
 -- no compaction (TRUNCATE would leave the old rows' deletes in the store)

@@ -19,11 +19,14 @@ INSERT INTO tw_native
          CASE WHEN g % 13 = 0 THEN NULL ELSE g % 100 END,
          repeat('x', 20 + g % 30)
   FROM generate_series(1, 20000) g;
--- loaded in several transactions, so that flushes and compactions happen
+-- loaded in several transactions through the memtable (not as COPY loads:
+-- bulk_insert_rows 0), so that flushes and compactions happen
+SET lsm_fdw.bulk_insert_rows = 0;
 INSERT INTO tw SELECT * FROM tw_native WHERE id <= 5000;
 INSERT INTO tw SELECT * FROM tw_native WHERE id > 5000 AND id <= 10000;
 INSERT INTO tw SELECT * FROM tw_native WHERE id > 10000 AND id <= 15000;
 INSERT INTO tw SELECT * FROM tw_native WHERE id > 15000;
+RESET lsm_fdw.bulk_insert_rows;
 
 -- compares a query on tw with the same query on tw_native (as arrays of
 -- rows, in the query's own order if ordered is true)

@@ -462,8 +462,8 @@ int			lsm_iter_is_delete(const lsm_iter *it);
  * is full it is written out as a sorted run, an SSTable with the store's key
  * and value filters, in a private staging directory inside the store
  * directory (stage.<pid>.<n>/), and runs are merged in tiers as they pile
- * up.  A small stage that never spilled commits as one ordinary batch.  A
- * larger one commits by writing its buffer as a last run and installing
+ * up.  A small stage (it never spilled, and holds at most a quarter of
+ * memtable_bytes) commits as one ordinary batch.  A larger one commits by writing its buffer as a last run and installing
  * the tables of every run in level 0 of the store, newer than everything
  * the store held, with one manifest switch: after a crash the stage is
  * either wholly present or wholly absent.  Staging directories left

@@ -1171,12 +1171,16 @@ stage_tables(lsm_stage *st, lsm_table_meta **metas, int **run_of, int *n,
 	return LSM_OK;
 }
 
-/* Whether the stage commits (or prepares) as one batch. */
+/*
+ * Whether the stage commits (or prepares) as one batch.  A larger buffer
+ * goes in as a table: as a batch it would be written to the log, inserted
+ * into the memtable and written again by a flush.
+ */
 static bool
 stage_is_small(const lsm_stage *st)
 {
 	return st->nruns == 0 && !st->truncated &&
-		lsm_memtable_bytes(st->mem) <= st->db->opt.memtable_bytes;
+		lsm_memtable_bytes(st->mem) <= st->db->opt.memtable_bytes / 4;
 }
 
 int

@@ -42,6 +42,7 @@ _PG_init(void)
 	LsmFdwInitTables();
 	LsmFdwInitStores();
 	LsmFdwInitXact();
+	LsmFdwInitModify();
 	LsmFdwDefinePlannerGUCs();
 	LsmFdwInitCompaction();
 	LsmFdwInitDdl();

@@ -504,6 +504,7 @@ struct FdwRoutine;
 extern void LsmFdwSetScanRoutines(struct FdwRoutine *routine);
 
 /* modify.c */
+extern void LsmFdwInitModify(void);
 extern void LsmFdwSetModifyRoutines(struct FdwRoutine *routine);
 extern bool LsmFdwKeyExists(LsmFdwStore *s, LsmFdwTable *t,
 							const char *key, size_t klen, bool *pending);

@@ -16,7 +16,10 @@
  * ctid shows it, and fails for a row that has none.
  *
  * Writes go to the transaction's pending writes (xact.c), tagged with the
- * command id of the statement, and reach the store at commit.  The key is
+ * command id of the statement, and reach the store at commit.  Past its
+ * first lsm_fdw.bulk_insert_rows rows, an INSERT loads as COPY FROM does:
+ * the store's stage is opened, and the rows that can go to it at once (see
+ * LsmFdwPendingWrite) do.  The key is
  * unique: an INSERT fails with unique_violation if the key exists, in the
  * newest pending version or, if the transaction has not written it, in the
  * store; INSERT ... ON CONFLICT DO NOTHING skips the row instead.  An
@@ -56,6 +59,7 @@
 #include "optimizer/appendinfo.h"
 #include "optimizer/optimizer.h"
 #include "parser/parsetree.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
@@ -67,6 +71,7 @@ typedef struct LsmFdwModifyState
 	LsmFdwTable *table;
 	LsmFdwStore *store;			/* pinned until released */
 	bool		do_nothing;		/* ON CONFLICT DO NOTHING */
+	uint64		inserted;		/* rows this statement inserted */
 	bool		returns_ctid;	/* RETURNING reads ctid */
 	bool		changes_rows;	/* UPDATE or DELETE: counted in
 								 * store->modifying */
@@ -87,6 +92,12 @@ typedef struct WaitingRow
 	size_t		rowlen;
 	CommandId	cid;
 } WaitingRow;
+
+/*
+ * lsm_fdw.bulk_insert_rows: the rows of one INSERT statement after which
+ * the rest are loaded as COPY FROM loads (0: never).
+ */
+static int	bulk_insert_rows = 1000;
 
 /* Items of the fdw_private list made by PlanForeignModify */
 enum LsmFdwModifyPrivate
@@ -145,6 +156,19 @@ static bool modified_by_command(LsmFdwModifyState *st, StringInfo key,
 static void report_duplicate(const LsmFdwTable *t, const char *key,
 							 size_t klen) pg_attribute_noreturn();
 static void truncate_one(Relation rel);
+
+/* Module initialisation (from _PG_init): the settings of writes. */
+void
+LsmFdwInitModify(void)
+{
+	DefineCustomIntVariable("lsm_fdw.bulk_insert_rows",
+							"Rows of one INSERT statement after which the rest are loaded as COPY FROM loads them.",
+							"They go to a stage on disk as they come, as sorted runs, instead of the transaction's memory; 0 keeps every row in memory until lsm_fdw.pending_memory is reached.",
+							&bulk_insert_rows,
+							1000, 0, INT_MAX,
+							PGC_USERSET, 0,
+							NULL, NULL, NULL);
+}
 
 /* Fills in the modification callbacks of the handler's FdwRoutine. */
 void
@@ -334,6 +358,10 @@ lsmfdwExecForeignInsert(EState *estate, ResultRelInfo *rinfo,
 		MemoryContextSwitchTo(oldcxt);
 		return NULL;
 	}
+	/* past bulk_insert_rows rows, the statement loads as COPY does */
+	if (st->inserted++ == (uint64) bulk_insert_rows && bulk_insert_rows > 0 &&
+		!st->do_nothing)
+		LsmFdwPendingBulkLoad(st->store, st->table->relname);
 	LsmFdwPendingWrite(st->store, st->table->relname, key.data, key.len,
 					   row.data, row.len, false,
 					   st->do_nothing ? LSMFDW_BASE_ABSENT_SKIP

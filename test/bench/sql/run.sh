@@ -6,8 +6,9 @@
 #	TPS), equality on a non-key column (every value search strategy, a full
 #	scan, heap sequential scan, btree and bloom indexes), COPY FROM (time
 #	and peak memory of the loading backend), bytes on disk, a nested loop
-#	join by key, and pages of ten rows in key order, ascending and
-#	descending (ORDER BY id [DESC] LIMIT 10).  Results:
+#	join by key, pages of ten rows in key order, ascending and
+#	descending (ORDER BY id [DESC] LIMIT 10), and INSERT ... SELECT of the
+#	rows from a heap table (time and peak memory).  Results:
 #	docs/benchmarks-sql.md.
 #
 # usage: sudo test/bench/sql/run.sh [small|full]
@@ -40,7 +41,7 @@
 #   SQLBENCH_SECONDS   seconds of each pgbench run (default 30)
 #   SQLBENCH_RUNS      runs of each workload (default 3)
 #   SQLBENCH_COPY_RUNS runs of each COPY of up to 1M rows (default: RUNS)
-#   SQLBENCH_SECTIONS  which of "disk point eq join order" to run after the COPYs
+#   SQLBENCH_SECTIONS  which of "disk point eq join order insert" to run after the COPYs
 #                      (default all; the COPYs always run: they load the
 #                      tables), e.g. SQLBENCH_SECTIONS=point
 #   SQLBENCH_QUIET_WAIT  seconds to wait, before each timed step, for other
@@ -87,7 +88,7 @@ seconds=${SQLBENCH_SECONDS:-30}
 runs=${SQLBENCH_RUNS:-3}
 big_runs=${SQLBENCH_BIG_RUNS:-1}
 copy_runs=${SQLBENCH_COPY_RUNS:-$runs}
-sections=" ${SQLBENCH_SECTIONS:-disk point eq join order} "
+sections=" ${SQLBENCH_SECTIONS:-disk point eq join order insert} "
 execs=${SQLBENCH_EXECS:-200}
 slow_execs=${SQLBENCH_SLOW_EXECS:-20}
 max_mem_gb=${SQLBENCH_MAX_MEM_GB:-8}
@@ -341,7 +342,7 @@ sample_anon() {
 # One timed COPY of file $2 into table t_$1 (created empty); sets copy_s,
 # copy_hwm_kb, copy_anon_kb.
 copy_once() {
-	local tbl=t_$1 file=$2 pidf=$work/copy.pid out=$work/copy.out pid
+	local tbl=t_$1 file=$2 how=${3:-copy} pidf=$work/copy.pid out=$work/copy.out pid
 
 	create_target "$1"
 	sql "CHECKPOINT" >/dev/null
@@ -349,7 +350,7 @@ copy_once() {
 	noise_begin
 	rm -f "$pidf"
 	psql -X -q -A -t -v ON_ERROR_STOP=1 -v tbl="$tbl" -v datafile="$file" \
-		-v pidfile="$pidf" -f "$here/copy.sql" >"$out" 2>&1 &
+		-v pidfile="$pidf" -v how="$how" -f "$here/copy.sql" >"$out" 2>&1 &
 	child=$!
 	for _ in $(seq 200); do
 		[ -s "$pidf" ] && break
@@ -361,7 +362,7 @@ copy_once() {
 	if ! wait "$child"; then
 		child=""
 		cat "$out"
-		die "COPY into $tbl failed"
+		die "$how into $tbl failed"
 	fi
 	child=""
 	noise_end
@@ -369,7 +370,7 @@ copy_once() {
 	copy_hwm_kb=$(sed -n 's/^copy_result .* hwm_kb=\([0-9]*\).*/\1/p' "$out")
 	if [ -z "$copy_s" ] || [ -z "$copy_hwm_kb" ]; then
 		cat "$out"
-		die "no result from the COPY into $tbl"
+		die "no result from the $how into $tbl"
 	fi
 }
 
@@ -475,6 +476,55 @@ copy_section() {
 	if [ "$n" -eq 1000000 ] && [ -z "$skip_lsm" ]; then
 		lsm_kb_per_row=$(calc '%f' "${hwms[lsm]} / $n")
 	fi
+}
+
+# Workload 3b: INSERT INTO t SELECT * FROM an unindexed heap table holding
+# the $1 rows of the file, into the foreign table and a heap with a primary
+# key; run last, since it loads t_lsm and t_pk again.
+insert_section() {
+	local n=$1 file nruns r t label ref got
+	local -A secs hwms anons
+
+	section "workload 3b: INSERT ... SELECT of $n rows from a heap table"
+	file=$pg_base/files/rows-$n.tsv
+	sql "DROP TABLE IF EXISTS bench_src;
+		CREATE UNLOGGED TABLE bench_src (id int8, usr text, body text, lang text, ts timestamptz);
+		COPY bench_src FROM '$file'" >/dev/null
+	sql "VACUUM ANALYZE bench_src" >/dev/null
+	if [ "$n" -gt 1000000 ]; then nruns=$big_runs; else nruns=$copy_runs; fi
+	for r in $(seq "$nruns"); do
+		for t in lsm pk; do
+			copy_once "$t" "$file" insert
+			secs[$t]+="$copy_s "
+			hwms[$t]+="$copy_hwm_kb "
+			anons[$t]+="$copy_anon_kb "
+			printf 'run %s  %-18s %8.2f s  %9.0f rows/s  VmHWM %6.0f MB  peak RssAnon %6.0f MB  (other work %s cores)\n' \
+				"$r" "$(target_label "$t")" "$copy_s" "$(calc '%f' "$n / $copy_s")" \
+				"$(calc '%f' "$copy_hwm_kb / 1024")" "$(calc '%f' "$copy_anon_kb / 1024")" "$noise"
+		done
+	done
+	ref=$(sql "SELECT cnt || ' ' || chk FROM bench_table_sum('t_pk')")
+	got=$(sql "SELECT cnt || ' ' || chk FROM bench_table_sum('t_lsm')")
+	[ "$got" = "$ref" ] && [ "${ref%% *}" = "$n" ] ||
+		die "WRONG ANSWER: after INSERT ... SELECT t_lsm holds (count checksum) $got, t_pk $ref"
+	echo "verified: both tables hold the same $n rows (count and row checksum $ref)"
+	sql "DROP TABLE bench_src" >/dev/null
+	for t in lsm pk; do
+		secs_range[$t]=$(range "${secs[$t]}")
+		secs[$t]=$(median "${secs[$t]}")
+		hwms[$t]=$(max "${hwms[$t]}")
+		anons[$t]=$(max "${anons[$t]}")
+	done
+	label=$(rows_label "$n")
+	result "$(printf 'insert_%-4s %-19s lsm %7.2f s (%7.0f rows/s)   %s %7.2f s (%7.0f rows/s)   heap/lsm time %.2fx' \
+		"$label" "vs_pk" "${secs[lsm]}" "$(calc '%f' "$n / ${secs[lsm]}")" \
+		"$(target_label pk)" "${secs[pk]}" "$(calc '%f' "$n / ${secs[pk]}")" \
+		"$(calc '%f' "${secs[pk]} / ${secs[lsm]}")")"
+	for t in lsm pk; do
+		result "$(printf 'insert_%-4s %-19s peak VmHWM %6.0f MB   peak RssAnon %6.0f MB   (%s runs, time range %s s)' \
+			"$label" "mem_$t" "$(calc '%f' "${hwms[$t]} / 1024")" \
+			"$(calc '%f' "${anons[$t]} / 1024")" "$nruns" "$(range_of "$t")")"
+	done
 }
 
 # Prints the numbers of the space-separated list $1, one a line, sorted.
@@ -922,6 +972,7 @@ main() {
 	[[ "$sections" != *" eq "* ]] || eq_section
 	[[ "$sections" != *" join "* ]] || join_section
 	[[ "$sections" != *" order "* ]] || order_section
+	[[ "$sections" != *" insert "* ]] || insert_section "$query_rows"
 
 	section "summary ($size, $query_rows rows; see docs/benchmarks-sql.md for the targets)"
 	printf '%s\n' "${summary[@]}"
