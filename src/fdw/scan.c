@@ -83,6 +83,7 @@ typedef struct LsmFdwScanState
 	LsmFdwStore *store;			/* pinned until the scan is released */
 	CommandId	curcid;			/* sees pending writes of earlier commands */
 	bool	   *needed;			/* needed[attnum - 1]: decode the attribute */
+	bool		none_needed;	/* no attribute (count(*)): decode nothing */
 	bool		ctid;			/* set the slot's ctid */
 	bool		instrument;		/* EXPLAIN ANALYZE: count engine work */
 	bool		started;		/* (re)started since the last rescan */
@@ -201,6 +202,8 @@ lsmfdwBeginForeignScan(ForeignScanState *node, int eflags)
 	st->needed = palloc0(sizeof(bool) * Max(st->table->natts, 1));
 	foreach(lc, (List *) list_nth(plan->fdw_private, LSMFDW_PRIVATE_ATTRS))
 		st->needed[lfirst_int(lc) - 1] = true;
+	st->none_needed = list_length((List *) list_nth(plan->fdw_private,
+													LSMFDW_PRIVATE_ATTRS)) == 0;
 	st->bounds = (List *) list_nth(plan->fdw_private, LSMFDW_PRIVATE_BOUNDS);
 	st->field = intVal(list_nth(plan->fdw_private, LSMFDW_PRIVATE_FIELD));
 	st->strategy = intVal(list_nth(plan->fdw_private,
@@ -1014,8 +1017,11 @@ static void
 store_row(LsmFdwScanState *st, TupleTableSlot *slot, const char *key,
 		  size_t klen, const char *row, size_t rowlen)
 {
-	LsmFdwDecodeRow(st->table, key, klen, row, rowlen, st->needed,
-					slot->tts_values, slot->tts_isnull);
+	if (st->none_needed)
+		memset(slot->tts_isnull, true, sizeof(bool) * st->table->natts);
+	else
+		LsmFdwDecodeRow(st->table, key, klen, row, rowlen, st->needed,
+						slot->tts_values, slot->tts_isnull);
 	ExecStoreVirtualTuple(slot);
 	if (st->ctid && !LsmFdwKeyToCtid(st->table, key, klen, &slot->tts_tid))
 		LsmFdwReportNoCtid(st->table, key, klen);

@@ -404,6 +404,35 @@ load_lsm_in_chunks() {
 	echo "loaded t_lsm from t_pk in transactions of 1M rows: $(calc '%.1f' "$t1 - $t0") s"
 }
 
+# load_run R N FILE HOW TARGET: run R of a timed load of the N rows of FILE
+# into TARGET (copy_once), added to the caller's lists secs, hwms and
+# anons, and printed.
+load_run() {
+	local r=$1 n=$2 file=$3 how=$4 t=$5
+
+	copy_once "$t" "$file" "$how"
+	secs[$t]+="$copy_s "
+	hwms[$t]+="$copy_hwm_kb "
+	anons[$t]+="$copy_anon_kb "
+	printf 'run %s  %-18s %8.2f s  %9.0f rows/s  VmHWM %6.0f MB  peak RssAnon %6.0f MB  (other work %s cores)\n' \
+		"$r" "$(target_label "$t")" "$copy_s" "$(calc '%f' "$n / $copy_s")" \
+		"$(calc '%f' "$copy_hwm_kb / 1024")" "$(calc '%f' "$copy_anon_kb / 1024")" "$noise"
+}
+
+# load_medians TARGET...: the caller's lists of each target's loads become
+# the median time (secs; secs_range the range) and the largest memory.
+load_medians() {
+	local t
+
+	for t in "$@"; do
+		[ -n "${secs[$t]:-}" ] || continue
+		secs_range[$t]=$(range "${secs[$t]}")
+		secs[$t]=$(median "${secs[$t]}")
+		hwms[$t]=$(max "${hwms[$t]}")
+		anons[$t]=$(max "${anons[$t]}")
+	done
+}
+
 copy_section() {
 	local n=$1 file nruns r t label t0 need avail
 	local -A secs hwms anons
@@ -430,13 +459,7 @@ copy_section() {
 			if [ "$t" = lsm ] && [ -n "$skip_lsm" ]; then
 				continue
 			fi
-			copy_once "$t" "$file"
-			secs[$t]+="$copy_s "
-			hwms[$t]+="$copy_hwm_kb "
-			anons[$t]+="$copy_anon_kb "
-			printf 'run %s  %-18s %8.2f s  %9.0f rows/s  VmHWM %6.0f MB  peak RssAnon %6.0f MB  (other work %s cores)\n' \
-				"$r" "$(target_label "$t")" "$copy_s" "$(calc '%f' "$n / $copy_s")" \
-				"$(calc '%f' "$copy_hwm_kb / 1024")" "$(calc '%f' "$copy_anon_kb / 1024")" "$noise"
+			load_run "$r" "$n" "$file" copy "$t"
 		done
 	done
 	if [ -n "$skip_lsm" ]; then
@@ -446,14 +469,7 @@ copy_section() {
 	echo "the foreign table's store right after the COPY:"
 	psql_show -c "SELECT * FROM lsm_stats('t_lsm')"
 
-	# medians
-	for t in $targets; do
-		[ -n "${secs[$t]:-}" ] || continue
-		secs_range[$t]=$(range "${secs[$t]}")
-		secs[$t]=$(median "${secs[$t]}")
-		hwms[$t]=$(max "${hwms[$t]}")
-		anons[$t]=$(max "${anons[$t]}")
-	done
+	load_medians $targets
 	label=$(rows_label "$n")
 	for t in pk pk_usr pk_usr_lang; do
 		if [ -n "$skip_lsm" ]; then
@@ -494,13 +510,7 @@ insert_section() {
 	if [ "$n" -gt 1000000 ]; then nruns=$big_runs; else nruns=$copy_runs; fi
 	for r in $(seq "$nruns"); do
 		for t in lsm pk; do
-			copy_once "$t" "$file" insert
-			secs[$t]+="$copy_s "
-			hwms[$t]+="$copy_hwm_kb "
-			anons[$t]+="$copy_anon_kb "
-			printf 'run %s  %-18s %8.2f s  %9.0f rows/s  VmHWM %6.0f MB  peak RssAnon %6.0f MB  (other work %s cores)\n' \
-				"$r" "$(target_label "$t")" "$copy_s" "$(calc '%f' "$n / $copy_s")" \
-				"$(calc '%f' "$copy_hwm_kb / 1024")" "$(calc '%f' "$copy_anon_kb / 1024")" "$noise"
+			load_run "$r" "$n" "$file" insert "$t"
 		done
 	done
 	ref=$(sql "SELECT cnt || ' ' || chk FROM bench_table_sum('t_pk')")
@@ -509,12 +519,7 @@ insert_section() {
 		die "WRONG ANSWER: after INSERT ... SELECT t_lsm holds (count checksum) $got, t_pk $ref"
 	echo "verified: both tables hold the same $n rows (count and row checksum $ref)"
 	sql "DROP TABLE bench_src" >/dev/null
-	for t in lsm pk; do
-		secs_range[$t]=$(range "${secs[$t]}")
-		secs[$t]=$(median "${secs[$t]}")
-		hwms[$t]=$(max "${hwms[$t]}")
-		anons[$t]=$(max "${anons[$t]}")
-	done
+	load_medians lsm pk
 	label=$(rows_label "$n")
 	result "$(printf 'insert_%-4s %-19s lsm %7.2f s (%7.0f rows/s)   %s %7.2f s (%7.0f rows/s)   heap/lsm time %.2fx' \
 		"$label" "vs_pk" "${secs[lsm]}" "$(calc '%f' "$n / ${secs[lsm]}")" \
