@@ -508,10 +508,16 @@ lsm_db_merge_iter(lsm_version *v, lsm_memtable *mem, uint64_t snap,
 		if (kids == NULL)
 			return NULL;
 	}
-	if (mem && (kids[n] = lsm_memtable_iter(mem, snap, err)) != NULL)
+	/*
+	 * An empty memtable holds nothing the snapshot sees (later entries come
+	 * after it): no child for it.
+	 */
+	if (mem && lsm_memtable_entries(mem) > 0)
+	{
+		if ((kids[n] = lsm_memtable_iter(mem, snap, err)) == NULL)
+			goto fail;
 		n++;
-	else if (mem)
-		goto fail;
+	}
 	for (i = 0; i < v->nfiles[0]; i++)
 		if ((kids[n++] = lsm_table_iter(v->files[0][i]->table, err)) == NULL)
 		{
@@ -528,7 +534,8 @@ lsm_db_merge_iter(lsm_version *v, lsm_memtable *mem, uint64_t snap,
 				goto fail;
 			}
 		}
-	m = lsm_merge_iter_new(kids, n, err);
+	/* one source (a compacted store): no merge to pay for at every entry */
+	m = n == 1 ? kids[0] : lsm_merge_iter_new(kids, n, err);
 	if (kids != children)
 		free(kids);
 	return m;
