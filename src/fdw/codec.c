@@ -795,12 +795,16 @@ encode_fields(LsmFdwTable *t, Datum *values, bool *nulls, StringInfo data,
 	}
 }
 
+/* Fields of a row decoded without an allocation (most tables have fewer) */
+#define LSMFDW_DECODE_FIELDS 32
+
 /* The attributes of LsmFdwDecodeRow, with where kept up to date. */
 static void
 decode_fields(LsmFdwTable *t, const char *key, size_t klen,
 			  const char *row, size_t rowlen, const bool *needed,
 			  Datum *values, bool *nulls, DecodeErrorContext *where)
 {
+	lsm_field	local[LSMFDW_DECODE_FIELDS];
 	lsm_field  *fields = NULL;
 	int			i;
 
@@ -823,7 +827,8 @@ decode_fields(LsmFdwTable *t, const char *key, size_t klen,
 		/* every field in one pass: one lsm_row_field each is quadratic */
 		if (fields == NULL)
 		{
-			fields = palloc(sizeof(lsm_field) * t->nfields);
+			fields = t->nfields <= LSMFDW_DECODE_FIELDS ? local
+				: palloc(sizeof(lsm_field) * t->nfields);
 			rc = lsm_row_fields(row, rowlen, fields, t->nfields);
 			if (rc != LSM_OK)
 				ereport(ERROR,
@@ -842,7 +847,7 @@ decode_fields(LsmFdwTable *t, const char *key, size_t klen,
 		where->column = NULL;
 		nulls[i] = false;
 	}
-	if (fields != NULL)
+	if (fields != NULL && fields != local)
 		pfree(fields);
 }
 
