@@ -1581,10 +1581,12 @@ write_store(PendingStore *ps)
 	{
 		lsm_conflict c;
 
-		/* the batch is freed at the end of the transaction */
-		ps->batch = b;
+		/* c.key points into the batch: freed at the end of the transaction */
 		if (lsm_batch_conflict(b, &c) == LSM_OK)
+		{
+			ps->batch = b;
 			report_conflict(ps, &c);
+		}
 	}
 	lsm_batch_free(b);
 	if (rc != LSM_OK)
