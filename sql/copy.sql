@@ -150,6 +150,17 @@ SELECT same('SELECT id FROM cp WHERE grp = 42');
 SELECT lsm_verify('cp');
 
 RESET lsm_fdw.pending_memory;
+
+-- so does an INSERT of many rows: past bulk_insert_rows it is staged, and
+-- its stage, over a quarter of memtable_size, commits as tables (with
+-- bulk_insert_rows = 0 it would pass through the memtable to level 0)
+CREATE FOREIGN TABLE cp_ins (id int8 OPTIONS (key 'true'), grp int, pad text)
+  SERVER lsm_copy_srv OPTIONS (memtable_size '256kB');
+INSERT INTO cp_ins SELECT g, g % 100, 'pad' || g FROM generate_series(1, 40000) g;
+SELECT level, files > 0 AS has_files FROM lsm_stats('cp_ins') WHERE files > 0;
+SELECT flushes, compactions FROM lsm_counters('cp_ins');
+SELECT count(*), sum(id) FROM cp_ins;
+DROP FOREIGN TABLE cp_ins;
 DROP FUNCTION same(text);
 DROP FUNCTION load(int, int, text);
 DROP TABLE cp_native;
