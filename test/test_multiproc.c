@@ -1660,6 +1660,179 @@ TEST(iterator_across_refresh)
 	CHECK_DB_OK(w, lsm_close(w));
 }
 
+/* Reads view's parts one by one into an iterator over db, checked as one. */
+static void
+check_view_parts(lsm_db *db, const void *view, size_t len, const int *gen)
+{
+	int			nparts = lsm_view_parts(view, len),
+				seen = 0,
+				p,
+				i;
+
+	CHECK_GT(nparts, 0);
+	for (p = 0; p < nparts; p++)
+	{
+		const void *lo,
+				   *hi;
+		size_t		lolen,
+					hilen;
+		lsm_iter   *it;
+
+		CHECK_OK(lsm_view_part(view, len, p, &lo, &lolen, &hi, &hilen));
+		CHECK((lo == NULL) == (p == 0));
+		CHECK((hi == NULL) == (p == nparts - 1));
+		CHECK_DB_OK(db, lsm_iter_open_view(db, view, len, &it));
+		for (lsm_iter_seek(it, lo, lolen); lsm_iter_valid(it); lsm_iter_next(it))
+		{
+			size_t		kl;
+			const char *k = lsm_iter_key(it, &kl);
+
+			/* keys order as bytes, then by length */
+			if (hi != NULL &&
+				(memcmp(k, hi, kl < hilen ? kl : hilen) > 0 ||
+				 (memcmp(k, hi, kl < hilen ? kl : hilen) == 0 && kl >= hilen)))
+				break;
+			i = atoi(k + 1);
+			while (seen < REFRESH_KEYS && gen[seen] < 0)
+				seen++;
+			CHECK_EQ(i, seen);	/* every key once, in order */
+			seen++;
+		}
+		CHECK_OK(lsm_iter_status(it));
+		lsm_iter_close(it);
+	}
+	while (seen < REFRESH_KEYS && gen[seen] < 0)
+		seen++;
+	CHECK_EQ(seen, REFRESH_KEYS);
+}
+
+/*
+ * Shared views: a handle shares its snapshot; after the store moved on
+ * (overwrites, deletes, flushes, a compaction that removed the view's
+ * tables from the manifest), another handle in this process and one in
+ * another process read exactly the snapshot, whole and range by range.
+ * Nothing the view names is removed while it is pinned; after lsm_unshare,
+ * or when the sharing process dies, the next compaction's sweep removes
+ * it, and the view can no longer be opened.  A view whose tables are
+ * already gone cannot be shared.
+ */
+TEST(shared_view)
+{
+	char	   *dir = harness_tmpdir("view");
+	lsm_options o = busy_options();
+	lsm_db	   *w,
+			   *a,
+			   *c;
+	lsm_iter   *it;
+	int			g1[REFRESH_KEYS],
+				cur[REFRESH_KEYS],
+				i;
+	void	   *view;
+	size_t		len;
+	pid_t		pid;
+	int			status;
+
+	for (i = 0; i < REFRESH_KEYS; i++)
+		cur[i] = -1;
+	o.auto_compact = 0;
+	o.memtable_bytes = 256 << 10;	/* flushes only when told to */
+	CHECK_OK(lsm_open(dir, &o, &w));
+	CHECK_OK(lsm_open(dir, &o, &a));
+
+	write_gen(w, cur, 1, 1, 0, 0);
+	CHECK_DB_OK(w, lsm_flush(w));
+	write_gen(w, cur, 1, 2, 1, 0);
+	CHECK_DB_OK(w, lsm_flush(w));
+	CHECK_DB_OK(w, lsm_compact(w));	/* level 1 of many tables */
+	write_gen(w, cur, 2, 3, 1, 0);	/* partly in the memtable */
+	write_gen(w, cur, 0, 7, 2, 1);
+	CHECK_DB_OK(a, lsm_refresh(a));
+	memcpy(g1, cur, sizeof(cur));
+	CHECK_DB_OK(a, lsm_share(a, 8, &view, &len));
+	CHECK_GT(lsm_view_parts(view, len), 1);
+	CHECK_EQ(lsm_view_parts(view, 3), LSM_INVALID);
+
+	/* the store moves on: every table and the log of the view replaced */
+	write_gen(w, cur, 3, 2, 0, 0);
+	write_gen(w, cur, 0, 5, 3, 1);
+	CHECK_DB_OK(w, lsm_flush(w));
+	CHECK_DB_OK(w, lsm_compact(w));
+	write_gen(w, cur, 4, 1, 0, 0);
+	CHECK_DB_OK(w, lsm_flush(w));
+	CHECK_DB_OK(w, lsm_compact(w));
+	write_gen(w, cur, 5, 4, 1, 0);
+
+	/* another handle of this process */
+	CHECK_OK(lsm_open(dir, &o, &c));
+	CHECK_DB_OK(c, lsm_iter_open_view(c, view, len, &it));
+	check_gen_iter(it, g1, "a view in another handle");
+	lsm_iter_close(it);
+	check_view_parts(c, view, len, g1);
+	CHECK_DB_OK(c, lsm_iter_open(c, &it));
+	check_gen_iter(it, cur, "the store itself");
+	lsm_iter_close(it);
+
+	/* another process */
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0)
+	{
+		lsm_db	   *d;
+
+		CHECK_OK(lsm_open(dir, &o, &d));
+		CHECK_DB_OK(d, lsm_iter_open_view(d, view, len, &it));
+		check_gen_iter(it, g1, "a view in another process");
+		lsm_iter_close(it);
+		check_view_parts(d, view, len, g1);
+		CHECK_OK(lsm_close(d));
+		_exit(0);
+	}
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+	/* unpinned, the next sweep removes the view's files */
+	CHECK(harness_count_files(dir, ".sst") > harness_tables(w, NULL));
+	lsm_unshare(a);
+	CHECK_DB_OK(w, lsm_compact(w));
+	CHECK_EQ(harness_count_files(dir, ".sst"), harness_tables(w, NULL));
+	CHECK_EQ(harness_count_files(dir, ".log"), 1);
+	CHECK_EQ(harness_count_files(dir, ".mem"), 1);
+	CHECK_EQ(lsm_iter_open_view(c, view, len, &it), LSM_CORRUPTION);
+	lsm_free(view);
+
+	/* a's snapshot is older than the store's files: it cannot be shared */
+	CHECK_EQ(lsm_share(a, 8, &view, &len), LSM_BUSY);
+	CHECK_DB_OK(a, lsm_refresh(a));
+	CHECK_DB_OK(a, lsm_share(a, 8, &view, &len));
+	lsm_unshare(a);
+	lsm_free(view);
+
+	/* a process that dies with a view pinned pins nothing */
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0)
+	{
+		lsm_db	   *d;
+
+		CHECK_OK(lsm_open(dir, &o, &d));
+		CHECK_DB_OK(d, lsm_share(d, 8, &view, &len));
+		_exit(0);
+	}
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	write_gen(w, cur, 6, 1, 0, 0);
+	CHECK_DB_OK(w, lsm_flush(w));
+	CHECK_DB_OK(w, lsm_compact(w));
+	CHECK_EQ(harness_count_files(dir, ".sst"), harness_tables(w, NULL));
+	CHECK_EQ(harness_count_files(dir, ".log"), 1);
+	CHECK_EQ(harness_count_files(dir, ".mem"), 1);
+
+	CHECK_DB_OK(w, lsm_verify(w));
+	CHECK_OK(lsm_close(c));
+	CHECK_OK(lsm_close(a));
+	CHECK_OK(lsm_close(w));
+}
+
 /* ---------------------------------------------------------------------- */
 /* Group commit: what each handle sees while a commit waits for its sync. */
 
@@ -2559,6 +2732,7 @@ main(int argc, char **argv)
 	RUN(exclusive_handle_holds_lock);
 	RUN(exclusive_memtable_private);
 	RUN(compaction_lock_between_handles);
+	RUN(shared_view);
 	RUN(group_commit_visibility);
 	RUN(group_commit_kills);
 	return harness_done();

@@ -262,6 +262,7 @@ remove_obsolete(lsm_db *db, const lsm_version *v, bool dry_run)
 	struct dirent *de;
 	lsm_err		le;
 	bool		flushing = false;
+	int			pinned = -1;	/* lsm_db_views_pinned, asked once */
 	int			n = 0;
 
 	/*
@@ -323,6 +324,10 @@ remove_obsolete(lsm_db *db, const lsm_version *v, bool dry_run)
 			n++;
 			if (dry_run)
 				continue;
+			if (pinned < 0)
+				pinned = lsm_db_views_pinned(db);
+			if (pinned)
+				continue;		/* a shared view may name it */
 			snprintf(path, sizeof(path), "%s/%s", db->dir, de->d_name);
 			(void) lsm_env_unlink(path, NULL);
 		}

@@ -105,6 +105,11 @@
  *		log's last sequence (check_directory).  Its table's number is in
  *		LOCK's page before the file exists, and the sweep keeps that table
  *		while LOCK.flush is held (compaction.c remove_obsolete).
+ *	(14) While a pin slot of LOCK's page names a live process of this boot,
+ *		no table, log or shared memtable is removed (lsm_db_views_pinned,
+ *		asked under the flock of LOCK by every removal); lsm_share takes its
+ *		slot, then the flock, then checks its view's files: so they stay
+ *		until lsm_unshare (architecture.md, "Shared views").
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE				/* flock, fdatasync, strdup, timespec */
@@ -118,6 +123,7 @@
 #include <stdlib.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -592,7 +598,9 @@ release_lock(lsm_db *db)
 
 /* docs/format.md gives the page's layout; older versions read it too */
 _Static_assert(offsetof(lsm_lock_page, flush_number) == 152 &&
-			   offsetof(lsm_lock_page, flush_claim) == 160,
+			   offsetof(lsm_lock_page, flush_claim) == 160 &&
+			   offsetof(lsm_lock_page, shares) == 168 &&
+			   sizeof(lsm_lock_page) <= 4096,
 			   "LOCK's page layout changed");
 
 /*
@@ -2469,6 +2477,11 @@ lsm_close(lsm_db *db)
 	db->user_locked = false;
 	lsm_db_write_unlock(db);
 	release_lock(db);
+	if (db->shares > 0)
+	{
+		db->shares = 1;
+		lsm_unshare(db);
+	}
 	if (db->page)
 		munmap(db->page, 4096);
 	lsm_env_close(db->lock_fd);
@@ -2500,6 +2513,400 @@ lsm_refresh(lsm_db *db)
 		return LSM_INVALID;
 	lsm_err_clear(&e);
 	rc = lsm_db_catch_up(db, &e);
+	return lsm_db_fail(db, rc, &e);
+}
+
+/* ---------- shared views (docs/architecture.md "Shared views") ---------- */
+
+#define VIEW_MAGIC	0x5657534cU	/* "LSWV" */
+#define VIEW_HEADER 48			/* magic, format, seq, log, dev, ino, mem */
+
+/* What LOCK's page holds for this process in a pin slot. */
+static uint64_t
+share_word(void)
+{
+	return (uint64_t) (uint32_t) lsm_boot_id() << 32 | (uint32_t) getpid();
+}
+
+/* Is the pin slot word w of a process that has died, or of another boot? */
+static bool
+share_dead(uint64_t w)
+{
+	pid_t		pid = (pid_t) (uint32_t) w;
+
+	return (uint32_t) (w >> 32) != (uint32_t) lsm_boot_id() ||
+		(kill(pid, 0) != 0 && errno == ESRCH);
+}
+
+bool
+lsm_db_views_pinned(lsm_db *db)
+{
+	int			i;
+
+	if (db->page == NULL)
+		return false;
+	for (i = 0; i < LSM_SHARE_SLOTS; i++)
+	{
+		uint64_t	w = __atomic_load_n(&db->page->shares[i], __ATOMIC_SEQ_CST);
+
+		if (w == 0)
+			continue;
+		if (!share_dead(w))
+			return true;
+		if (!db->opt.read_only)
+			(void) __atomic_compare_exchange_n(&db->page->shares[i], &w, 0,
+											   false, __ATOMIC_SEQ_CST,
+											   __ATOMIC_SEQ_CST);
+	}
+	return false;
+}
+
+/* Takes a pin slot for this process (or counts one more on ours). */
+static bool
+take_share_slot(lsm_db *db)
+{
+	uint64_t	mine = share_word();
+	int			i;
+
+	if (db->shares > 0)
+	{
+		db->shares++;
+		return true;
+	}
+	for (i = 0; i < LSM_SHARE_SLOTS; i++)
+	{
+		uint64_t	w = __atomic_load_n(&db->page->shares[i], __ATOMIC_SEQ_CST);
+
+		if ((w == 0 || share_dead(w)) &&
+			__atomic_compare_exchange_n(&db->page->shares[i], &w, mine, false,
+										__ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+		{
+			db->share_slot = i;
+			db->shares = 1;
+			return true;
+		}
+	}
+	return false;
+}
+
+void
+lsm_unshare(lsm_db *db)
+{
+	if (db == NULL || db->shares == 0 || --db->shares > 0)
+		return;
+	__atomic_store_n(&db->page->shares[db->share_slot], 0, __ATOMIC_SEQ_CST);
+}
+
+/* Does every file of view v (and the shared memtable, with mem) exist? */
+static bool
+view_files_exist(lsm_db *db, const lsm_version *v, bool mem)
+{
+	char		name[40],
+				path[4096];
+	int			l,
+				i;
+
+	for (l = 0; l < LSM_MAX_LEVELS; l++)
+		for (i = 0; i < v->nfiles[l]; i++)
+		{
+			lsm_table_filename(v->files[l][i]->meta.number, name, sizeof(name));
+			path_of(db, name, path, sizeof(path));
+			if (access(path, F_OK) != 0)
+				return false;
+		}
+	if (!mem)
+		return true;
+	memfile_name(db->log_number, false, name, sizeof(name));
+	path_of(db, name, path, sizeof(path));
+	return access(path, F_OK) == 0;
+}
+
+/*
+ * Appends to b the keys that split v into at most max_parts ranges (a
+ * count, then each key with its length): the smallest keys of evenly
+ * spaced tables of its largest level below 0, whose tables are disjoint.
+ */
+static int
+put_splits(const lsm_version *v, int max_parts, lsm_buf *b)
+{
+	uint8_t		n4[4];
+	int			best = 0,
+				l,
+				parts,
+				i;
+
+	for (l = 1; l < LSM_MAX_LEVELS; l++)
+		if (v->nfiles[l] > 1 &&
+			(best == 0 || v->level_bytes[l] > v->level_bytes[best]))
+			best = l;
+	parts = best == 0 ? 1 : v->nfiles[best] < max_parts ? v->nfiles[best] : max_parts;
+	lsm_put_u32(n4, (uint32_t) parts);
+	if (lsm_buf_append(b, n4, 4) != LSM_OK)
+		return LSM_NOMEM;
+	for (i = 1; i < parts; i++)
+	{
+		const lsm_table_meta *m =
+			&v->files[best][(int64_t) i * v->nfiles[best] / parts]->meta;
+
+		lsm_put_u32(n4, (uint32_t) m->smallest_len);
+		if (lsm_buf_append(b, n4, 4) != LSM_OK ||
+			lsm_buf_append(b, m->smallest, m->smallest_len) != LSM_OK)
+			return LSM_NOMEM;
+	}
+	return LSM_OK;
+}
+
+int
+lsm_share(lsm_db *db, int max_parts, void **view, size_t *len)
+{
+	lsm_version *v;
+	lsm_version bare;
+	lsm_buf		b = {0};
+	uint8_t		hdr[VIEW_HEADER];
+	uint8_t		n4[4];
+	lsm_err		e;
+	bool		mem;
+	int			rc;
+
+	if (db == NULL || view == NULL || len == NULL || max_parts < 1)
+		return LSM_INVALID;
+	*view = NULL;
+	*len = 0;
+	lsm_err_clear(&e);
+	v = db->current;
+	mem = lsm_memtable_entries(db->mem) > 0;
+	if (db->page == NULL || db->opt.read_only)
+		return lsm_err_set(&db->err, LSM_BUSY,
+						   "a read-only handle cannot share its view");
+	if (mem && db->mhdr == NULL)
+		return lsm_err_set(&db->err, LSM_BUSY,
+						   "the handle's memtable is its own, not the shared one");
+	if (!take_share_slot(db))
+		return lsm_err_set(&db->err, LSM_BUSY,
+						   "all %d pin slots of the store are taken",
+						   LSM_SHARE_SLOTS);
+
+	/*
+	 * Removals run under the flock of LOCK: once we have held it, a sweep
+	 * that began before our pin has ended, and later ones see the pin.
+	 */
+	if (!db->lock_held)
+	{
+		rc = lsm_env_trylock(db->lock_fd, "LOCK", &e);
+		if (rc == LSM_BUSY)
+			rc = lsm_db_lock(db, db->lock_fd, "LOCK", &e);
+		if (rc != LSM_OK)
+		{
+			lsm_unshare(db);
+			return lsm_db_fail(db, rc, &e);
+		}
+		db->lock_held = true;
+		release_lock(db);
+	}
+	if (!view_files_exist(db, v, mem))
+	{
+		lsm_unshare(db);
+		return lsm_err_set(&db->err, LSM_BUSY,
+						   "a file of the handle's view was removed");
+	}
+
+	lsm_put_u32(hdr, VIEW_MAGIC);
+	lsm_put_u32(hdr + 4, 1);
+	lsm_put_u64(hdr + 8, db->read_seq);
+	lsm_put_u64(hdr + 16, db->log_number);
+	lsm_put_u64(hdr + 24, mem ? db->mhdr->log_dev : 0);
+	lsm_put_u64(hdr + 32, mem ? db->mhdr->log_ino : 0);
+	lsm_put_u64(hdr + 40, mem ? 1 : 0);
+	/* scans need no value filter hierarchy: its node files are not pinned */
+	bare = *v;
+	bare.hroot = NULL;
+	rc = lsm_buf_append(&b, hdr, sizeof(hdr));
+	if (rc == LSM_OK)
+		rc = put_splits(v, max_parts, &b);
+	if (rc == LSM_OK)
+		rc = lsm_buf_append(&b, n4, 4); /* the manifest's length, below */
+	if (rc == LSM_OK)
+	{
+		size_t		at = b.len;
+
+		rc = lsm_manifest_encode(&bare, &b);
+		if (rc == LSM_OK)
+			lsm_put_u32(b.data + at - 4, (uint32_t) (b.len - at));
+	}
+	if (rc != LSM_OK)
+	{
+		lsm_buf_free(&b);
+		lsm_unshare(db);
+		return lsm_err_set(&db->err, LSM_NOMEM, "out of memory");
+	}
+	*view = b.data;
+	*len = b.len;
+	return LSM_OK;
+}
+
+/* A view being parsed: where its split keys and its manifest are. */
+typedef struct view_parts
+{
+	uint32_t	nparts;
+	const uint8_t *splits;		/* nparts - 1 keys, each length-prefixed */
+	const uint8_t *manifest;
+	uint32_t	manifest_len;
+} view_parts;
+
+/* Checks the framing of a view; false if it is malformed. */
+static bool
+parse_view(const uint8_t *p, size_t len, view_parts *vp)
+{
+	const uint8_t *end = p + len;
+	const uint8_t *q;
+	uint32_t	i;
+
+	if (p == NULL || len < VIEW_HEADER + 8 || lsm_get_u32(p) != VIEW_MAGIC ||
+		lsm_get_u32(p + 4) != 1)
+		return false;
+	q = p + VIEW_HEADER;
+	vp->nparts = lsm_get_u32(q);
+	q += 4;
+	if (vp->nparts < 1 || vp->nparts > (uint32_t) (end - q))
+		return false;
+	vp->splits = q;
+	for (i = 1; i < vp->nparts; i++)
+	{
+		uint32_t	klen;
+
+		if (end - q < 4)
+			return false;
+		klen = lsm_get_u32(q);
+		if (klen > LSM_MAX_KEY_LEN || klen > (size_t) (end - q - 4))
+			return false;
+		q += 4 + klen;
+	}
+	if (end - q < 4)
+		return false;
+	vp->manifest_len = lsm_get_u32(q);
+	vp->manifest = q + 4;
+	return vp->manifest_len == (size_t) (end - q - 4);
+}
+
+int
+lsm_view_parts(const void *view, size_t len)
+{
+	view_parts	vp;
+
+	return parse_view(view, len, &vp) ? (int) vp.nparts : LSM_INVALID;
+}
+
+int
+lsm_view_part(const void *view, size_t len, int part, const void **lo,
+			  size_t *lolen, const void **hi, size_t *hilen)
+{
+	view_parts	vp;
+	const uint8_t *q;
+	int			i;
+
+	if (!parse_view(view, len, &vp) || part < 0 || part >= (int) vp.nparts)
+		return LSM_INVALID;
+	*lo = *hi = NULL;
+	*lolen = *hilen = 0;
+	q = vp.splits;
+	for (i = 1; i < (int) vp.nparts && i <= part + 1; i++)
+	{
+		uint32_t	klen = lsm_get_u32(q);
+
+		if (i == part)
+		{
+			*lo = q + 4;
+			*lolen = klen;
+		}
+		else
+		{
+			*hi = q + 4;
+			*hilen = klen;
+		}
+		q += 4 + klen;
+	}
+	return LSM_OK;
+}
+
+/*
+ * The shared memtable of a view: the handle's own mapping if it is the
+ * same file, else the file of the log by name, which must be of this boot,
+ * of that very log, and hold every sequence up to snap.
+ */
+static int
+view_memtable(lsm_db *db, uint64_t lognum, uint64_t dev, uint64_t ino,
+			  uint64_t snap, lsm_memtable **out, lsm_err *e)
+{
+	lsm_memfile_header *h;
+	lsm_memtable *mt;
+	char		name[40],
+				path[4096];
+	int			rc;
+
+	*out = NULL;
+	if (db->mhdr && db->log_number == lognum && db->mhdr->log_dev == dev &&
+		db->mhdr->log_ino == ino &&
+		lsm_memfile_load(&db->mhdr->applied_seq) >= snap)
+	{
+		lsm_memtable_ref(db->mem);
+		*out = db->mem;
+		return LSM_OK;
+	}
+	memfile_name(lognum, false, name, sizeof(name));
+	path_of(db, name, path, sizeof(path));
+	rc = lsm_memfile_open(path, false, &mt, &h, e);
+	if (rc == LSM_NOTFOUND)
+		return lsm_err_set(e, LSM_CORRUPTION,
+						   "the shared memtable \"%s\" of a shared view is missing",
+						   name);
+	if (rc != LSM_OK)
+		return rc;
+	if (h->boot != lsm_boot_id() || h->log_number != lognum ||
+		h->log_dev != dev || h->log_ino != ino ||
+		lsm_memfile_load(&h->applied_seq) < snap)
+	{
+		lsm_memtable_unref(mt);
+		return lsm_err_set(e, LSM_CORRUPTION,
+						   "the shared memtable \"%s\" is not the one of the shared view",
+						   name);
+	}
+	*out = mt;
+	return LSM_OK;
+}
+
+int
+lsm_iter_open_view(lsm_db *db, const void *view, size_t len, lsm_iter **out)
+{
+	const uint8_t *p = view;
+	view_parts	vp;
+	lsm_version *v = NULL;
+	lsm_memtable *mt = NULL;
+	lsm_err		e;
+	uint64_t	snap;
+	int			rc;
+
+	if (db == NULL || out == NULL)
+		return LSM_INVALID;
+	*out = NULL;
+	if (!parse_view(view, len, &vp))
+		return lsm_err_set(&db->err, LSM_INVALID, "not a shared view");
+	lsm_err_clear(&e);
+	snap = lsm_get_u64(p + 8);
+	rc = lsm_manifest_decode(vp.manifest, vp.manifest_len, "shared view", &v,
+							 &e);
+	if (rc == LSM_OK)
+	{
+		rc = open_tables(db, v, &e);
+		if (rc == LSM_NOTFOUND)
+			rc = missing_file(&e, "a table of a shared view");
+	}
+	if (rc == LSM_OK && lsm_get_u64(p + 40) != 0)
+		rc = view_memtable(db, lsm_get_u64(p + 16), lsm_get_u64(p + 24),
+						   lsm_get_u64(p + 32), snap, &mt, &e);
+	if (rc == LSM_OK)
+		rc = lsm_iter_open_version(db, v, mt, snap, out);
+	lsm_version_unref(v);
+	lsm_memtable_unref(mt);
 	return lsm_db_fail(db, rc, &e);
 }
 
@@ -2785,6 +3192,9 @@ take_next_log(lsm_db *db, uint64_t lognum, int logfd, uint64_t off,
 	if (!durable)
 		return;
 	note_switch_durable(db);
+	/* a shared view may read the old memtable: the sweep removes both */
+	if (lsm_db_views_pinned(db))
+		return;
 	lsm_wal_filename(old_log, name, sizeof(name));
 	path_of(db, name, path, sizeof(path));
 	(void) lsm_env_unlink(path, NULL);

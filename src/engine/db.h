@@ -104,6 +104,8 @@ int			lsm_batch_check(const uint8_t *payload, size_t n, lsm_err *e);
  * map it read-only); a new LOCK is extended to a page of zeros.  Written
  * only by the holder of the write lock.
  */
+#define LSM_SHARE_SLOTS 16
+
 typedef struct lsm_lock_page
 {
 	uint64_t	gen;			/* change generation (db.c) */
@@ -178,6 +180,14 @@ typedef struct lsm_lock_page
 	 * succeeded, 0 once a flush outside the write lock has begun since.
 	 */
 	uint64_t	flush_claim;
+
+	/*
+	 * Processes that shared a view of the store with others (lsm_share):
+	 * while a slot names a live process of this boot, nothing that a view
+	 * may name is removed (db.c "shared views").  Taken and cleared with
+	 * atomic operations, without the write lock.
+	 */
+	uint64_t	shares[LSM_SHARE_SLOTS];	/* boot << 32 | pid; 0: free */
 } lsm_lock_page;
 
 #define LSM_GROUP_MAGIC UINT64_C(0x4c534d47524f5550)
@@ -256,6 +266,9 @@ struct lsm_db
 	lsm_stats	ctr;			/* counters part of lsm_stats */
 	lsm_flat   *flat;			/* flat value filter layout, built on demand */
 
+	int			share_slot;		/* LOCK page slot of our shared views */
+	int			shares;			/* ... and how many hold it (lsm_share) */
+
 	struct lsm_prepared_keys *prepared;	/* keys of the undecided prepared
 										 * batches (prepared.c), or NULL */
 };
@@ -276,6 +289,13 @@ int			lsm_db_lock(lsm_db *db, int fd, const char *name, lsm_err *e);
 /* The write lock, with catch-up on acquisition. */
 int			lsm_db_write_lock(lsm_db *db, lsm_err *e);
 void		lsm_db_write_unlock(lsm_db *db);
+
+/*
+ * Whether a process other than a dead one has a shared view of the store
+ * pinned (lsm_share): then no file is removed.  Clears the slots of dead
+ * processes.  REQUIRES: the write lock (its flock).
+ */
+bool		lsm_db_views_pinned(lsm_db *db);
 
 /*
  * Installs a new version under the write lock: opens its new tables, writes
@@ -456,6 +476,15 @@ bool		lsm_stage_gc_entry(lsm_db *db, const char *name);
 int			lsm_iter_build(lsm_db *db, bool deletes,
 						   lsm_iiter *(*build) (void *arg, lsm_err *err),
 						   void *arg, lsm_iter **out);
+
+/*
+ * A public iterator of db over version v and memtable mem (NULL: none) at
+ * snapshot snap, holding a reference on each (lsm_iter_open: the handle's
+ * current ones).  LSM_NOMEM or LSM_OK with *out.
+ */
+int			lsm_iter_open_version(lsm_db *db, lsm_version *v,
+								  lsm_memtable *mem, uint64_t snap,
+								  lsm_iter **out);
 
 /* Tells the log callback (if any) of an event; see lsm_log_fn. */
 void		lsm_db_log(lsm_db *db, int level, const char *fmt,...)

@@ -594,8 +594,9 @@ iter_skip(lsm_iter *it)
 	}
 }
 
-static int
-iter_open(lsm_db *db, lsm_iter **out)
+int
+lsm_iter_open_version(lsm_db *db, lsm_version *v, lsm_memtable *mem,
+					  uint64_t snap, lsm_iter **out)
 {
 	lsm_iter   *it;
 
@@ -604,11 +605,12 @@ iter_open(lsm_db *db, lsm_iter **out)
 	if (it == NULL)
 		return lsm_err_set(&db->err, LSM_NOMEM, "out of memory");
 	it->db = db;
-	it->v = db->current;
-	it->mem = db->mem;
+	it->v = v;
+	it->mem = mem;
 	lsm_version_ref(it->v);
-	lsm_memtable_ref(it->mem);
-	it->m = lsm_db_merge_iter(it->v, it->mem, db->read_seq, &it->err);
+	if (it->mem)
+		lsm_memtable_ref(it->mem);
+	it->m = lsm_db_merge_iter(it->v, it->mem, snap, &it->err);
 	if (it->m == NULL)
 	{
 		lsm_iter_close(it);
@@ -647,7 +649,7 @@ lsm_iter_open(lsm_db *db, lsm_iter **out)
 {
 	if (db == NULL || out == NULL)
 		return LSM_INVALID;
-	return iter_open(db, out);
+	return lsm_iter_open_version(db, db->current, db->mem, db->read_seq, out);
 }
 
 void

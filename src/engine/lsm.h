@@ -434,6 +434,38 @@ int			lsm_iter_status(const lsm_iter *it);
 void		lsm_iter_close(lsm_iter *it);
 
 /*
+ * Shared views: one snapshot read by several processes, as a parallel
+ * query's leader and workers do (docs/architecture.md, "Shared views").
+ *
+ * lsm_share encodes what lsm_iter_open would read now (the handle's
+ * tables, its shared memtable and its read sequence) into *view (*len
+ * bytes, malloc'd, release with lsm_free), with at most max_parts key
+ * ranges that split the store, and pins it: no file it names is removed
+ * until the matching lsm_unshare, lsm_close, or the end of the process.
+ * LSM_BUSY if the view cannot be shared (a file of it is gone already, the
+ * handle's memtable is its own, the handle is read-only, or the store's
+ * pin slots are all taken): read it in this process instead.
+ *
+ * lsm_iter_open_view opens, in any process and on any handle of the same
+ * store, an iterator that reads exactly what the view holds.  A view not
+ * made by lsm_share is LSM_INVALID; a file of it missing (the view was
+ * unshared) is LSM_CORRUPTION.
+ *
+ * lsm_view_parts gives the number of ranges (or LSM_INVALID), and
+ * lsm_view_part range part: keys >= *lo (NULL: from the first) and < *hi
+ * (NULL: to the last), pointers into view.  Together they cover every key
+ * once.
+ */
+int			lsm_share(lsm_db *db, int max_parts, void **view, size_t *len);
+void		lsm_unshare(lsm_db *db);
+int			lsm_iter_open_view(lsm_db *db, const void *view, size_t len,
+							   lsm_iter **out);
+int			lsm_view_parts(const void *view, size_t len);
+int			lsm_view_part(const void *view, size_t len, int part,
+						  const void **lo, size_t *lolen,
+						  const void **hi, size_t *hilen);
+
+/*
  * Makes an unpositioned iterator (of a store or a stage) run backwards:
  * lsm_iter_seek then positions on the last key <= key (the last key when
  * key is NULL), and lsm_iter_next moves to the previous key.  The snapshot,

@@ -374,19 +374,14 @@ put_key(lsm_buf *b, const uint8_t *k, size_t n)
 }
 
 int
-lsm_manifest_write(const char *dir, const lsm_version *v, bool *switched,
-				   lsm_err *e)
+lsm_manifest_encode(const lsm_version *v, lsm_buf *b)
 {
-	lsm_buf		b = {0};
-	char		tmp[4096],
-				path[4096];
 	uint8_t		hdr[16] = {0};
 	uint8_t		ck[4];
-	int			fd = -1;
-	int			rc = LSM_NOMEM;
 	int			l,
 				i;
 	uint32_t	format = LSM_MANIFEST_FORMAT;
+	size_t		base = b->len;
 
 	/* format 3 only while an ingested table needs its global sequence */
 	for (l = 0; l < LSM_MAX_LEVELS; l++)
@@ -395,8 +390,8 @@ lsm_manifest_write(const char *dir, const lsm_version *v, bool *switched,
 				format = LSM_MANIFEST_FORMAT_GSEQ;
 
 	/* header placeholder, filled in below */
-	if (lsm_buf_append(&b, hdr, sizeof(hdr)) != LSM_OK)
-		goto nomem;
+	if (lsm_buf_append(b, hdr, sizeof(hdr)) != LSM_OK)
+		return LSM_NOMEM;
 	{
 		uint64_t	fields[] = {v->manifest_seq, v->next_file, v->log_number,
 			v->last_seq, v->value_filter_bits,
@@ -404,13 +399,13 @@ lsm_manifest_write(const char *dir, const lsm_version *v, bool *switched,
 		(uint64_t) v->hierarchy_order, LSM_MAX_LEVELS};
 
 		for (i = 0; i < (int) (sizeof(fields) / sizeof(fields[0])); i++)
-			if (lsm_buf_append_varint(&b, fields[i]) != LSM_OK)
-				goto nomem;
+			if (lsm_buf_append_varint(b, fields[i]) != LSM_OK)
+				return LSM_NOMEM;
 	}
 	for (l = 0; l < LSM_MAX_LEVELS; l++)
 	{
-		if (lsm_buf_append_varint(&b, (uint64_t) v->nfiles[l]) != LSM_OK)
-			goto nomem;
+		if (lsm_buf_append_varint(b, (uint64_t) v->nfiles[l]) != LSM_OK)
+			return LSM_NOMEM;
 		for (i = 0; i < v->nfiles[l]; i++)
 		{
 			const lsm_table_meta *m = &v->files[l][i]->meta;
@@ -419,26 +414,41 @@ lsm_manifest_write(const char *dir, const lsm_version *v, bool *switched,
 			int			j;
 
 			for (j = 0; j < (int) (sizeof(fields) / sizeof(fields[0])); j++)
-				if (lsm_buf_append_varint(&b, fields[j]) != LSM_OK)
-					goto nomem;
+				if (lsm_buf_append_varint(b, fields[j]) != LSM_OK)
+					return LSM_NOMEM;
 			if (format >= LSM_MANIFEST_FORMAT_GSEQ &&
-				lsm_buf_append_varint(&b, m->global_seq) != LSM_OK)
-				goto nomem;
-			if (put_key(&b, m->smallest, m->smallest_len) != LSM_OK ||
-				put_key(&b, m->largest, m->largest_len) != LSM_OK)
-				goto nomem;
+				lsm_buf_append_varint(b, m->global_seq) != LSM_OK)
+				return LSM_NOMEM;
+			if (put_key(b, m->smallest, m->smallest_len) != LSM_OK ||
+				put_key(b, m->largest, m->largest_len) != LSM_OK)
+				return LSM_NOMEM;
 		}
 	}
-	if (lsm_buf_append_varint(&b, v->value_unindexed) != LSM_OK ||
-		lsm_hier_encode(v->hroot, &b) != LSM_OK)
-		goto nomem;
-	lsm_put_u64(b.data, LSM_MANIFEST_MAGIC);
-	lsm_put_u32(b.data + 8, format);
-	lsm_put_u32(b.data + 12, (uint32_t) (b.len - 16));
-	lsm_put_u32(ck, lsm_checksum(b.data + 16, b.len - 16));
-	if (lsm_buf_append(&b, ck, 4) != LSM_OK)
-		goto nomem;
+	if (lsm_buf_append_varint(b, v->value_unindexed) != LSM_OK ||
+		lsm_hier_encode(v->hroot, b) != LSM_OK)
+		return LSM_NOMEM;
+	lsm_put_u64(b->data + base, LSM_MANIFEST_MAGIC);
+	lsm_put_u32(b->data + base + 8, format);
+	lsm_put_u32(b->data + base + 12, (uint32_t) (b->len - base - 16));
+	lsm_put_u32(ck, lsm_checksum(b->data + base + 16, b->len - base - 16));
+	return lsm_buf_append(b, ck, 4);
+}
 
+int
+lsm_manifest_write(const char *dir, const lsm_version *v, bool *switched,
+				   lsm_err *e)
+{
+	lsm_buf		b = {0};
+	char		tmp[4096],
+				path[4096];
+	int			fd = -1;
+	int			rc;
+
+	if (lsm_manifest_encode(v, &b) != LSM_OK)
+	{
+		lsm_buf_free(&b);
+		return LSM_NOMEM_ERR(e);
+	}
 	snprintf(tmp, sizeof(tmp), "%s/MANIFEST.tmp", dir);
 	snprintf(path, sizeof(path), "%s/MANIFEST", dir);
 	rc = lsm_env_open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644, &fd, e);
@@ -459,10 +469,6 @@ lsm_manifest_write(const char *dir, const lsm_version *v, bool *switched,
 		(void) lsm_env_unlink(tmp, NULL);
 	lsm_buf_free(&b);
 	return rc;
-
-nomem:
-	lsm_buf_free(&b);
-	return LSM_NOMEM_ERR(e);
 }
 
 /* ---------- manifest reading ---------- */
@@ -680,21 +686,9 @@ check_files(mreader *r, const uint8_t *at, const lsm_version *v)
 int
 lsm_manifest_read(int fd, const char *name, lsm_version **out, lsm_err *e)
 {
-	static const char *const hdr_names[] = {"manifest_seq", "next_file",
-		"log_number", "last_seq", "value_filter_bits", "value_filter_hashes",
-	"hierarchy_order", "level count"};
 	struct stat st;
 	uint8_t    *buf;
-	mreader		r;
-	const uint8_t *params_at = NULL,
-			   *files_at;
-	lsm_version *v = NULL;
-	uint64_t	hdr[8];
-	uint32_t	len;
-	uint32_t	format;
 	int			rc;
-	int			l,
-				i;
 
 	*out = NULL;
 	if (fstat(fd, &st) != 0)
@@ -710,13 +704,39 @@ lsm_manifest_read(int fd, const char *name, lsm_version **out, lsm_err *e)
 	if (buf == NULL)
 		return LSM_NOMEM_ERR(e);
 	rc = lsm_env_pread(fd, buf, st.st_size, 0, name, e);
-	if (rc != LSM_OK)
-		goto out;
+	if (rc == LSM_OK)
+		rc = lsm_manifest_decode(buf, st.st_size, name, out, e);
+	free(buf);
+	return rc;
+}
+
+int
+lsm_manifest_decode(const uint8_t *buf, size_t size, const char *name,
+					lsm_version **out, lsm_err *e)
+{
+	static const char *const hdr_names[] = {"manifest_seq", "next_file",
+		"log_number", "last_seq", "value_filter_bits", "value_filter_hashes",
+	"hierarchy_order", "level count"};
+	mreader		r;
+	const uint8_t *params_at = NULL,
+			   *files_at;
+	lsm_version *v = NULL;
+	uint64_t	hdr[8];
+	uint32_t	len;
+	uint32_t	format;
+	int			rc;
+	int			l,
+				i;
+
+	*out = NULL;
+	if (size < 20)
+		return LSM_CORRUPT(e, "manifest \"%s\" is too short (%zu bytes)",
+						   name, size);
 	len = lsm_get_u32(buf + 12);
 	format = lsm_get_u32(buf + 8);
 	if (lsm_get_u64(buf) != LSM_MANIFEST_MAGIC ||
 		format < 1 || format > LSM_MANIFEST_FORMAT_GSEQ ||
-		(uint64_t) len + 20 != (uint64_t) st.st_size ||
+		(uint64_t) len + 20 != (uint64_t) size ||
 		lsm_checksum(buf + 16, len) != lsm_get_u32(buf + 16 + len))
 	{
 		rc = LSM_CORRUPT(e, "manifest \"%s\" fails its header or checksum check",
@@ -835,6 +855,5 @@ lsm_manifest_read(int fd, const char *name, lsm_version **out, lsm_err *e)
 
 out:
 	lsm_version_unref(v);
-	free(buf);
 	return rc;
 }

@@ -158,4 +158,12 @@ int			lsm_manifest_write(const char *dir, const lsm_version *v,
 int			lsm_manifest_read(int fd, const char *name, lsm_version **out,
 							  lsm_err *e);
 
+/* Appends v, as a manifest file holds it, to b.  LSM_NOMEM or LSM_OK. */
+int			lsm_manifest_encode(const lsm_version *v, lsm_buf *b);
+
+/* lsm_manifest_read of the size bytes at buf. */
+int			lsm_manifest_decode(const uint8_t *buf, size_t size,
+								const char *name, lsm_version **out,
+								lsm_err *e);
+
 #endif							/* LSM_VERSION_H */
