@@ -2621,46 +2621,98 @@ view_files_exist(lsm_db *db, const lsm_version *v, bool mem)
 	return access(path, F_OK) == 0;
 }
 
+/* lsm_table_block_scan's callback: copies the first key, and stops. */
+static int
+first_key(void *arg, const uint8_t *key, size_t klen, uint64_t seq, int del,
+		  const uint8_t *row, size_t rowlen)
+{
+	lsm_buf    *k = arg;
+
+	(void) seq;
+	(void) del;
+	(void) row;
+	(void) rowlen;
+	k->len = 0;
+	return lsm_buf_append(k, key, klen) == LSM_OK ? 1 : LSM_NOMEM;
+}
+
 /*
  * Appends to b the keys that split v into at most max_parts ranges (a
- * count, then each key with its length): the smallest keys of evenly
- * spaced tables of its largest level below 0, whose tables are disjoint.
+ * count, then each key with its length): the first keys of evenly spaced
+ * data blocks of its largest level below 0, whose tables are disjoint and
+ * hold most of the store.  A store with nothing below level 0 is one range.
  */
 static int
 put_splits(const lsm_version *v, int max_parts, lsm_buf *b)
 {
+	lsm_buf		keys = {0};
+	lsm_buf		k = {0};
 	uint8_t		n4[4];
+	uint64_t	blocks = 0,
+				seen = 0;
+	uint32_t	parts = 1;
+	size_t		last = 0;
 	int			best = 0,
 				l,
-				parts,
-				i;
+				i,
+				j = 1,
+				rc = LSM_OK;
 
 	for (l = 1; l < LSM_MAX_LEVELS; l++)
-		if (v->nfiles[l] > 1 &&
+		if (v->nfiles[l] > 0 &&
 			(best == 0 || v->level_bytes[l] > v->level_bytes[best]))
 			best = l;
-	parts = best == 0 ? 1 : v->nfiles[best] < max_parts ? v->nfiles[best] : max_parts;
-	lsm_put_u32(n4, (uint32_t) parts);
-	if (lsm_buf_append(b, n4, 4) != LSM_OK)
-		return LSM_NOMEM;
-	for (i = 1; i < parts; i++)
-	{
-		const lsm_table_meta *m =
-			&v->files[best][(int64_t) i * v->nfiles[best] / parts]->meta;
+	for (i = 0; best > 0 && i < v->nfiles[best]; i++)
+		blocks += lsm_table_nblocks(v->files[best][i]->table);
+	if (blocks < (uint64_t) max_parts)
+		max_parts = (int) blocks;
 
-		lsm_put_u32(n4, (uint32_t) m->smallest_len);
-		if (lsm_buf_append(b, n4, 4) != LSM_OK ||
-			lsm_buf_append(b, m->smallest, m->smallest_len) != LSM_OK)
-			return LSM_NOMEM;
+	/* block j * blocks / max_parts begins range j */
+	for (i = 0; best > 0 && i < v->nfiles[best] && rc == LSM_OK; i++)
+	{
+		lsm_table  *t = v->files[best][i]->table;
+		uint64_t	n = lsm_table_nblocks(t);
+
+		for (; j < max_parts && rc == LSM_OK; j++)
+		{
+			uint64_t	at = (uint64_t) j * blocks / max_parts;
+			lsm_err		e;
+			bool		skipped;
+
+			if (at >= seen + n)
+				break;
+			lsm_err_clear(&e);
+			if (lsm_table_block_scan(t, (uint32_t) (at - seen), NULL, 0,
+									 first_key, &k, &skipped, &e) != 1)
+				continue;		/* an unreadable block: no split there */
+			/* versions of one key may span blocks: keys strictly rise */
+			if (keys.len > 0 &&
+				lsm_key_cmp(k.data, k.len, keys.data + last + 4,
+							keys.len - last - 4) <= 0)
+				continue;
+			last = keys.len;
+			lsm_put_u32(n4, (uint32_t) k.len);
+			if (lsm_buf_append(&keys, n4, 4) != LSM_OK ||
+				lsm_buf_append(&keys, k.data, k.len) != LSM_OK)
+				rc = LSM_NOMEM;
+			parts++;
+		}
+		seen += n;
 	}
-	return LSM_OK;
+	lsm_put_u32(n4, parts);
+	if (rc == LSM_OK && (lsm_buf_append(b, n4, 4) != LSM_OK ||
+						 (keys.len > 0 &&
+						  lsm_buf_append(b, keys.data, keys.len) != LSM_OK)))
+		rc = LSM_NOMEM;
+	lsm_buf_free(&keys);
+	lsm_buf_free(&k);
+	return rc;
 }
 
 int
 lsm_share(lsm_db *db, int max_parts, void **view, size_t *len)
 {
 	lsm_version *v;
-	lsm_version bare;
 	lsm_buf		b = {0};
 	uint8_t		hdr[VIEW_HEADER];
 	uint8_t		n4[4];
@@ -2703,7 +2755,8 @@ lsm_share(lsm_db *db, int max_parts, void **view, size_t *len)
 		db->lock_held = true;
 		release_lock(db);
 	}
-	if (!view_files_exist(db, v, mem))
+	if (!view_files_exist(db, v, mem) ||
+		!lsm_hier_files_exist(v->hroot, db->dir))
 	{
 		lsm_unshare(db);
 		return lsm_err_set(&db->err, LSM_BUSY,
@@ -2717,9 +2770,6 @@ lsm_share(lsm_db *db, int max_parts, void **view, size_t *len)
 	lsm_put_u64(hdr + 24, mem ? db->mhdr->log_dev : 0);
 	lsm_put_u64(hdr + 32, mem ? db->mhdr->log_ino : 0);
 	lsm_put_u64(hdr + 40, mem ? 1 : 0);
-	/* scans need no value filter hierarchy: its node files are not pinned */
-	bare = *v;
-	bare.hroot = NULL;
 	rc = lsm_buf_append(&b, hdr, sizeof(hdr));
 	if (rc == LSM_OK)
 		rc = put_splits(v, max_parts, &b);
@@ -2729,7 +2779,7 @@ lsm_share(lsm_db *db, int max_parts, void **view, size_t *len)
 	{
 		size_t		at = b.len;
 
-		rc = lsm_manifest_encode(&bare, &b);
+		rc = lsm_manifest_encode(v, &b);
 		if (rc == LSM_OK)
 			lsm_put_u32(b.data + at - 4, (uint32_t) (b.len - at));
 	}
@@ -2818,7 +2868,7 @@ lsm_view_part(const void *view, size_t len, int part, const void **lo,
 			*lo = q + 4;
 			*lolen = klen;
 		}
-		else
+		else if (i == part + 1)
 		{
 			*hi = q + 4;
 			*hilen = klen;

@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "env.h"
 #include "hierarchy.h"
@@ -437,6 +438,28 @@ collect_nodefiles(const lsm_hnode *n, lsm_hnode ***a, int *len, int *cap)
 		if (collect_nodefiles(n->child[i], a, len, cap) != LSM_OK)
 			return LSM_NOMEM;
 	return LSM_OK;
+}
+
+bool
+lsm_hier_files_exist(const lsm_hnode *n, const char *dir)
+{
+	char		name[32],
+				path[4096];
+	int			i;
+
+	if (n == NULL || n->nchild == 0)
+		return true;
+	if (n->number != 0)
+	{
+		node_filename(n->number, name, sizeof(name));
+		snprintf(path, sizeof(path), "%s/%s", dir, name);
+		if (access(path, F_OK) != 0)
+			return false;
+	}
+	for (i = 0; i < n->nchild; i++)
+		if (!lsm_hier_files_exist(n->child[i], dir))
+			return false;
+	return true;
 }
 
 static int

@@ -108,6 +108,9 @@ int			lsm_hier_open(lsm_version *v, const lsm_version *old,
 int			lsm_hier_update(lsm_version *v, const lsm_hnode *base,
 							const char *dir, uint64_t *next_file, lsm_err *e);
 
+/* Does the node file of every node of the tree under n exist in dir? */
+bool		lsm_hier_files_exist(const lsm_hnode *n, const char *dir);
+
 /* Does the tree name node file number? */
 bool		lsm_hier_has_node(const lsm_hnode *root, uint64_t number);
 

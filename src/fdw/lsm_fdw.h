@@ -439,6 +439,7 @@ extern void LsmFdwPendingWrite(LsmFdwStore *s, const char *relname,
 extern void LsmFdwPendingBulkLoad(LsmFdwStore *s, const char *relname);
 extern bool LsmFdwPendingTruncate(LsmFdwStore *s, const char *relname);
 extern bool LsmFdwPendingTruncated(Oid relid);
+extern bool LsmFdwPendingAny(Oid relid);
 extern bool LsmFdwPendingInMemory(Oid relid, const char *key, size_t klen,
 								  CommandId curcid);
 extern lsm_iter *LsmFdwPendingStageIter(Oid relid, CommandId curcid);

@@ -54,6 +54,15 @@
  * postgres_fdw's and file_fdw's are; without it the executor would
  * evaluate those columns against the scanned table's own row.
  *
+ * Parallel query: a full scan and a key range also have a partial,
+ * parallel-aware path (add_partial_path) whose participants split the
+ * store's key ranges (scan.c), costed as a parallel sequential scan is:
+ * the CPU cost divided among them, the reads not.  Every other path reads
+ * everything by itself and is not parallel safe, since a worker running it
+ * would read its own snapshot of the store and none of the transaction's
+ * pending writes; a table the transaction has written to has no parallel
+ * path at all (IsForeignScanParallelSafe).
+ *
  * Costs: pages are read through the page cache (mmap), at seq_page_cost.
  * A lookup reads about one block; a full scan every page and every entry; a
  * range the fraction of both that its quals select; a value search the
@@ -179,6 +188,10 @@ static void add_parameterized_paths(PlannerInfo *root, RelOptInfo *baserel,
 static List *key_range_restrictions(PlannerInfo *root, RelOptInfo *baserel,
 									const LsmFdwTable *t);
 static Cost range_cost(LsmFdwRelInfo *info, Selectivity sel);
+static void add_partial_scan_path(PlannerInfo *root, RelOptInfo *baserel,
+								  LsmFdwRelInfo *info, double pages,
+								  double entries, LsmFdwAccess access,
+								  List *rinfos);
 static void add_scan_path(PlannerInfo *root, RelOptInfo *baserel,
 						  LsmFdwRelInfo *info, double rows, Cost run,
 						  List *pathkeys, Relids required_outer,
@@ -296,6 +309,8 @@ LsmFdwGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel,
 	full = seq_page_cost * info->pages + info->per_tuple * info->entries;
 	add_scan_path(root, baserel, info, baserel->rows, full, NIL,
 				  baserel->lateral_relids, LSMFDW_ACCESS_FULL_SCAN, NIL);
+	add_partial_scan_path(root, baserel, info, info->pages, info->entries,
+						  LSMFDW_ACCESS_FULL_SCAN, NIL);
 	if (pathkeys != NIL)
 		add_scan_path(root, baserel, info, baserel->rows, full, pathkeys,
 					  baserel->lateral_relids, LSMFDW_ACCESS_FULL_SCAN, NIL);
@@ -792,6 +807,9 @@ add_range_path(PlannerInfo *root, RelOptInfo *baserel, LsmFdwRelInfo *info,
 	add_scan_path(root, baserel, info, baserel->rows, range_cost(info, sel),
 				  pathkeys, baserel->lateral_relids, LSMFDW_ACCESS_KEY_RANGE,
 				  bounds);
+	add_partial_scan_path(root, baserel, info, Max(1.0, info->pages * sel),
+						  info->entries * sel, LSMFDW_ACCESS_KEY_RANGE,
+						  bounds);
 }
 
 /* The restrictions of baserel that bound the key of table t. */
@@ -1070,15 +1088,65 @@ add_scan_path(PlannerInfo *root, RelOptInfo *baserel, LsmFdwRelInfo *info,
 	bool		backward = pathkeys != NIL &&
 		linitial_node(PathKey, pathkeys)->pk_strategy == BTGreaterStrategyNumber;
 
+	ForeignPath *path;
+
 	if (!bms_is_empty(required_outer))
 		rows = Min(rows, get_baserel_parampathinfo(root, baserel,
 												   required_outer)->ppi_rows);
-	add_path(baserel, (Path *)
-			 create_foreignscan_path(root, baserel, NULL, rows, info->startup,
-									 info->startup + run, pathkeys,
-									 required_outer, NULL,
-									 list_make3(makeInteger(access), rinfos,
-												makeInteger(backward))));
+	path = create_foreignscan_path(root, baserel, NULL, rows, info->startup,
+								   info->startup + run, pathkeys,
+								   required_outer, NULL,
+								   list_make3(makeInteger(access), rinfos,
+											  makeInteger(backward)));
+
+	/*
+	 * A scan that reads everything by itself cannot run in a parallel
+	 * worker: the worker would read its own snapshot, not the leader's, and
+	 * none of the transaction's pending writes.  Only the parallel-aware
+	 * scan (add_partial_scan_path) gets the leader's view.
+	 */
+	path->path.parallel_safe = false;
+	add_path(baserel, (Path *) path);
+}
+
+/*
+ * Adds the parallel-aware version of a full scan or range that reads pages
+ * pages and examines entries entries: the participants split the store's
+ * key ranges between them (scan.c), so the CPU cost is divided as a
+ * parallel sequential scan's is, and the reads are not.
+ */
+static void
+add_partial_scan_path(PlannerInfo *root, RelOptInfo *baserel,
+					  LsmFdwRelInfo *info, double pages, double entries,
+					  LsmFdwAccess access, List *rinfos)
+{
+	ForeignPath *path;
+	double		divisor;
+	int			workers;
+
+	if (!baserel->consider_parallel ||
+		!bms_is_empty(baserel->lateral_relids))
+		return;
+	workers = compute_parallel_worker(baserel, pages, -1,
+									  max_parallel_workers_per_gather);
+	if (workers <= 0)
+		return;
+	/* the leader's share, as costsize.c's get_parallel_divisor counts it */
+	divisor = workers;
+	if (parallel_leader_participation && 1.0 - 0.3 * workers > 0)
+		divisor += 1.0 - 0.3 * workers;
+	path = create_foreignscan_path(root, baserel, NULL,
+								   clamp_row_est(baserel->rows / divisor),
+								   info->startup,
+								   info->startup + seq_page_cost * pages +
+								   info->per_tuple * entries / divisor,
+								   NIL, NULL, NULL,
+								   list_make3(makeInteger(access), rinfos,
+											  makeInteger(false)));
+	path->path.parallel_aware = true;
+	path->path.parallel_safe = true;
+	path->path.parallel_workers = workers;
+	add_partial_path(baserel, (Path *) path);
 }
 
 /*

@@ -32,6 +32,16 @@
  * When the plan reads ctid, each row gets its key as ctid (codec.c), or an
  * error if it has none.
  *
+ * Parallel scans (a parallel-aware full scan or key range under a Gather):
+ * the leader shares its view of the store (lsm_share: the snapshot its
+ * serial scan would read, pinned against removal) in the query's dynamic
+ * shared memory, and every participant claims the view's key ranges one at
+ * a time from a counter there and reads each with an iterator over the view
+ * (lsm_iter_open_view), clipped to the scan's bounds.  If the transaction
+ * has written to the table (its writes are in the leader's memory) or the
+ * engine cannot share the view, the leader reads alone and the workers
+ * return nothing (or fail, if the leader does not take part).
+ *
  * Each scan refreshes its store first (lsm_refresh), so it sees what other
  * backends committed before it began; under REPEATABLE READ and
  * SERIALIZABLE only the transaction's first does (store.c).  Everything a (re)start reads lives
@@ -54,9 +64,12 @@
 #include "commands/explain.h"
 #include "executor/executor.h"
 #include "foreign/fdwapi.h"
+#include "access/parallel.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "port/atomics.h"
 #include "utils/array.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -74,6 +87,22 @@ typedef struct LookupCounters
 	uint64		sstable_reads;
 	uint64		false_positives;
 } LookupCounters;
+
+/*
+ * The dynamic shared memory of a parallel scan: the leader's view of the
+ * store (lsm_share) and the next of its key ranges to claim.  nparts 0:
+ * the view could not be shared, and the leader reads alone.
+ */
+typedef struct LsmFdwParallel
+{
+	pg_atomic_uint32 next_part;
+	int			nparts;
+	Size		viewlen;
+	char		view[FLEXIBLE_ARRAY_MEMBER];
+} LsmFdwParallel;
+
+/* Key ranges of the view per participant: more balance the load better */
+#define PARTS_PER_PARTICIPANT 8
 
 /* Executor state of a scan: ForeignScanState.fdw_state */
 typedef struct LsmFdwScanState
@@ -127,6 +156,18 @@ typedef struct LsmFdwScanState
 
 	LookupCounters lookups;		/* summed over (re)starts */
 
+	/* parallel scan (a parallel-aware plan under a Gather) */
+	bool		parallel;		/* the plan is parallel-aware */
+	LsmFdwParallel *par;		/* its shared memory, once set up */
+	void	   *view;			/* leader: the view it shared (lsm_share),
+								 * unshared when the scan is released */
+	size_t		viewlen;
+	int			part;			/* the range being read, or -1 */
+	const void *part_hi;		/* its end (exclusive), or NULL */
+	size_t		part_hilen;
+	bool		advance;		/* step the iterator before the next row */
+	int			parts_read;		/* ranges this process read */
+
 	MemoryContextCallback cleanup;	/* releases iter and the pin */
 	bool		released;
 } LsmFdwScanState;
@@ -163,6 +204,22 @@ static void count_lookups(LsmFdwScanState *st, const lsm_stats *before,
 						  uint64 keys);
 static int	pending_cmp(const void *a, const void *b);
 static void release_scan(void *arg);
+static bool lsmfdwIsForeignScanParallelSafe(PlannerInfo *root,
+											RelOptInfo *rel,
+											RangeTblEntry *rte);
+static Size lsmfdwEstimateDSMForeignScan(ForeignScanState *node,
+										 ParallelContext *pcxt);
+static void lsmfdwInitializeDSMForeignScan(ForeignScanState *node,
+										   ParallelContext *pcxt,
+										   void *coordinate);
+static void lsmfdwReInitializeDSMForeignScan(ForeignScanState *node,
+											 ParallelContext *pcxt,
+											 void *coordinate);
+static void lsmfdwInitializeWorkerForeignScan(ForeignScanState *node,
+											  shm_toc *toc,
+											  void *coordinate);
+static bool next_parallel(LsmFdwScanState *st, TupleTableSlot *slot);
+static bool claim_part(LsmFdwScanState *st);
 
 /* Fills in the scan callbacks of the handler's FdwRoutine. */
 void
@@ -177,6 +234,11 @@ LsmFdwSetScanRoutines(FdwRoutine *routine)
 	routine->ReScanForeignScan = lsmfdwReScanForeignScan;
 	routine->EndForeignScan = lsmfdwEndForeignScan;
 	routine->ExplainForeignScan = lsmfdwExplainForeignScan;
+	routine->IsForeignScanParallelSafe = lsmfdwIsForeignScanParallelSafe;
+	routine->EstimateDSMForeignScan = lsmfdwEstimateDSMForeignScan;
+	routine->InitializeDSMForeignScan = lsmfdwInitializeDSMForeignScan;
+	routine->ReInitializeDSMForeignScan = lsmfdwReInitializeDSMForeignScan;
+	routine->InitializeWorkerForeignScan = lsmfdwInitializeWorkerForeignScan;
 }
 
 /*
@@ -212,6 +274,8 @@ lsmfdwBeginForeignScan(ForeignScanState *node, int eflags)
 	st->backward = intVal(list_nth(plan->fdw_private,
 								   LSMFDW_PRIVATE_BACKWARD)) != 0;
 	st->instrument = estate->es_instrument != 0;
+	st->parallel = plan->scan.plan.parallel_aware;
+	st->part = -1;
 	st->curcid = estate->es_snapshot->curcid;
 	st->start_cxt = AllocSetContextCreate(estate->es_query_cxt,
 										  "lsm_fdw scan",
@@ -263,7 +327,10 @@ lsmfdwIterateForeignScan(ForeignScanState *node)
 			break;
 		case LSMFDW_ACCESS_FULL_SCAN:
 		case LSMFDW_ACCESS_KEY_RANGE:
-			(void) next_ordered(st, slot);
+			if (st->par != NULL && st->par->nparts > 0)
+				(void) next_parallel(st, slot);
+			else
+				(void) next_ordered(st, slot);
 			break;
 		case LSMFDW_ACCESS_VALUE_SEARCH:
 			(void) next_searched(st, slot);
@@ -530,6 +597,8 @@ start_scan(ForeignScanState *node, LsmFdwScanState *st)
 	st->upper_enc = LSMFDW_BOUND_NONE;
 	st->skip_start = false;
 	st->search_done = false;
+	st->part = -1;
+	st->advance = false;
 	st->started = true;
 
 	oldcxt = MemoryContextSwitchTo(st->start_cxt);
@@ -774,6 +843,21 @@ start_range(ForeignScanState *node, LsmFdwScanState *st)
 			tighten_bound(&st->lower, &st->lower_enc, &b, benc, false);
 	}
 
+	if (st->par != NULL && st->par->nparts > 0)
+		return;					/* next_parallel claims the ranges */
+	if (st->par != NULL && IsParallelWorker())
+	{
+		/* the leader's view could not be shared: the leader reads alone */
+		if (!parallel_leader_participation)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("cannot read foreign table \"%s\" in a parallel worker",
+							st->table->relname),
+					 errdetail("The leader could not share its snapshot of the table: its transaction wrote to the table, or the files of its snapshot were compacted away since."),
+					 errhint("Set parallel_leader_participation to on, or max_parallel_workers_per_gather to 0.")));
+		st->empty = true;
+		return;
+	}
 	start = st->backward ? &st->upper : &st->lower;
 	start_enc = st->backward ? st->upper_enc : st->lower_enc;
 	st->skip_start = (start_enc == LSMFDW_BOUND_EXCLUSIVE);
@@ -782,6 +866,182 @@ start_range(ForeignScanState *node, LsmFdwScanState *st)
 					st->table->relname, st->curcid, st->backward,
 					start_enc != LSMFDW_BOUND_NONE ? start->data : NULL,
 					start->len);
+}
+
+/*
+ * Parallel full scan and key range: stores in slot the next row of the
+ * ranges this process claims, within the scan's bounds; returns false when
+ * every range has been claimed.  The transaction has no pending writes to
+ * merge (the leader shared its view only then).
+ */
+static bool
+next_parallel(LsmFdwScanState *st, TupleTableSlot *slot)
+{
+	const char *key;
+	const char *row;
+	size_t		klen;
+	size_t		rowlen;
+	int			rc;
+
+	if (st->empty)
+		return false;
+	for (;;)
+	{
+		if (st->advance)
+			lsm_iter_next(st->iter);
+		st->advance = false;
+		CHECK_FOR_INTERRUPTS();
+		if (st->part >= 0 && !lsm_iter_valid(st->iter))
+		{
+			if ((rc = lsm_iter_status(st->iter)) != LSM_OK)
+				LsmFdwReportError(rc, st->store->db, st->table->relname,
+								  "read");
+			st->part = -1;
+		}
+		if (st->part < 0)
+		{
+			if (!claim_part(st))
+				return false;
+			continue;
+		}
+		key = lsm_iter_key(st->iter, &klen);
+		if ((st->part_hi != NULL &&
+			 LsmFdwKeyCmp(key, klen, st->part_hi, st->part_hilen) >= 0) ||
+			past_bound(st, key, klen))
+		{
+			st->part = -1;		/* the end of the range */
+			continue;
+		}
+		st->advance = true;
+		if (st->lower_enc == LSMFDW_BOUND_EXCLUSIVE &&
+			LsmFdwKeyCmp(key, klen, st->lower.data, st->lower.len) == 0)
+			continue;
+		row = lsm_iter_value(st->iter, &rowlen);
+		store_row(st, slot, key, klen, row, rowlen);	/* copies */
+		return true;
+	}
+}
+
+/*
+ * Claims the next key range of the shared view that meets the scan's
+ * bounds, and positions the iterator over the view (opened on the first
+ * claim) at its start; false if none is left.
+ */
+static bool
+claim_part(LsmFdwScanState *st)
+{
+	LsmFdwParallel *par = st->par;
+
+	for (;;)
+	{
+		uint32		i = pg_atomic_fetch_add_u32(&par->next_part, 1);
+		const void *lo;
+		const void *hi;
+		size_t		lolen;
+		size_t		hilen;
+		int			rc;
+
+		if (i >= (uint32) par->nparts)
+			return false;
+		if (lsm_view_part(par->view, par->viewlen, i, &lo, &lolen, &hi,
+						  &hilen) != LSM_OK)
+			elog(ERROR, "lsm_fdw: the shared view of a parallel scan is malformed");
+		/* a range outside the bounds holds nothing to read */
+		if ((lo != NULL && past_bound(st, lo, lolen)) ||
+			(hi != NULL && st->lower_enc != LSMFDW_BOUND_NONE &&
+			 LsmFdwKeyCmp(hi, hilen, st->lower.data, st->lower.len) <= 0))
+			continue;
+		if (st->iter == NULL &&
+			(rc = lsm_iter_open_view(st->store->db, par->view, par->viewlen,
+									 &st->iter)) != LSM_OK)
+			LsmFdwReportError(rc, st->store->db, st->table->relname, "read");
+		if (st->lower_enc != LSMFDW_BOUND_NONE &&
+			(lo == NULL ||
+			 LsmFdwKeyCmp(st->lower.data, st->lower.len, lo, lolen) > 0))
+		{
+			lo = st->lower.data;
+			lolen = st->lower.len;
+		}
+		lsm_iter_seek(st->iter, lo, lo != NULL ? lolen : 0);
+		st->part = (int) i;
+		st->part_hi = hi;
+		st->part_hilen = hilen;
+		st->parts_read++;
+		return true;
+	}
+}
+
+/*
+ * Only the parallel-aware scans are parallel safe (plan.c), and only while
+ * the transaction has not written to the table: the workers could not read
+ * those writes.  (A plan cached before the writes is executed by the
+ * leader alone: lsmfdwEstimateDSMForeignScan.)
+ */
+static bool
+lsmfdwIsForeignScanParallelSafe(PlannerInfo *root, RelOptInfo *rel,
+								RangeTblEntry *rte)
+{
+	return !LsmFdwPendingAny(rte->relid);
+}
+
+/*
+ * The leader, before the workers start: shares its view of the store, if
+ * its transaction has not written to the table (the workers could not see
+ * those writes) and the engine can (lsm_share); else the leader reads
+ * alone.  The size of the shared memory follows.
+ */
+static Size
+lsmfdwEstimateDSMForeignScan(ForeignScanState *node, ParallelContext *pcxt)
+{
+	LsmFdwScanState *st = (LsmFdwScanState *) node->fdw_state;
+
+	if (st->view == NULL && !LsmFdwPendingAny(st->table->relid))
+	{
+		int			rc = lsm_share(st->store->db,
+								   PARTS_PER_PARTICIPANT * (pcxt->nworkers + 1),
+								   &st->view, &st->viewlen);
+
+		if (rc == LSM_BUSY)
+			elog(DEBUG1, "lsm_fdw: \"%s\" is read by the leader alone: %s",
+				 st->table->relname, lsm_errmsg(st->store->db));
+		else if (rc != LSM_OK)
+			LsmFdwReportError(rc, st->store->db, st->table->relname, "share");
+	}
+	return add_size(offsetof(LsmFdwParallel, view), st->viewlen);
+}
+
+static void
+lsmfdwInitializeDSMForeignScan(ForeignScanState *node, ParallelContext *pcxt,
+							   void *coordinate)
+{
+	LsmFdwScanState *st = (LsmFdwScanState *) node->fdw_state;
+	LsmFdwParallel *par = (LsmFdwParallel *) coordinate;
+
+	pg_atomic_init_u32(&par->next_part, 0);
+	par->nparts = st->view != NULL ? lsm_view_parts(st->view, st->viewlen) : 0;
+	par->viewlen = st->viewlen;
+	if (st->view != NULL)
+		memcpy(par->view, st->view, st->viewlen);
+	st->par = par;
+}
+
+/* A rescan of the Gather: every range is to be read again. */
+static void
+lsmfdwReInitializeDSMForeignScan(ForeignScanState *node, ParallelContext *pcxt,
+								 void *coordinate)
+{
+	LsmFdwParallel *par = (LsmFdwParallel *) coordinate;
+
+	pg_atomic_write_u32(&par->next_part, 0);
+}
+
+static void
+lsmfdwInitializeWorkerForeignScan(ForeignScanState *node, shm_toc *toc,
+								  void *coordinate)
+{
+	LsmFdwScanState *st = (LsmFdwScanState *) node->fdw_state;
+
+	st->par = (LsmFdwParallel *) coordinate;
 }
 
 /*
@@ -1121,6 +1381,12 @@ release_scan(void *arg)
 	if (st->access == LSMFDW_ACCESS_VALUE_SEARCH)
 		st->search_done = true; /* no counters to collect now */
 	close_iter(st);
+	if (st->view != NULL)
+	{
+		lsm_unshare(st->store->db);
+		lsm_free(st->view);
+		st->view = NULL;
+	}
 	if (st->store != NULL)
 	{
 		LsmFdwScanEnd(st->store, st->curcid);

@@ -529,6 +529,17 @@ LsmFdwPendingTruncated(Oid relid)
 }
 
 /*
+ * Whether the transaction has written to relation relid (pending writes in
+ * memory or a stage, or a TRUNCATE), which only this backend can read.
+ */
+bool
+LsmFdwPendingAny(Oid relid)
+{
+	return pending_stores != NULL &&
+		hash_search(pending_stores, &relid, HASH_FIND, NULL) != NULL;
+}
+
+/*
  * Prepares a bulk load (COPY) into store s: opens its stage at once, so
  * that the rows it inserts go to the stage's sorted runs as they come
  * (PendingWrite says when they can), rather than into memory first and
