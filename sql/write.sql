@@ -156,6 +156,36 @@ SELECT tableoid::regclass, * FROM parts
   WHERE owner LIKE 'copied%' OR owner IN ('routed', 'duplicate') ORDER BY id;
 DROP TABLE parts;
 
+-- batch inserts (lsm_fdw.insert_batch_size): the rows a statement gathers
+-- are inserted together; those ON CONFLICT DO NOTHING skips are not counted,
+-- a duplicate fails the statement, routing into partitions batches too
+CREATE FOREIGN TABLE batched (id int8 OPTIONS (key 'true'), v int)
+  SERVER lsm_write_srv;
+INSERT INTO batched SELECT g, 0 FROM generate_series(1, 250, 5) g;
+SET lsm_fdw.insert_batch_size = 7;
+DO $$
+DECLARE n int8;
+BEGIN
+  INSERT INTO batched SELECT g, 1 FROM generate_series(1, 250) g
+    ON CONFLICT DO NOTHING;
+  GET DIAGNOSTICS n = ROW_COUNT;
+  RAISE NOTICE 'inserted % rows', n;
+END $$;
+SELECT v, count(*), sum(id) FROM batched GROUP BY v ORDER BY v;
+INSERT INTO batched SELECT g, 2 FROM generate_series(300, 320) g
+  UNION ALL SELECT 3, 2;                                      -- ERROR
+SELECT count(*) FROM batched WHERE v = 2;
+CREATE TABLE bparts (id int8, v int) PARTITION BY RANGE (id);
+CREATE FOREIGN TABLE bparts_low PARTITION OF bparts FOR VALUES FROM (0) TO (100)
+  SERVER lsm_write_srv OPTIONS (key 'id');
+CREATE FOREIGN TABLE bparts_high PARTITION OF bparts FOR VALUES FROM (100) TO (1000)
+  SERVER lsm_write_srv OPTIONS (key 'id');
+INSERT INTO bparts SELECT g, g % 3 FROM generate_series(1, 999, 2) g;
+SELECT tableoid::regclass, count(*), sum(id) FROM bparts GROUP BY 1 ORDER BY 1;
+RESET lsm_fdw.insert_batch_size;
+DROP TABLE bparts;
+DROP FOREIGN TABLE batched;
+
 -- WHERE CURRENT OF needs a table PostgreSQL stores itself
 BEGIN;
 DECLARE c CURSOR FOR SELECT * FROM acc ORDER BY id;

@@ -80,6 +80,8 @@ typedef struct LsmFdwModifyState
 								 * still held (WaitingRow), or NULL */
 	MemoryContext cxt;			/* the statement's (es_query_cxt) */
 	MemoryContext row_cxt;		/* reset for every row */
+	TupleTableSlot **inserted_slots;	/* a batch's inserted rows (cxt) */
+	int			inserted_cap;
 	MemoryContextCallback cleanup;	/* unpins the store on error */
 	bool		released;
 } LsmFdwModifyState;
@@ -98,6 +100,9 @@ typedef struct WaitingRow
  * the rest are loaded as COPY FROM loads (0: never).
  */
 static int	bulk_insert_rows = 1000;
+
+/* lsm_fdw.insert_batch_size: rows the executor gathers per batch insert */
+static int	insert_batch_size = 100;
 
 /* Items of the fdw_private list made by PlanForeignModify */
 enum LsmFdwModifyPrivate
@@ -130,6 +135,12 @@ static TupleTableSlot *lsmfdwExecForeignDelete(EState *estate,
 											   ResultRelInfo *rinfo,
 											   TupleTableSlot *slot,
 											   TupleTableSlot *planSlot);
+static int	lsmfdwGetForeignModifyBatchSize(ResultRelInfo *rinfo);
+static TupleTableSlot **lsmfdwExecForeignBatchInsert(EState *estate,
+													 ResultRelInfo *rinfo,
+													 TupleTableSlot **slots,
+													 TupleTableSlot **planSlots,
+													 int *numSlots);
 static void lsmfdwEndForeignModify(EState *estate, ResultRelInfo *rinfo);
 static void lsmfdwBeginForeignInsert(ModifyTableState *mtstate,
 									 ResultRelInfo *rinfo);
@@ -168,6 +179,13 @@ LsmFdwInitModify(void)
 							1000, 0, INT_MAX,
 							PGC_USERSET, 0,
 							NULL, NULL, NULL);
+	DefineCustomIntVariable("lsm_fdw.insert_batch_size",
+							"Rows the executor gathers before it inserts them into an lsm_fdw table.",
+							"INSERT ... SELECT, multi-row VALUES, COPY FROM and rows routed into foreign partitions are inserted in batches of this many rows (1: one by one), unless RETURNING, row triggers or WITH CHECK OPTION need each row's result at once.",
+							&insert_batch_size,
+							100, 1, 10000,
+							PGC_USERSET, 0,
+							NULL, NULL, NULL);
 }
 
 /* Fills in the modification callbacks of the handler's FdwRoutine. */
@@ -178,6 +196,8 @@ LsmFdwSetModifyRoutines(FdwRoutine *routine)
 	routine->PlanForeignModify = lsmfdwPlanForeignModify;
 	routine->BeginForeignModify = lsmfdwBeginForeignModify;
 	routine->ExecForeignInsert = lsmfdwExecForeignInsert;
+	routine->GetForeignModifyBatchSize = lsmfdwGetForeignModifyBatchSize;
+	routine->ExecForeignBatchInsert = lsmfdwExecForeignBatchInsert;
 	routine->ExecForeignUpdate = lsmfdwExecForeignUpdate;
 	routine->ExecForeignDelete = lsmfdwExecForeignDelete;
 	routine->EndForeignModify = lsmfdwEndForeignModify;
@@ -369,6 +389,55 @@ lsmfdwExecForeignInsert(EState *estate, ResultRelInfo *rinfo,
 	set_ctid(st, slot, &key);
 	MemoryContextSwitchTo(oldcxt);
 	return slot;
+}
+
+/*
+ * Rows the executor gathers before inserting them (INSERT ... SELECT,
+ * multi-row VALUES, COPY FROM, rows routed into a foreign partition), in
+ * batches of lsm_fdw.insert_batch_size, unless each row's result is needed
+ * at once: RETURNING, row triggers, WITH CHECK OPTION.
+ */
+static int
+lsmfdwGetForeignModifyBatchSize(ResultRelInfo *rinfo)
+{
+	TriggerDesc *trig = rinfo->ri_TrigDesc;
+
+	if (rinfo->ri_projectReturning != NULL ||
+		rinfo->ri_WithCheckOptions != NIL ||
+		(trig != NULL &&
+		 (trig->trig_insert_before_row || trig->trig_insert_after_row)))
+		return 1;
+	return insert_batch_size;
+}
+
+/*
+ * Inserts the rows of slots[0 .. *numSlots) as ExecForeignInsert would;
+ * returns those inserted (ON CONFLICT DO NOTHING skips some) and their
+ * number in *numSlots.  The executor owns slots: the array returned is
+ * another, the state's.
+ */
+static TupleTableSlot **
+lsmfdwExecForeignBatchInsert(EState *estate, ResultRelInfo *rinfo,
+							 TupleTableSlot **slots,
+							 TupleTableSlot **planSlots, int *numSlots)
+{
+	LsmFdwModifyState *st = (LsmFdwModifyState *) rinfo->ri_FdwState;
+	int			n = 0;
+	int			i;
+
+	if (st->inserted_cap < *numSlots)
+	{
+		st->inserted_slots = MemoryContextAlloc(st->cxt,
+												sizeof(TupleTableSlot *) *
+												*numSlots);
+		st->inserted_cap = *numSlots;
+	}
+	for (i = 0; i < *numSlots; i++)
+		if (lsmfdwExecForeignInsert(estate, rinfo, slots[i],
+									planSlots ? planSlots[i] : NULL) != NULL)
+			st->inserted_slots[n++] = slots[i];
+	*numSlots = n;
+	return st->inserted_slots;
 }
 
 /*

@@ -92,6 +92,10 @@ else
 			for (i = 1; i <= NF; i++) if ($i == "heap/lsm") v = $(i + 1);
 			sub(/x$/, "", v); print "join-" substr($1, 16), v; next
 		}
+		/^scan_/ {
+			for (i = 1; i <= NF; i++) if ($i == "heap/lsm") v = $(i + 1);
+			sub(/x$/, "", v); print "scan-" substr($1, 6) "-" $2, v; next
+		}
 	' "$in" >"$tmp/data"
 fi
 [ -s "$tmp/data" ] || {

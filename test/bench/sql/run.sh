@@ -7,8 +7,9 @@
 #	scan, heap sequential scan, btree and bloom indexes), COPY FROM (time
 #	and peak memory of the loading backend), bytes on disk, a nested loop
 #	join by key, pages of ten rows in key order, ascending and
-#	descending (ORDER BY id [DESC] LIMIT 10), and INSERT ... SELECT of the
-#	rows from a heap table (time and peak memory).  Results:
+#	descending (ORDER BY id [DESC] LIMIT 10), full scans and a range of
+#	half the keys with parallel workers and without, and INSERT ... SELECT
+#	of the rows from a heap table (time and peak memory).  Results:
 #	docs/benchmarks-sql.md.
 #
 # usage: sudo test/bench/sql/run.sh [small|full]
@@ -41,7 +42,7 @@
 #   SQLBENCH_SECONDS   seconds of each pgbench run (default 30)
 #   SQLBENCH_RUNS      runs of each workload (default 3)
 #   SQLBENCH_COPY_RUNS runs of each COPY of up to 1M rows (default: RUNS)
-#   SQLBENCH_SECTIONS  which of "disk point eq join order insert" to run after the COPYs
+#   SQLBENCH_SECTIONS  which of "disk point eq join order scan insert" to run after the COPYs
 #                      (default all; the COPYs always run: they load the
 #                      tables), e.g. SQLBENCH_SECTIONS=point
 #   SQLBENCH_QUIET_WAIT  seconds to wait, before each timed step, for other
@@ -88,7 +89,7 @@ seconds=${SQLBENCH_SECONDS:-30}
 runs=${SQLBENCH_RUNS:-3}
 big_runs=${SQLBENCH_BIG_RUNS:-1}
 copy_runs=${SQLBENCH_COPY_RUNS:-$runs}
-sections=" ${SQLBENCH_SECTIONS:-disk point eq join order insert} "
+sections=" ${SQLBENCH_SECTIONS:-disk point eq join order scan insert} "
 execs=${SQLBENCH_EXECS:-200}
 slow_execs=${SQLBENCH_SLOW_EXECS:-20}
 max_mem_gb=${SQLBENCH_MAX_MEM_GB:-8}
@@ -943,6 +944,64 @@ order_section() {
 }
 
 # ---------------------------------------------------------------------------
+# Workload 7: reading the whole table (or half of it), with the default
+# parallel settings (a Gather over parallel scans, on both sides) and
+# without parallel workers
+
+scan_section() {
+	local r side kind mode settings q lsm_ms heap_ms
+	local -A queries=(
+		[count]='SELECT count(*), 0::numeric FROM t_%s'
+		[group]='SELECT sum(c), sum(hashtextextended(lang || c, 0)) FROM (SELECT lang, count(*) c FROM t_%s GROUP BY lang) g'
+		[range]='SELECT count(*), sum(length(body)) FROM t_%s WHERE id BETWEEN %s AND %s'
+	)
+	local lo=$((query_rows / 10)) hi=$((query_rows * 6 / 10))
+
+	section "workload 7: full scans (count, GROUP BY lang) and a range of half the keys, with parallel workers and without"
+	for mode in parallel serial; do
+		if [ "$mode" = serial ]; then
+			settings="SET max_parallel_workers_per_gather = 0"
+		else
+			settings="RESET max_parallel_workers_per_gather"
+		fi
+		for kind in count group range; do
+			for side in lsm pk; do
+				# shellcheck disable=SC2059  # the query is the format
+				q=$(printf "${queries[$kind]}" "$side" "$lo" "$hi")
+				echo "--- $mode $kind: $q"
+				psql_show -c "$settings" -c "EXPLAIN (ANALYZE, VERBOSE, COSTS OFF) $q"
+			done
+		done
+		for r in $(seq "$runs"); do
+			for kind in count group range; do
+				for side in lsm pk; do
+					# shellcheck disable=SC2059
+					q=$(printf "${queries[$kind]}" "$side" "$lo" "$hi")
+					wait_quiet
+					noise_begin
+					psql -X -q -A -t -v ON_ERROR_STOP=1 -c "$settings" \
+						-c "SELECT bench_run('scan', '$side', '${kind}_$mode', $r, '$q',
+							array_fill(NULL::text, ARRAY[$slow_execs]))" >/dev/null
+					noise_end
+					printf 'run %s  %-8s %-6s %-3s (other work %s cores)\n' "$r" "$mode" "$kind" "$side" "$noise"
+				done
+			done
+		done
+	done
+	sql "SELECT bench_check('scan')"
+	for mode in parallel serial; do
+		for kind in count group range; do
+			lsm_ms=$(sql "SELECT median_ms FROM bench_summary WHERE section = 'scan' AND variant = 'lsm' AND kind = '${kind}_$mode'")
+			heap_ms=$(sql "SELECT median_ms FROM bench_summary WHERE section = 'scan' AND variant = 'pk' AND kind = '${kind}_$mode'")
+			result "$(printf 'scan_%-6s %-8s lsm %8.2f ms   heap %8.2f ms   heap/lsm %.2fx   (median of %s runs of %s; run medians lsm %s, heap %s)' \
+				"$kind" "$mode" "$lsm_ms" "$heap_ms" "$(calc '%f' "$heap_ms / $lsm_ms")" "$runs" "$slow_execs" \
+				"$(sql "SELECT format('%s-%s', round(min_ms::numeric, 2), round(max_ms::numeric, 2)) FROM bench_summary WHERE section = 'scan' AND variant = 'lsm' AND kind = '${kind}_$mode'")" \
+				"$(sql "SELECT format('%s-%s', round(min_ms::numeric, 2), round(max_ms::numeric, 2)) FROM bench_summary WHERE section = 'scan' AND variant = 'pk' AND kind = '${kind}_$mode'")")"
+		done
+	done
+}
+
+# ---------------------------------------------------------------------------
 
 main() {
 	local n t
@@ -977,6 +1036,7 @@ main() {
 	[[ "$sections" != *" eq "* ]] || eq_section
 	[[ "$sections" != *" join "* ]] || join_section
 	[[ "$sections" != *" order "* ]] || order_section
+	[[ "$sections" != *" scan "* ]] || scan_section
 	[[ "$sections" != *" insert "* ]] || insert_section "$query_rows"
 
 	section "summary ($size, $query_rows rows; see docs/benchmarks-sql.md for the targets)"
