@@ -120,25 +120,65 @@ lsm_row_cursor_next(lsm_row_cursor *c, lsm_field *f)
 int
 lsm_row_fields(const void *row, size_t rowlen, lsm_field *out, int n)
 {
-	lsm_row_cursor c;
-	uint64_t	nfields;
-	int			i,
-				rc;
+	const uint8_t *p = row;
+	const uint8_t *end = p + rowlen;
+	uint64_t	count,
+				tag,
+				total = 0,
+				j;
+	int			i;
 
 	if (n < 0 || (n > 0 && out == NULL) || (row == NULL && rowlen > 0))
 		return LSM_INVALID;
+	/*
+	 * One pass over the tags, checked as lsm_row_cursor_init checks them,
+	 * noting the first n; then the data of those, which begins after the
+	 * last tag.
+	 */
+	if (row == NULL || (p = lsm_get_varint(p, end, &count)) == NULL ||
+		count > (uint64_t) (end - p))
+		goto corrupt;
+	for (j = 0; j < count; j++)
+	{
+		if ((p = lsm_get_varint(p, end, &tag)) == NULL ||
+			total > (uint64_t) (end - p) ||
+			(tag > 0 && tag - 1 > (uint64_t) (end - p) - total))
+			goto corrupt;
+		if (j < (uint64_t) n)
+		{
+			out[j].data = NULL;
+			out[j].is_null = tag == 0;
+			out[j].len = tag == 0 ? 0 : (size_t) (tag - 1);
+		}
+		if (tag > 0)
+			total += tag - 1;
+	}
+	if (total != (uint64_t) (end - p))
+		goto corrupt;
+	for (i = 0; i < n; i++)
+	{
+		if ((uint64_t) i >= count)
+		{
+			out[i].data = NULL;
+			out[i].len = 0;
+			out[i].is_null = 1;
+			continue;
+		}
+		if (!out[i].is_null)
+			out[i].data = p;
+		p += out[i].len;
+	}
+	return LSM_OK;
+
+corrupt:
+	/* what the caller gets then: every field null */
 	for (i = 0; i < n; i++)
 	{
 		out[i].data = NULL;
 		out[i].len = 0;
 		out[i].is_null = 1;
 	}
-	rc = lsm_row_cursor_init(&c, row, rowlen, &nfields);
-	if (rc != LSM_OK)
-		return rc;
-	for (i = 0; i < n && lsm_row_cursor_next(&c, &out[i]); i++)
-		;
-	return LSM_OK;
+	return LSM_CORRUPTION;
 }
 
 int

@@ -950,12 +950,12 @@ order_section() {
 
 scan_section() {
 	local r side kind mode settings q lsm_ms heap_ms
+	local lo=$((query_rows / 10)) hi=$((query_rows * 6 / 10))
 	local -A queries=(
 		[count]='SELECT count(*), 0::numeric FROM t_%s'
 		[group]='SELECT sum(c), sum(hashtextextended(lang || c, 0)) FROM (SELECT lang, count(*) c FROM t_%s GROUP BY lang) g'
-		[range]='SELECT count(*), sum(length(body)) FROM t_%s WHERE id BETWEEN %s AND %s'
+		[range]="SELECT count(*), sum(length(body)) FROM t_%s WHERE id BETWEEN $lo AND $hi"
 	)
-	local lo=$((query_rows / 10)) hi=$((query_rows * 6 / 10))
 
 	section "workload 7: full scans (count, GROUP BY lang) and a range of half the keys, with parallel workers and without"
 	for mode in parallel serial; do
@@ -967,7 +967,7 @@ scan_section() {
 		for kind in count group range; do
 			for side in lsm pk; do
 				# shellcheck disable=SC2059  # the query is the format
-				q=$(printf "${queries[$kind]}" "$side" "$lo" "$hi")
+				q=$(printf "${queries[$kind]}" "$side")
 				echo "--- $mode $kind: $q"
 				psql_show -c "$settings" -c "EXPLAIN (ANALYZE, VERBOSE, COSTS OFF) $q"
 			done
@@ -976,7 +976,7 @@ scan_section() {
 			for kind in count group range; do
 				for side in lsm pk; do
 					# shellcheck disable=SC2059
-					q=$(printf "${queries[$kind]}" "$side" "$lo" "$hi")
+					q=$(printf "${queries[$kind]}" "$side")
 					wait_quiet
 					noise_begin
 					psql -X -q -A -t -v ON_ERROR_STOP=1 -c "$settings" \
