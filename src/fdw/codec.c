@@ -104,7 +104,7 @@ static void encode_fields(LsmFdwTable *t, Datum *values, bool *nulls,
 static void decode_fields(LsmFdwTable *t, const char *key, size_t klen,
 						  const char *row, size_t rowlen, const bool *needed,
 						  Datum *values, bool *nulls,
-						  DecodeErrorContext *where);
+						  DecodeErrorContext *where, StringInfo arena);
 static bool neutral_io_begin(const LsmFdwTable *t, NeutralIo *io);
 static void neutral_io_end(NeutralIo *io);
 static void neutral_io_abort(NeutralIo *io);
@@ -114,7 +114,7 @@ static void put_int(StringInfo buf, int64 v, int width);
 static int64 get_int(const char *p, int width);
 static void encode_field(LsmFdwColumn *col, Datum d, StringInfo buf);
 static Datum decode_field(LsmFdwColumn *col, const LsmFdwTable *t,
-						  const char *p, size_t len);
+						  const char *p, size_t len, StringInfo arena);
 static void setup_io(LsmFdwColumn *col);
 static void report_bad_field(const LsmFdwTable *t, const LsmFdwColumn *col,
 							 size_t len) pg_attribute_noreturn();
@@ -727,11 +727,15 @@ LsmFdwEncodeRow(LsmFdwTable *t, Datum *values, bool *nulls,
  * or row afterwards.  Attributes for which needed[attnum - 1] is false (all
  * are needed if needed is NULL) and dropped ones come back null.  Raises a
  * data-corruption error for a malformed row or field.
+ *
+ * With arena (a scan's, reused for every row), text and bytea values are
+ * built in it rather than allocated one by one: they then last until the
+ * next row is decoded with it, as a scan's values last until its next row.
  */
 void
 LsmFdwDecodeRow(LsmFdwTable *t, const char *key, size_t klen,
 				const char *row, size_t rowlen, const bool *needed,
-				Datum *values, bool *nulls)
+				Datum *values, bool *nulls, StringInfo arena)
 {
 	DecodeErrorContext where;
 	ErrorContextCallback callback;
@@ -745,15 +749,21 @@ LsmFdwDecodeRow(LsmFdwTable *t, const char *key, size_t klen,
 	callback.previous = error_context_stack;
 	error_context_stack = &callback;
 
+	if (arena != NULL)
+	{
+		/* room for every value of the row at once: no move while decoding */
+		resetStringInfo(arena);
+		enlargeStringInfo(arena, rowlen + t->natts * (VARHDRSZ + MAXIMUM_ALIGNOF));
+	}
 	if (!neutral_io_begin(t, &io))
 		decode_fields(t, key, klen, row, rowlen, needed, values, nulls,
-					  &where);
+					  &where, arena);
 	else
 	{
 		PG_TRY();
 		{
 			decode_fields(t, key, klen, row, rowlen, needed, values, nulls,
-						  &where);
+						  &where, arena);
 		}
 		PG_CATCH();
 		{
@@ -802,7 +812,8 @@ encode_fields(LsmFdwTable *t, Datum *values, bool *nulls, StringInfo data,
 static void
 decode_fields(LsmFdwTable *t, const char *key, size_t klen,
 			  const char *row, size_t rowlen, const bool *needed,
-			  Datum *values, bool *nulls, DecodeErrorContext *where)
+			  Datum *values, bool *nulls, DecodeErrorContext *where,
+			  StringInfo arena)
 {
 	lsm_field	local[LSMFDW_DECODE_FIELDS];
 	lsm_field  *fields = NULL;
@@ -843,7 +854,7 @@ decode_fields(LsmFdwTable *t, const char *key, size_t klen,
 		if (f.is_null)
 			continue;
 		where->column = col;
-		values[i] = decode_field(col, t, f.data, f.len);
+		values[i] = decode_field(col, t, f.data, f.len, arena);
 		where->column = NULL;
 		nulls[i] = false;
 	}
@@ -1062,7 +1073,7 @@ encode_field(LsmFdwColumn *col, Datum d, StringInfo buf)
  */
 static Datum
 decode_field(LsmFdwColumn *col, const LsmFdwTable *t, const char *p,
-			 size_t len)
+			 size_t len, StringInfo arena)
 {
 	int			width = codec_width(col->codec);
 
@@ -1112,6 +1123,29 @@ decode_field(LsmFdwColumn *col, const LsmFdwTable *t, const char *p,
 			}
 		case LSMFDW_CODEC_TEXT:
 		case LSMFDW_CODEC_BYTEA:
+			if (arena != NULL)
+			{
+				char	   *v;
+
+				/* a short value gets a 1-byte header, as in a heap tuple */
+				if (len + VARHDRSZ_SHORT <= VARATT_SHORT_MAX)
+				{
+					v = arena->data + arena->len;
+					SET_VARSIZE_SHORT(v, VARHDRSZ_SHORT + len);
+					memcpy(v + VARHDRSZ_SHORT, p, len);
+					arena->len += VARHDRSZ_SHORT + len;
+				}
+				else
+				{
+					arena->len = MAXALIGN(arena->len);
+					v = arena->data + arena->len;
+					SET_VARSIZE(v, VARHDRSZ + len);
+					memcpy(VARDATA(v), p, len);
+					arena->len += VARHDRSZ + len;
+				}
+				return PointerGetDatum(v);
+			}
+			/* FALLTHROUGH */
 		case LSMFDW_CODEC_BPCHAR:
 			{
 				struct varlena *v = palloc(VARHDRSZ + len);

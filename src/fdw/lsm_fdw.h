@@ -362,7 +362,8 @@ extern void LsmFdwEncodeRow(LsmFdwTable *t, Datum *values, bool *nulls,
 							StringInfo keybuf, StringInfo rowbuf);
 extern void LsmFdwDecodeRow(LsmFdwTable *t, const char *key, size_t klen,
 							const char *row, size_t rowlen,
-							const bool *needed, Datum *values, bool *nulls);
+							const bool *needed, Datum *values, bool *nulls,
+							StringInfo arena);
 extern char *LsmFdwKeyToString(const LsmFdwTable *t, const char *key,
 							   size_t klen);
 extern int	LsmFdwKeyCmp(const char *a, size_t alen, const char *b,

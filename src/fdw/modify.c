@@ -545,7 +545,7 @@ lsmfdwExecForeignDelete(EState *estate, ResultRelInfo *rinfo,
 		if (found)
 		{
 			LsmFdwDecodeRow(t, key.data, key.len, row, rowlen, NULL,
-							slot->tts_values, slot->tts_isnull);
+							slot->tts_values, slot->tts_isnull, NULL);
 			ExecStoreVirtualTuple(slot);
 			set_ctid(st, slot, &key);
 		}

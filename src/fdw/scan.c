@@ -117,6 +117,7 @@ typedef struct LsmFdwScanState
 	bool		instrument;		/* EXPLAIN ANALYZE: count engine work */
 	bool		started;		/* (re)started since the last rescan */
 	MemoryContext start_cxt;	/* what a (re)start reads; reset by the next */
+	StringInfoData arena;		/* the text values of the row in the slot */
 
 	/* the values of fdw_exprs */
 	List	   *value_states;	/* ExprState of each */
@@ -283,6 +284,7 @@ lsmfdwBeginForeignScan(ForeignScanState *node, int eflags)
 	initStringInfo(&st->lower);
 	initStringInfo(&st->upper);
 	initStringInfo(&st->needle);
+	initStringInfo(&st->arena);
 
 	st->value_types = palloc0(sizeof(Oid) *
 							  Max(list_length(plan->fdw_exprs), 1));
@@ -1281,7 +1283,7 @@ store_row(LsmFdwScanState *st, TupleTableSlot *slot, const char *key,
 		memset(slot->tts_isnull, true, sizeof(bool) * st->table->natts);
 	else
 		LsmFdwDecodeRow(st->table, key, klen, row, rowlen, st->needed,
-						slot->tts_values, slot->tts_isnull);
+						slot->tts_values, slot->tts_isnull, &st->arena);
 	ExecStoreVirtualTuple(slot);
 	if (st->ctid && !LsmFdwKeyToCtid(st->table, key, klen, &slot->tts_tid))
 		LsmFdwReportNoCtid(st->table, key, klen);

@@ -92,6 +92,11 @@ else
 			for (i = 1; i <= NF; i++) if ($i == "heap/lsm") v = $(i + 1);
 			sub(/x$/, "", v); print "join-" substr($1, 16), v; next
 		}
+		/^insert_.* vs_/ {
+			for (i = 1; i <= NF; i++) if ($i == "time" && $(i - 1) == "heap/lsm") v = $(i + 1);
+			sub(/x$/, "", v);
+			if (v != "") print "INSERT-SELECT-" substr($1, 8) "-" substr($2, 4), v; next
+		}
 		/^scan_/ {
 			for (i = 1; i <= NF; i++) if ($i == "heap/lsm") v = $(i + 1);
 			sub(/x$/, "", v); print "scan-" substr($1, 6) "-" $2, v; next
