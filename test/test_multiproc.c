@@ -1538,6 +1538,15 @@ check_gen_iter(lsm_iter *it, const int *gen, const char *what)
 			harness_fail(__FILE__, __LINE__, "%s: iterator ended before %s", what, k);
 		ik = lsm_iter_key(it, &ikl);
 		iv = lsm_iter_value(it, &ivl);
+		{
+			const void *ek,
+					   *ev;
+			size_t		ekl,
+						evl;
+
+			CHECK_EQ(lsm_iter_entry(it, &ek, &ekl, &ev, &evl), 1);
+			CHECK(ek == ik && ekl == ikl && ev == iv && evl == ivl);
+		}
 		if (ikl != strlen(k) || memcmp(ik, k, ikl) != 0)
 			harness_fail(__FILE__, __LINE__, "%s: iterator at %.*s, expected %s",
 						 what, (int) ikl, (const char *) ik, k);
@@ -1547,6 +1556,14 @@ check_gen_iter(lsm_iter *it, const int *gen, const char *what)
 		lsm_iter_next(it);
 	}
 	CHECK(!lsm_iter_valid(it));
+	{
+		const void *ek,
+				   *ev;
+		size_t		ekl,
+					evl;
+
+		CHECK_EQ(lsm_iter_entry(it, &ek, &ekl, &ev, &evl), 0);
+	}
 	CHECK_OK(lsm_iter_status(it));
 }
 

@@ -731,6 +731,19 @@ lsm_iter_value(const lsm_iter *it, size_t *vlen)
 }
 
 int
+lsm_iter_entry(const lsm_iter *it, const void **key, size_t *klen,
+			   const void **val, size_t *vlen)
+{
+	if (!lsm_iter_valid(it))
+		return 0;
+	*key = it->m->key;
+	*klen = it->m->klen;
+	*val = it->m->val;
+	*vlen = it->m->vlen;
+	return 1;
+}
+
+int
 lsm_iter_status(const lsm_iter *it)
 {
 	int			rc;

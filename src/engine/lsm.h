@@ -426,6 +426,14 @@ const void *lsm_iter_key(const lsm_iter *it, size_t *klen);
 const void *lsm_iter_value(const lsm_iter *it, size_t *vlen);
 
 /*
+ * The entry the iterator is on, in one call: 1 with *key, *klen, *val and
+ * *vlen as lsm_iter_key and lsm_iter_value give them, or 0 if it is not
+ * valid.
+ */
+int			lsm_iter_entry(const lsm_iter *it, const void **key, size_t *klen,
+						   const void **val, size_t *vlen);
+
+/*
  * LSM_OK, or the error that stopped the iterator (it is then not valid);
  * lsm_errmsg and lsm_errno of the iterator's store then describe it (the
  * file and offset of a checksum failure, the saved errno of an I/O error).

@@ -109,15 +109,14 @@ LsmFdwMergeNext(LsmFdwMerge *m, const char **key, size_t *klen,
 			lsm_iter_next(m->iter);
 		m->at = 0;
 		CHECK_FOR_INTERRUPTS();
-		if (!lsm_iter_valid(m->iter))
+		if (!lsm_iter_entry(m->iter, (const void **) key, klen,
+							(const void **) row, rowlen))
 		{
 			if ((rc = lsm_iter_status(m->iter)) != LSM_OK)
 				LsmFdwReportError(rc, m->store->db, m->relname, "read");
 			return false;
 		}
 		m->at = FROM_STORE;
-		*key = lsm_iter_key(m->iter, klen);
-		*row = lsm_iter_value(m->iter, rowlen);
 		return true;
 	}
 

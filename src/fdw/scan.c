@@ -893,7 +893,9 @@ next_parallel(LsmFdwScanState *st, TupleTableSlot *slot)
 			lsm_iter_next(st->iter);
 		st->advance = false;
 		CHECK_FOR_INTERRUPTS();
-		if (st->part >= 0 && !lsm_iter_valid(st->iter))
+		if (st->part >= 0 &&
+			!lsm_iter_entry(st->iter, (const void **) &key, &klen,
+							(const void **) &row, &rowlen))
 		{
 			if ((rc = lsm_iter_status(st->iter)) != LSM_OK)
 				LsmFdwReportError(rc, st->store->db, st->table->relname,
@@ -906,7 +908,6 @@ next_parallel(LsmFdwScanState *st, TupleTableSlot *slot)
 				return false;
 			continue;
 		}
-		key = lsm_iter_key(st->iter, &klen);
 		if ((st->part_hi != NULL &&
 			 LsmFdwKeyCmp(key, klen, st->part_hi, st->part_hilen) >= 0) ||
 			past_bound(st, key, klen))
@@ -918,7 +919,6 @@ next_parallel(LsmFdwScanState *st, TupleTableSlot *slot)
 		if (st->lower_enc == LSMFDW_BOUND_EXCLUSIVE &&
 			LsmFdwKeyCmp(key, klen, st->lower.data, st->lower.len) == 0)
 			continue;
-		row = lsm_iter_value(st->iter, &rowlen);
 		store_row(st, slot, key, klen, row, rowlen);	/* copies */
 		return true;
 	}
