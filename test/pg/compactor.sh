@@ -111,6 +111,31 @@ verify_notices() {
 
 setup() {
 	create_db "$db"
+	# wait_worker(TEST, DONE_SQL): the pid of a compactor whose query
+	# passes TEST, polled every 2 ms for at most 30 s; NULL if DONE_SQL
+	# says true first
+	sql "$db" "CREATE FUNCTION wait_worker(test text, done_sql text)
+	           RETURNS int LANGUAGE plpgsql AS \$\$
+	           DECLARE
+	             p int;
+	             done bool;
+	             t0 timestamptz := clock_timestamp();
+	           BEGIN
+	             LOOP
+	               PERFORM pg_stat_clear_snapshot();
+	               EXECUTE 'SELECT pid FROM pg_stat_activity
+	                        WHERE backend_type = ''lsm_fdw compactor''
+	                          AND query ' || test INTO p;
+	               IF p IS NOT NULL THEN
+	                 RETURN p;
+	               END IF;
+	               EXECUTE done_sql INTO done;
+	               IF done OR clock_timestamp() - t0 > interval '30 s' THEN
+	                 RETURN NULL;
+	               END IF;
+	               PERFORM pg_sleep(0.002);
+	             END LOOP;
+	           END \$\$" >/dev/null
 	sql "$db" "CREATE FOREIGN TABLE f (id int OPTIONS (key 'true'), v text)
 	             SERVER lsm OPTIONS (memtable_size '16kB', file_size '8kB')" \
 		"CREATE TABLE f_heap (id int PRIMARY KEY, v text)"
@@ -175,16 +200,11 @@ load() {
 # pg_terminate_backend); prints its pid.  Prints nothing if DONE_SQL (in
 # $db) says "t" first: the work ended before the worker was caught.
 signal_worker() {
-	local signal=$1 test=$2 done_sql=$3 pid i
+	local signal=$1 test=$2 done_sql=$3 pid
 
-	for ((i = 0; i < 3000; i++)); do
-		pid=$(sql "$db" "SELECT pid FROM pg_stat_activity
-		                   WHERE backend_type = 'lsm_fdw compactor'
-		                     AND query $test")
-		[ -n "$pid" ] && break
-		[ "$(sql "$db" "$done_sql")" = t ] && return 0
-		sleep 0.01
-	done
+	# one session polls (wait_worker): a psql per poll took tens of ms to
+	# start, and the kill landed after a 16 MB flush had ended
+	pid=$(sql "$db" "SELECT wait_worker(\$q\$$test\$q\$, \$q\$$done_sql\$q\$)")
 	[ -n "$pid" ] || return 0
 	if [ "$signal" = KILL ]; then
 		kill -KILL "$pid" 2>/dev/null || return 0
