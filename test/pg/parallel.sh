@@ -11,9 +11,9 @@
 #
 #   committed   READ COMMITTED: every scan (full, key range, an aggregate
 #               grouped by a column) sees the invariants;
-#   repeatable  REPEATABLE READ: two scans of a transaction, with writes,
-#               flushes and compactions between them, give the same answer,
-#               and the invariants;
+#   repeatable  REPEATABLE READ and SERIALIZABLE, in turn: two scans of a
+#               transaction, with writes, flushes and compactions between
+#               them, give the same answer, and the invariants;
 #
 # and a third check: the plans are parallel, and the answers of the
 # transactions of the repeatable reader differ (the writers were at work).
@@ -81,7 +81,8 @@ gen_committed() {
 	done
 }
 
-# gen_repeatable DEADLINE: transactions of two scans, a pause between them;
+# gen_repeatable DEADLINE: transactions of two scans, a pause between them,
+# REPEATABLE READ and SERIALIZABLE in turn;
 # prints count|sum(v)|sum(g) of each scan, the two of a transaction on one
 # line.
 gen_repeatable() {
@@ -89,7 +90,11 @@ gen_repeatable() {
 
 	echo "$PARALLEL"
 	for ((i = 0; i < 2000; i++)); do
-		echo "BEGIN ISOLATION LEVEL REPEATABLE READ;"
+		if [ $((i % 2)) -eq 0 ]; then
+			echo "BEGIN ISOLATION LEVEL REPEATABLE READ;"
+		else
+			echo "BEGIN ISOLATION LEVEL SERIALIZABLE;"
+		fi
 		echo "SELECT count(*) AS c1, sum(v) AS s1, sum(g) AS g1 FROM par \\gset"
 		echo "SELECT pg_sleep(0.05) \\g /dev/null"
 		echo "SELECT :c1, :s1, :g1, count(*), sum(v), sum(g) FROM par WHERE id > 0;"
