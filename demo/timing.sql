@@ -73,8 +73,8 @@ INSERT INTO demo_timings (n, what, query, runs) VALUES
 \echo 'The same queries on the foreign table (tweets) and on the heap table'
 \echo '(tweets_heap, primary key on id; {t} below stands for either). Median of'
 \echo 'N runs after one untimed run, measured on the server with clock_timestamp()'
-\echo 'in a PL/pgSQL loop; heap/lsm > 1 means lsm_fdw was faster. PostgreSQL may scan'
-\echo 'the heap table with parallel workers; a foreign scan runs in one process.'
+\echo 'in a PL/pgSQL loop; heap/lsm > 1 means lsm_fdw was faster. PostgreSQL may read'
+\echo 'either table with parallel workers (a full scan, a key range).'
 \echo
 SELECT n AS "#", query AS "SQL" FROM demo_timings ORDER BY n;
 
