@@ -65,6 +65,31 @@ SELECT same('SELECT * FROM tp WHERE id > 20 AND id < 10');
 SELECT same('SELECT * FROM tp WHERE id > 40000');
 SELECT same('SELECT * FROM tp WHERE id < NULL::int8');
 
+-- EXPLAIN ANALYZE: the key ranges each participant read
+CREATE FUNCTION ranges(q text) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+  line text; m text[]; v text; total int; s int := 0;
+BEGIN
+  FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
+    m := regexp_match(line, 'LSM Key Ranges: (.*)$');
+    CONTINUE WHEN m IS NULL;
+    IF m[1] LIKE 'none%' THEN
+      RETURN m[1];
+    END IF;
+    total := split_part(m[1], ' ', 1)::int;
+    FOREACH v IN ARRAY regexp_split_to_array(substring(m[1] from '\((.*)\)'), ', ') LOOP
+      s := s + regexp_replace(v, '.* ', '')::int;
+    END LOOP;
+    RETURN CASE WHEN total > 0 AND total = s
+                THEN 'ranges read, counted per participant, add up'
+                ELSE m[1] END;
+  END LOOP;
+  RETURN 'no LSM Key Ranges line';
+END $$;
+SELECT ranges('SELECT count(*) FROM tp');
+SELECT ranges('SELECT count(*) FROM tp WHERE id > 1000 AND id <= 29000');
+
 -- a join, and a Gather rescanned under a nested loop
 SELECT same('SELECT n.grp AS g, count(*) FROM tp JOIN tp_native n USING (id) WHERE n.val < ''8'' GROUP BY 1');
 SELECT same('SELECT v.x, s.* FROM (VALUES (1), (2), (5)) v(x), LATERAL (SELECT count(*), max(id) FROM tp WHERE grp = v.x) s');
@@ -79,6 +104,7 @@ INSERT INTO tp VALUES (40000, 1, 'new'), (40001, 2, 'new');
 DELETE FROM tp WHERE id = 200;
 UPDATE tp SET grp = 99 WHERE id = 300;
 EXECUTE par_count(100);
+SELECT ranges('EXECUTE par_count(100)');
 SELECT count(*), sum(grp) FROM tp;
 SELECT id, grp, val FROM tp WHERE id > 39999;
 -- the workers cannot read the pending writes: a new plan has no workers,
@@ -113,6 +139,7 @@ RESET min_parallel_table_scan_size;
 RESET parallel_tuple_cost;
 RESET parallel_setup_cost;
 DROP FUNCTION same(text);
+DROP FUNCTION ranges(text);
 DROP FOREIGN TABLE tp;
 DROP TABLE tp_native;
 DROP SERVER lsm_par_srv;

@@ -97,9 +97,13 @@ typedef struct LsmFdwParallel
 {
 	pg_atomic_uint32 next_part;
 	int			nparts;
+	int			nslots;			/* the leader, then each worker planned */
 	Size		viewlen;
-	char		view[FLEXIBLE_ARRAY_MEMBER];
+	uint32		read[FLEXIBLE_ARRAY_MEMBER];	/* ranges each read, then
+												 * the view */
 } LsmFdwParallel;
+
+#define PARALLEL_VIEW(par) ((char *) &(par)->read[(par)->nslots])
 
 /* Key ranges of the view per participant: more balance the load better */
 #define PARTS_PER_PARTICIPANT 8
@@ -167,7 +171,10 @@ typedef struct LsmFdwScanState
 	const void *part_hi;		/* its end (exclusive), or NULL */
 	size_t		part_hilen;
 	bool		advance;		/* step the iterator before the next row */
-	int			parts_read;		/* ranges this process read */
+	uint32	   *parts_read;		/* leader: ranges each participant read,
+								 * kept at shutdown for EXPLAIN ANALYZE */
+	int			nslots;
+	bool		alone;			/* ... or the leader read alone */
 
 	MemoryContextCallback cleanup;	/* releases iter and the pin */
 	bool		released;
@@ -219,6 +226,7 @@ static void lsmfdwReInitializeDSMForeignScan(ForeignScanState *node,
 static void lsmfdwInitializeWorkerForeignScan(ForeignScanState *node,
 											  shm_toc *toc,
 											  void *coordinate);
+static void lsmfdwShutdownForeignScan(ForeignScanState *node);
 static bool next_parallel(LsmFdwScanState *st, TupleTableSlot *slot);
 static bool claim_part(LsmFdwScanState *st);
 
@@ -240,6 +248,7 @@ LsmFdwSetScanRoutines(FdwRoutine *routine)
 	routine->InitializeDSMForeignScan = lsmfdwInitializeDSMForeignScan;
 	routine->ReInitializeDSMForeignScan = lsmfdwReInitializeDSMForeignScan;
 	routine->InitializeWorkerForeignScan = lsmfdwInitializeWorkerForeignScan;
+	routine->ShutdownForeignScan = lsmfdwShutdownForeignScan;
 }
 
 /*
@@ -389,6 +398,24 @@ lsmfdwExplainForeignScan(ForeignScanState *node, ExplainState *es)
 	else
 		ExplainPropertyText("LSM Access",
 							psprintf("%s (%s)", names[access], column), es);
+	/* a parallel scan: the key ranges each participant read */
+	if (es->analyze && st != NULL && st->parts_read != NULL && st->alone)
+		ExplainPropertyText("LSM Key Ranges", "none: the leader read alone", es);
+	else if (es->analyze && st != NULL && st->parts_read != NULL)
+	{
+		StringInfoData buf;
+		uint32		total = 0;
+		int			i;
+
+		for (i = 0; i < st->nslots; i++)
+			total += st->parts_read[i];
+		initStringInfo(&buf);
+		appendStringInfo(&buf, "%u (leader %u", total, st->parts_read[0]);
+		for (i = 1; i < st->nslots; i++)
+			appendStringInfo(&buf, ", worker %d %u", i - 1, st->parts_read[i]);
+		appendStringInfoChar(&buf, ')');
+		ExplainPropertyText("LSM Key Ranges", buf.data, es);
+	}
 	/* the quals the access serves, which the executor does not check */
 	if (plan->fdw_recheck_quals != NIL)
 	{
@@ -945,8 +972,8 @@ claim_part(LsmFdwScanState *st)
 
 		if (i >= (uint32) par->nparts)
 			return false;
-		if (lsm_view_part(par->view, par->viewlen, i, &lo, &lolen, &hi,
-						  &hilen) != LSM_OK)
+		if (lsm_view_part(PARALLEL_VIEW(par), par->viewlen, i, &lo, &lolen,
+						  &hi, &hilen) != LSM_OK)
 			elog(ERROR, "lsm_fdw: the shared view of a parallel scan is malformed");
 		/* a range outside the bounds holds nothing to read */
 		if ((lo != NULL && past_bound(st, lo, lolen)) ||
@@ -954,8 +981,8 @@ claim_part(LsmFdwScanState *st)
 			 LsmFdwKeyCmp(hi, hilen, st->lower.data, st->lower.len) <= 0))
 			continue;
 		if (st->iter == NULL &&
-			(rc = lsm_iter_open_view(st->store->db, par->view, par->viewlen,
-									 &st->iter)) != LSM_OK)
+			(rc = lsm_iter_open_view(st->store->db, PARALLEL_VIEW(par),
+									 par->viewlen, &st->iter)) != LSM_OK)
 			LsmFdwReportError(rc, st->store->db, st->table->relname, "read");
 		if (st->lower_enc != LSMFDW_BOUND_NONE &&
 			(lo == NULL ||
@@ -968,7 +995,8 @@ claim_part(LsmFdwScanState *st)
 		st->part = (int) i;
 		st->part_hi = hi;
 		st->part_hilen = hilen;
-		st->parts_read++;
+		par->read[IsParallelWorker() ?
+				  Min(ParallelWorkerNumber + 1, par->nslots - 1) : 0]++;
 		return true;
 	}
 }
@@ -1009,7 +1037,8 @@ lsmfdwEstimateDSMForeignScan(ForeignScanState *node, ParallelContext *pcxt)
 		else if (rc != LSM_OK)
 			LsmFdwReportError(rc, st->store->db, st->table->relname, "share");
 	}
-	return add_size(offsetof(LsmFdwParallel, view), st->viewlen);
+	return add_size(offsetof(LsmFdwParallel, read) +
+					sizeof(uint32) * (pcxt->nworkers + 1), st->viewlen);
 }
 
 static void
@@ -1021,10 +1050,36 @@ lsmfdwInitializeDSMForeignScan(ForeignScanState *node, ParallelContext *pcxt,
 
 	pg_atomic_init_u32(&par->next_part, 0);
 	par->nparts = st->view != NULL ? lsm_view_parts(st->view, st->viewlen) : 0;
+	par->nslots = pcxt->nworkers + 1;
+	memset(par->read, 0, sizeof(uint32) * par->nslots);
 	par->viewlen = st->viewlen;
 	if (st->view != NULL)
-		memcpy(par->view, st->view, st->viewlen);
+		memcpy(PARALLEL_VIEW(par), st->view, st->viewlen);
 	st->par = par;
+}
+
+/*
+ * Before the shared memory goes: the leader keeps how many ranges each
+ * participant read, for EXPLAIN ANALYZE.
+ */
+static void
+lsmfdwShutdownForeignScan(ForeignScanState *node)
+{
+	LsmFdwScanState *st = (LsmFdwScanState *) node->fdw_state;
+	int			i;
+
+	if (st == NULL || st->par == NULL || IsParallelWorker())
+		return;
+	if (st->parts_read == NULL)
+	{
+		st->parts_read = MemoryContextAllocZero(GetMemoryChunkContext(st),
+												sizeof(uint32) * st->par->nslots);
+		st->nslots = st->par->nslots;
+	}
+	for (i = 0; i < st->nslots && i < st->par->nslots; i++)
+		st->parts_read[i] += st->par->read[i];
+	st->alone = st->par->nparts == 0;
+	st->par = NULL;				/* the shared memory is going */
 }
 
 /* A rescan of the Gather: every range is to be read again. */
