@@ -66,37 +66,62 @@ lsm_row_encode(const lsm_field *fields, int nfields, void **row,
 	return LSM_OK;
 }
 
-int
-lsm_row_cursor_init(lsm_row_cursor *c, const void *row, size_t rowlen,
-					uint64_t *nfields)
+/*
+ * Checks the tags of a row (each decodes, and the fields fit and fill the
+ * bytes after the tags), noting the null flag and length of the first n
+ * fields in out; *count gets the number of fields, *tags where the tags
+ * begin and *data where the field bytes do.  LSM_OK or LSM_CORRUPTION.
+ */
+static int
+walk_tags(const void *row, size_t rowlen, lsm_field *out, int n,
+		  uint64_t *count, const uint8_t **tags, const uint8_t **data)
 {
 	const uint8_t *p = row;
 	const uint8_t *end = p + rowlen;
-	uint64_t	n,
-				tag,
+	uint64_t	tag,
 				total = 0,
 				j;
 
-	if (row == NULL || (p = lsm_get_varint(p, end, &n)) == NULL ||
-		n > (uint64_t) (end - p))
+	if (row == NULL || (p = lsm_get_varint(p, end, count)) == NULL ||
+		*count > (uint64_t) (end - p))
 		return LSM_CORRUPTION;
-	c->tag = p;
-	for (j = 0; j < n; j++)
+	*tags = p;
+	for (j = 0; j < *count; j++)
 	{
 		/* the fields so far and this one must fit after the tags */
 		if ((p = lsm_get_varint(p, end, &tag)) == NULL ||
 			total > (uint64_t) (end - p) ||
 			(tag > 0 && tag - 1 > (uint64_t) (end - p) - total))
 			return LSM_CORRUPTION;
+		if (j < (uint64_t) n)
+		{
+			out[j].data = NULL;
+			out[j].is_null = tag == 0;
+			out[j].len = tag == 0 ? 0 : (size_t) (tag - 1);
+		}
 		if (tag > 0)
 			total += tag - 1;
 	}
 	/* p is now the start of the field bytes, which must fill the row */
 	if (total != (uint64_t) (end - p))
 		return LSM_CORRUPTION;
-	c->data = p;
-	c->left = n;
-	*nfields = n;
+	*data = p;
+	return LSM_OK;
+}
+
+int
+lsm_row_cursor_init(lsm_row_cursor *c, const void *row, size_t rowlen,
+					uint64_t *nfields)
+{
+	const uint8_t *tags;
+	const uint8_t *data;
+	int			rc = walk_tags(row, rowlen, NULL, 0, nfields, &tags, &data);
+
+	if (rc != LSM_OK)
+		return rc;
+	c->tag = tags;
+	c->data = data;
+	c->left = *nfields;
 	return LSM_OK;
 }
 
@@ -120,41 +145,24 @@ lsm_row_cursor_next(lsm_row_cursor *c, lsm_field *f)
 int
 lsm_row_fields(const void *row, size_t rowlen, lsm_field *out, int n)
 {
-	const uint8_t *p = row;
-	const uint8_t *end = p + rowlen;
-	uint64_t	count,
-				tag,
-				total = 0,
-				j;
+	const uint8_t *tags;
+	const uint8_t *p;
+	uint64_t	count;
 	int			i;
 
 	if (n < 0 || (n > 0 && out == NULL) || (row == NULL && rowlen > 0))
 		return LSM_INVALID;
-	/*
-	 * One pass over the tags, checked as lsm_row_cursor_init checks them,
-	 * noting the first n; then the data of those, which begins after the
-	 * last tag.
-	 */
-	if (row == NULL || (p = lsm_get_varint(p, end, &count)) == NULL ||
-		count > (uint64_t) (end - p))
-		goto corrupt;
-	for (j = 0; j < count; j++)
+	/* one pass over the tags notes the fields; then where their data is */
+	if (walk_tags(row, rowlen, out, n, &count, &tags, &p) != LSM_OK)
 	{
-		if ((p = lsm_get_varint(p, end, &tag)) == NULL ||
-			total > (uint64_t) (end - p) ||
-			(tag > 0 && tag - 1 > (uint64_t) (end - p) - total))
-			goto corrupt;
-		if (j < (uint64_t) n)
+		for (i = 0; i < n; i++)
 		{
-			out[j].data = NULL;
-			out[j].is_null = tag == 0;
-			out[j].len = tag == 0 ? 0 : (size_t) (tag - 1);
+			out[i].data = NULL;
+			out[i].len = 0;
+			out[i].is_null = 1;
 		}
-		if (tag > 0)
-			total += tag - 1;
+		return LSM_CORRUPTION;
 	}
-	if (total != (uint64_t) (end - p))
-		goto corrupt;
 	for (i = 0; i < n; i++)
 	{
 		if ((uint64_t) i >= count)
@@ -169,16 +177,6 @@ lsm_row_fields(const void *row, size_t rowlen, lsm_field *out, int n)
 		p += out[i].len;
 	}
 	return LSM_OK;
-
-corrupt:
-	/* what the caller gets then: every field null */
-	for (i = 0; i < n; i++)
-	{
-		out[i].data = NULL;
-		out[i].len = 0;
-		out[i].is_null = 1;
-	}
-	return LSM_CORRUPTION;
 }
 
 int
