@@ -94,6 +94,30 @@ SELECT ranges('SELECT count(*) FROM tp WHERE id > 1000 AND id <= 29000');
 SELECT same('SELECT n.grp AS g, count(*) FROM tp JOIN tp_native n USING (id) WHERE n.val < ''8'' GROUP BY 1');
 SELECT same('SELECT v.x, s.* FROM (VALUES (1), (2), (5)) v(x), LATERAL (SELECT count(*), max(id) FROM tp WHERE grp = v.x) s');
 
+-- foreign partitions, compared with the same rows in heap partitions, and
+-- a join with the native table in both directions
+CREATE TABLE pp (id int8, grp int, val text) PARTITION BY RANGE (id);
+CREATE FOREIGN TABLE pp_low PARTITION OF pp FOR VALUES FROM (0) TO (15000)
+  SERVER lsm_par_srv OPTIONS (key 'id');
+CREATE FOREIGN TABLE pp_high PARTITION OF pp FOR VALUES FROM (15000) TO (100000)
+  SERVER lsm_par_srv OPTIONS (key 'id');
+INSERT INTO pp SELECT * FROM tp_native;
+CREATE TABLE pp_native (id int8, grp int, val text) PARTITION BY RANGE (id);
+CREATE TABLE pp_native_low PARTITION OF pp_native FOR VALUES FROM (0) TO (15000);
+CREATE TABLE pp_native_high PARTITION OF pp_native FOR VALUES FROM (15000) TO (100000);
+INSERT INTO pp_native SELECT * FROM tp_native;
+EXPLAIN (COSTS OFF) SELECT grp, count(*) FROM pp GROUP BY grp;
+SELECT (SELECT array_agg(x ORDER BY grp) FROM (SELECT grp, count(*) || ':' || sum(id) AS x FROM pp GROUP BY grp) a)
+     = (SELECT array_agg(x ORDER BY grp) FROM (SELECT grp, count(*) || ':' || sum(id) AS x FROM pp_native GROUP BY grp) b)
+  AS partitions_agree;
+SELECT (SELECT count(*) || ':' || sum(p.id) FROM pp p JOIN tp_native n ON n.id = p.id WHERE n.grp = 2)
+     = (SELECT count(*) || ':' || sum(p.id) FROM pp_native p JOIN tp_native n ON n.id = p.id WHERE n.grp = 2)
+  AS foreign_outer_agrees;
+SELECT (SELECT count(*) || ':' || sum(n.id) FROM tp_native n JOIN pp p ON p.id = n.id WHERE p.id BETWEEN 9000 AND 21000)
+     = (SELECT count(*) || ':' || sum(n.id) FROM tp_native n JOIN pp_native p ON p.id = n.id WHERE p.id BETWEEN 9000 AND 21000)
+  AS foreign_inner_agrees;
+DROP TABLE pp, pp_native;
+
 -- a generic plan made before the transaction wrote: the leader reads alone
 PREPARE par_count(int8) AS SELECT count(*), sum(id) FROM tp WHERE id > $1;
 SET plan_cache_mode = force_generic_plan;
