@@ -397,6 +397,25 @@ harness_cleanup_tmpdirs(void)
 }
 
 /* ---------------------------------------------------------------------- */
+/* Keys. */
+
+/*
+ * The decimal number in key bytes [from, klen).  Keys are not
+ * NUL-terminated: atoi would read on into whatever follows them.
+ */
+static inline int
+harness_key_num(const void *key, size_t klen, size_t from)
+{
+	const char *k = key;
+	int			n = 0;
+	size_t		i;
+
+	for (i = from; i < klen && k[i] >= '0' && k[i] <= '9'; i++)
+		n = n * 10 + (k[i] - '0');
+	return n;
+}
+
+/* ---------------------------------------------------------------------- */
 /* Randomness: reproducible from a printed seed. */
 
 /*

@@ -233,7 +233,54 @@ check_iter_rest(lsm_iter *it, const model *m, int from)
 	CHECK_OK(lsm_iter_status(it));
 }
 
-/* Checks every key of m through lsm_get and a full scan. */
+/*
+ * Checks that it, from its position, yields exactly the keys of m through
+ * lsm_iter_batch, and that every batch's entries stay put until the next.
+ */
+static void
+check_batch_rest(lsm_iter *it, const model *m, int from)
+{
+	const lsm_entry *e;
+	int			i = from,
+				n,
+				j;
+
+	while ((n = lsm_iter_batch(it, &e)) > 0)
+	{
+		for (j = 0; j < n; j++, i++)
+		{
+			char		key[16];
+
+			while (i < m->n && m->val[i] == NULL)
+				i++;
+			CHECK_MSG(i < m->n, "batch yields a key past the model");
+			CHECK_MEMEQ(e[j].key, e[j].klen, key, key_of(i, key));
+			CHECK_MEMEQ(e[j].val, e[j].vlen, m->val[i], m->len[i]);
+			CHECK_EQ(e[j].del, 0);
+		}
+		if (lsm_iter_valid(it))
+		{
+			/* the iterator stands on the entry after the batch */
+			char		key[16];
+			int			k = i;
+			size_t		kl;
+			const void *kp = lsm_iter_key(it, &kl);
+
+			while (k < m->n && m->val[k] == NULL)
+				k++;
+			CHECK_MSG(k < m->n, "iterator past the model after a batch");
+			CHECK_MEMEQ(kp, kl, key, key_of(k, key));
+		}
+	}
+	while (i < m->n && m->val[i] == NULL)
+		i++;
+	CHECK_MSG(i == m->n, "batches ended before key %d (status %d)", i,
+			  lsm_iter_status(it));
+	CHECK(!lsm_iter_valid(it));
+	CHECK_OK(lsm_iter_status(it));
+}
+
+/* Checks every key of m through lsm_get and full scans, entry and batch. */
 static void
 check_model(lsm_db *db, const model *m)
 {
@@ -245,6 +292,10 @@ check_model(lsm_db *db, const model *m)
 	CHECK_DB_OK(db, lsm_iter_open(db, &it));
 	lsm_iter_seek(it, NULL, 0);
 	check_iter_rest(it, m, 0);
+	lsm_iter_close(it);
+	CHECK_DB_OK(db, lsm_iter_open(db, &it));
+	lsm_iter_seek(it, NULL, 0);
+	check_batch_rest(it, m, 0);
 	lsm_iter_close(it);
 }
 
@@ -1404,6 +1455,107 @@ TEST(iter_seek_semantics)
 	CHECK_OK(lsm_close(db));
 }
 
+/*
+ * lsm_iter_batch where a run stops for something other than the end: keys
+ * longer than its key buffer, thousands of tombstones in a row, a key held
+ * by several sources, a backward iterator, a seek between batches.
+ */
+TEST(iter_batches)
+{
+	char	   *dir = harness_tmpdir("batch");
+	lsm_db	   *db = open_db(dir, NULL);
+	lsm_iter   *it;
+	const lsm_entry *e;
+	char	   *big = malloc(LSM_MAX_KEY_LEN);
+	char		key[16];
+	int			n,
+				i,
+				total;
+
+	/* keys of 20000 and LSM_MAX_KEY_LEN bytes among short ones */
+	memset(big, 'm', LSM_MAX_KEY_LEN);
+	CHECK_DB_OK(db, lsm_put(db, "a", 1, "A", 1));
+	CHECK_DB_OK(db, lsm_put(db, big, 20000, "M1", 2));
+	CHECK_DB_OK(db, lsm_put(db, big, LSM_MAX_KEY_LEN, "M2", 2));
+	CHECK_DB_OK(db, lsm_put(db, "z", 1, "Z", 1));
+	CHECK_DB_OK(db, lsm_flush(db));
+	CHECK_DB_OK(db, lsm_iter_open(db, &it));
+	lsm_iter_seek(it, NULL, 0);
+	total = 0;
+	while ((n = lsm_iter_batch(it, &e)) > 0)
+		for (i = 0; i < n; i++, total++)
+		{
+			static const size_t klens[] = {1, 20000, LSM_MAX_KEY_LEN, 1};
+			static const char *const vals[] = {"A", "M1", "M2", "Z"};
+
+			CHECK_LT(total, 4);
+			CHECK_EQ_U(e[i].klen, klens[total]);
+			CHECK(memcmp(e[i].key, total == 0 ? "a" : total == 3 ? "z" : big,
+						 e[i].klen) == 0);
+			CHECK_MEMEQ(e[i].val, e[i].vlen, vals[total], strlen(vals[total]));
+		}
+	CHECK_EQ(total, 4);
+	CHECK_OK(lsm_iter_status(it));
+	lsm_iter_close(it);
+	CHECK_DB_OK(db, lsm_delete(db, big, 20000));
+	CHECK_DB_OK(db, lsm_delete(db, big, LSM_MAX_KEY_LEN));
+	CHECK_DB_OK(db, lsm_delete(db, "a", 1));
+	CHECK_DB_OK(db, lsm_delete(db, "z", 1));
+
+	/* 10000 keys, then all but the last deleted: one batch of one entry */
+	for (i = 0; i < 10000; i++)
+		CHECK_DB_OK(db, lsm_put(db, key, key_of(i, key), "v", 1));
+	CHECK_DB_OK(db, lsm_flush(db));
+	for (i = 0; i < 9999; i++)
+		CHECK_DB_OK(db, lsm_delete(db, key, key_of(i, key)));
+	CHECK_DB_OK(db, lsm_flush(db));
+	CHECK_DB_OK(db, lsm_iter_open(db, &it));
+	lsm_iter_seek(it, NULL, 0);
+	CHECK_EQ(lsm_iter_batch(it, &e), 1);
+	CHECK_MEMEQ(e[0].key, e[0].klen, key, key_of(9999, key));
+	CHECK(!lsm_iter_valid(it));
+	CHECK_EQ(lsm_iter_batch(it, &e), 0);
+	CHECK_OK(lsm_iter_status(it));
+	lsm_iter_close(it);
+
+	/* every key again, every third one also in the memtable */
+	for (i = 0; i < 10000; i++)
+		CHECK_DB_OK(db, lsm_put(db, key, key_of(i, key), "w", 1));
+	CHECK_DB_OK(db, lsm_flush(db));
+	for (i = 0; i < 10000; i += 3)
+		CHECK_DB_OK(db, lsm_put(db, key, key_of(i, key), "x", 1));
+	CHECK_DB_OK(db, lsm_iter_open(db, &it));
+	/* from a seek to key 5000, then a seek back to key 10 between batches */
+	lsm_iter_seek(it, key, key_of(5000, key));
+	CHECK_GT(n = lsm_iter_batch(it, &e), 0);
+	CHECK_MEMEQ(e[0].key, e[0].klen, key, key_of(5000, key));
+	lsm_iter_seek(it, key, key_of(10, key));
+	for (total = 10; (n = lsm_iter_batch(it, &e)) > 0;)
+		for (i = 0; i < n; i++, total++)
+		{
+			CHECK_MEMEQ(e[i].key, e[i].klen, key, key_of(total, key));
+			CHECK_MEMEQ(e[i].val, e[i].vlen, total % 3 == 0 ? "x" : "w", 1);
+		}
+	CHECK_EQ(total, 10000);
+	lsm_iter_close(it);
+
+	/* backwards: one entry a batch */
+	CHECK_DB_OK(db, lsm_iter_open(db, &it));
+	CHECK_OK(lsm_iter_reverse(it));
+	lsm_iter_seek(it, NULL, 0);
+	for (total = 9999; (n = lsm_iter_batch(it, &e)) > 0; total--)
+	{
+		CHECK_EQ(n, 1);
+		CHECK_MEMEQ(e[0].key, e[0].klen, key, key_of(total, key));
+		CHECK_MEMEQ(e[0].val, e[0].vlen, total % 3 == 0 ? "x" : "w", 1);
+	}
+	CHECK_EQ(total, -1);
+	CHECK_OK(lsm_iter_status(it));
+	lsm_iter_close(it);
+	free(big);
+	CHECK_OK(lsm_close(db));
+}
+
 /* lsm_close refuses while iterators are open; the handle stays usable. */
 TEST(close_with_open_iterator)
 {
@@ -1600,7 +1752,7 @@ check_search(lsm_db *db, int n, const char *val, size_t vlen,
 		int			idx;
 
 		CHECK(klen == 9 && memcmp(k, "key", 3) == 0);
-		idx = atoi(k + 3);
+		idx = harness_key_num(k, klen, 3);
 		CHECK(idx >= 0 && idx < n);
 		CHECK_MSG(!seen[idx], "row %d returned twice", idx);
 		seen[idx] = 1;
@@ -2657,6 +2809,7 @@ main(int argc, char **argv)
 	RUN(many_level0_files);
 	RUN(iter_snapshot_isolation);
 	RUN(iter_seek_semantics);
+	RUN(iter_batches);
 	RUN(close_with_open_iterator);
 	RUN(multi_get_matches_get);
 	RUN(value_search);

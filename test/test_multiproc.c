@@ -1709,7 +1709,7 @@ check_view_parts(lsm_db *db, const void *view, size_t len, const int *gen)
 				(memcmp(k, hi, kl < hilen ? kl : hilen) > 0 ||
 				 (memcmp(k, hi, kl < hilen ? kl : hilen) == 0 && kl >= hilen)))
 				break;
-			i = atoi(k + 1);
+			i = harness_key_num(k, kl, 1);
 			while (seen < REFRESH_KEYS && gen[seen] < 0)
 				seen++;
 			CHECK_EQ(i, seen);	/* every key once, in order */

@@ -616,7 +616,47 @@ check_iter_from(rstate *s, lsm_iter *it, const model *m, size_t pos,
 	}
 }
 
-/* A full scan must equal the model exactly. */
+/*
+ * The iterator, positioned, must yield m's entries from index pos on through
+ * lsm_iter_batch, each batch's entries intact until the next batch: every
+ * entry (or, with a limit, at least limit of them), and then, having
+ * reached the end of m, be invalid.
+ */
+static void
+check_batches_from(rstate *s, lsm_iter *it, const model *m, size_t pos,
+				   long limit, const char *what)
+{
+	const lsm_entry *e;
+	int			n,
+				j;
+	char		ha[100],
+				hb[100];
+
+	while ((limit < 0 || (long) pos < limit) && (n = lsm_iter_batch(it, &e)) > 0)
+		for (j = 0; j < n; j++, pos++)
+		{
+			if (pos >= m->n)
+				FAILOP(s, "%s: batch has %s past the model's end (%zu entries)",
+					   what, hexkey(e[j].key, e[j].klen, ha), m->n);
+			if (key_cmp(e[j].key, e[j].klen, m->e[pos].key, m->e[pos].klen) != 0)
+				FAILOP(s, "%s: index %zu: batch key %s, expected %s", what, pos,
+					   hexkey(e[j].key, e[j].klen, ha),
+					   hexkey(m->e[pos].key, m->e[pos].klen, hb));
+			if (e[j].vlen != m->e[pos].vlen ||
+				(e[j].vlen > 0 && memcmp(e[j].val, m->e[pos].val, e[j].vlen) != 0))
+				FAILOP(s, "%s: index %zu key %s: wrong value in batch", what, pos,
+					   hexkey(e[j].key, e[j].klen, ha));
+		}
+	if (lsm_iter_status(it) != LSM_OK)
+		FAILOP(s, "%s: iterator status %d (%s)", what, lsm_iter_status(it),
+			   lsm_strerror(lsm_iter_status(it)));
+	if (limit < 0 && pos != m->n)
+		FAILOP(s, "%s: batches ended at index %zu of %zu", what, pos, m->n);
+	/* the iterator stands on the entry after the last batch */
+	check_iter_from(s, it, m, pos, 1, what);
+}
+
+/* A full scan must equal the model exactly, entry by entry and in batches. */
 static void
 check_scan(rstate *s)
 {
@@ -626,6 +666,8 @@ check_scan(rstate *s)
 	CHECK(!lsm_iter_valid(it)); /* unpositioned until the first seek */
 	lsm_iter_seek(it, NULL, 0);
 	check_iter_from(s, it, &s->m, 0, -1, "full scan");
+	lsm_iter_seek(it, NULL, 0);
+	check_batches_from(s, it, &s->m, 0, -1, "full scan in batches");
 	lsm_iter_close(it);
 	s->n_scan++;
 }
@@ -656,7 +698,11 @@ check_seek(rstate *s)
 		size_t		pos = model_lower_bound(&s->m, key, klen, NULL);
 
 		lsm_iter_seek(it, key, klen);
-		check_iter_from(s, it, &s->m, pos, (long) rnd(s, 20), "seek");
+		if (rnd(s, 4) == 0)
+			check_batches_from(s, it, &s->m, pos, (long) (pos + rnd(s, 600)),
+							   "seek, then batches");
+		else
+			check_iter_from(s, it, &s->m, pos, (long) rnd(s, 20), "seek");
 		/* the same iterator may seek again, backwards too */
 		klen = pick_key(s, key);
 	}

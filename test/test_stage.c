@@ -617,7 +617,7 @@ check_value_search(lsm_db *db, const model *m, const char *ctx)
 				int			ki;
 
 				CHECK(klen == 6 && k[0] == 'k');
-				ki = atoi(k + 1);
+				ki = harness_key_num(k, klen, 1);
 				CHECK(ki >= 0 && ki < NK);
 				CHECK_MSG(!seen[ki], "%s: strategy %d, c%d: %.6s twice", ctx,
 						  strategies[s], c, k);
@@ -748,7 +748,7 @@ check_stage_iter(lsm_iter *it, const smodel *s, const char *ctx)
 			const char *ik = lsm_iter_key(it, &iklen);
 
 			CHECK(lsm_iter_valid(it));
-			CHECK_EQ(atoi(ik + 1), j);
+			CHECK_EQ(harness_key_num(ik, iklen, 1), j);
 		}
 	}
 }
@@ -2153,7 +2153,7 @@ TEST(stage_reverse_iter)
 			int			ki;
 
 			CHECK(klen == 6 && k[0] == 'k');
-			ki = atoi(k + 1);
+			ki = harness_key_num(k, klen, 1);
 			CHECK(ki >= 0 && ki < NK && !seen[ki]);
 			CHECK_MSG(model_cat(m, ki) == 1, "value search c1 found %.6s", k);
 			seen[ki] = 1;

@@ -218,7 +218,7 @@ lsm_block_iter_first(lsm_block_iter *it)
 }
 
 void
-lsm_block_iter_next(lsm_block_iter *it)
+lsm_block_iter_next_slow(lsm_block_iter *it)
 {
 	decode_next(it);
 }

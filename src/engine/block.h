@@ -71,7 +71,43 @@ bool		lsm_block_iter_init(lsm_block_iter *it, const uint8_t *p, size_t n);
 void		lsm_block_iter_free(lsm_block_iter *it);
 
 void		lsm_block_iter_first(lsm_block_iter *it);
-void		lsm_block_iter_next(lsm_block_iter *it);
+void		lsm_block_iter_next_slow(lsm_block_iter *it);
+
+/*
+ * The next entry.  Inline for the common entry (three one-byte lengths, at
+ * most 16 unshared key bytes, 16 bytes of the block and of the cursor's key
+ * buffer from where they go): its key bytes are copied as 16, a fixed-size
+ * copy the compiler inlines.  Anything else takes lsm_block_iter_next_slow.
+ */
+static inline void
+lsm_block_iter_next(lsm_block_iter *it)
+{
+	const uint8_t *p = it->data + it->next_off;
+	size_t		shared,
+				unshared,
+				vlen;
+
+	if (it->next_off + 3 + 16 > it->data_len ||
+		((p[0] | p[1] | p[2]) & 0x80) != 0)
+		return lsm_block_iter_next_slow(it);
+	shared = p[0];
+	unshared = p[1];
+	vlen = p[2];
+	if (shared > it->key.len || unshared > 16 ||
+		shared + 16 > it->key.cap ||
+		it->next_off + 3 + unshared + vlen > it->data_len)
+		return lsm_block_iter_next_slow(it);
+	memcpy(it->key.data + shared, p + 3, 16);
+	it->key.len = shared + unshared;
+	it->off = it->next_off;
+	it->val = p + 3 + unshared;
+	it->vlen = vlen;
+	it->next_off += 3 + unshared + vlen;
+	while (it->restart_idx + 1 < it->num_restarts &&
+		   lsm_get_u32(it->restarts + (size_t) (it->restart_idx + 1) * 4) <= it->off)
+		it->restart_idx++;
+	it->valid = true;
+}
 
 /*
  * The entries of one restart block that a step back decoded on its way to

@@ -11,6 +11,12 @@
  * ingest can leave hundreds of level-0 files (one per run of a large stage),
  * and with more than MERGE_HEAP_MIN children the minimum comes from a binary
  * heap.
+ *
+ * Runs (lsm_iter_batch): going forwards, the merge hands the winning child
+ * the least key another child stands on, and the child takes its entries
+ * up to there in one call (a table: block after block, in one loop), so an
+ * entry costs a decode and a copy of its key rather than a move through
+ * every layer.  A key several children hold is one ordinary move.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE				/* flock, fdatasync, strdup, timespec */
@@ -294,6 +300,72 @@ merge_next(lsm_iiter *base)
 	merge_settle(m);
 }
 
+/* Lowers *lim to the least key a child other than the winner stands on. */
+static void
+others_least(const merge_iter *m, const uint8_t **lim, size_t *limlen)
+{
+	/* with a heap, the least of the others is one of the top's two children */
+	int			first = m->heap ? 1 : 0,
+				end = m->heap ? (m->nheap < 3 ? m->nheap : 3) : m->n,
+				i;
+
+	for (i = first; i < end; i++)
+	{
+		int			j = m->heap ? m->heap[i] : i;
+		const lsm_iiter *c = m->children[j];
+
+		if (j != m->cur && c->valid &&
+			(*lim == NULL || lsm_key_cmp(c->key, c->klen, *lim, *limlen) < 0))
+		{
+			*lim = c->key;
+			*limlen = c->klen;
+		}
+	}
+}
+
+/*
+ * The run of a merge: the winner runs up to the least key another child
+ * stands on (then none of them holds its keys, and its tombstones hide
+ * nothing); a key several children hold is one move of the merge.
+ */
+static void
+merge_run(lsm_iiter *base, lsm_run *r, const uint8_t *limit, size_t limitlen)
+{
+	merge_iter *m = (merge_iter *) base;
+
+	while (m->base.valid && !r->full && r->budget > 0)
+	{
+		lsm_iiter  *cur = m->children[m->cur];
+		const uint8_t *lim = limit;
+		size_t		limlen = limitlen;
+
+		others_least(m, &lim, &limlen);
+		if (lim != NULL && lsm_key_cmp(cur->key, cur->klen, lim, limlen) >= 0)
+		{
+			if (limit != NULL &&
+				lsm_key_cmp(cur->key, cur->klen, limit, limitlen) >= 0)
+				return;
+			if (!lsm_run_add(r, m->base.key, m->base.klen, m->base.klen,
+							 m->base.val, m->base.vlen, m->base.del))
+				return;
+			merge_next(base);
+			continue;
+		}
+		lsm_iiter_run(cur, r, lim, limlen);
+		if (!m->heap)
+		{
+			merge_settle(m);
+			continue;
+		}
+		if (merge_child_failed(m, cur))
+			return;
+		if (!cur->valid)
+			m->heap[0] = m->heap[--m->nheap];
+		heap_down(m, 0);
+		heap_publish(m);
+	}
+}
+
 static void
 merge_destroy(lsm_iiter *base)
 {
@@ -308,7 +380,7 @@ merge_destroy(lsm_iiter *base)
 }
 
 static const lsm_iiter_ops merge_ops = {merge_seek, merge_next, merge_seek_back,
-	merge_next, merge_destroy};
+	merge_next, merge_destroy, merge_run};
 
 lsm_iiter *
 lsm_merge_iter_new(lsm_iiter **children, int n, lsm_err *err)
@@ -337,6 +409,20 @@ lsm_merge_iter_new(lsm_iiter **children, int n, lsm_err *err)
 	m->base.ops = &merge_ops;
 	m->base.err = err;
 	return &m->base;
+}
+
+/* ---------- runs ---------- */
+
+void
+lsm_iiter_run(lsm_iiter *it, lsm_run *r, const uint8_t *limit, size_t limitlen)
+{
+	if (it->ops->run != NULL)
+		return it->ops->run(it, r, limit, limitlen);
+	while (it->valid && r->budget > 0 &&
+		   (limit == NULL || lsm_key_cmp(it->key, it->klen, limit, limitlen) < 0) &&
+		   lsm_run_add(r, it->key, it->klen, it->klen, it->val, it->vlen,
+					   it->del))
+		lsm_iiter_next(it);
 }
 
 /* ---------- level iterator (sorted, disjoint files) ---------- */
@@ -462,6 +548,25 @@ level_prev(lsm_iiter *base)
 	level_open_from(it, it->idx - 1, NULL, 0, true);
 }
 
+/* The run of a level: each file's run, file after file. */
+static void
+level_run(lsm_iiter *base, lsm_run *r, const uint8_t *limit, size_t limitlen)
+{
+	level_iter *it = (level_iter *) base;
+
+	while (it->base.valid && !r->full && r->budget > 0)
+	{
+		lsm_iiter_run(it->file, r, limit, limitlen);
+		if (it->file->valid || it->file->rc != LSM_OK)
+		{
+			it->base.rc = it->file->rc;
+			level_publish(it);
+			return;
+		}
+		level_open_from(it, it->idx + 1, NULL, 0, false);
+	}
+}
+
 static void
 level_destroy(lsm_iiter *base)
 {
@@ -473,7 +578,7 @@ level_destroy(lsm_iiter *base)
 }
 
 static const lsm_iiter_ops level_ops = {level_seek, level_next, level_seek_back,
-	level_prev, level_destroy};
+	level_prev, level_destroy, level_run};
 
 lsm_iiter *
 lsm_level_iter_new(lsm_version *v, lsm_file **files, int n, lsm_err *err)
@@ -562,7 +667,14 @@ struct lsm_iter
 	bool		search;			/* m is a value search (vsearch.c) */
 	bool		deletes;		/* show tombstones (a stage's iterator) */
 	bool		reverse;		/* runs backwards (lsm_iter_reverse) */
+	lsm_entry  *batch;			/* lsm_iter_batch's entries, ITER_BATCH */
+	uint8_t    *bkeys;			/* and their keys, bkcap bytes */
+	size_t		bkcap;
 };
+
+/* entries in a batch, and the bytes for their keys (more for a long key) */
+#define ITER_BATCH 256
+#define ITER_BATCH_KEYS 8192
 
 /* Moves the merge one key on, in the iterator's direction. */
 static inline void
@@ -743,6 +855,94 @@ lsm_iter_entry(const lsm_iter *it, const void **key, size_t *klen,
 	return 1;
 }
 
+/* Makes room for n bytes of keys, when none are held.  False if out of memory. */
+static bool
+batch_reserve(lsm_iter *it, size_t n)
+{
+	uint8_t    *p;
+
+	if (it->batch == NULL &&
+		(it->batch = malloc(sizeof(lsm_entry) * ITER_BATCH)) == NULL)
+		return false;
+	if (n <= it->bkcap)
+		return true;
+	if (n < ITER_BATCH_KEYS)
+		n = ITER_BATCH_KEYS;
+	if ((p = realloc(it->bkeys, n)) == NULL)
+		return false;
+	it->bkeys = p;
+	it->bkcap = n;
+	return true;
+}
+
+int
+lsm_iter_batch(lsm_iter *it, const lsm_entry **entries)
+{
+	lsm_run		r;
+
+	if (!lsm_iter_valid(it))
+		return 0;
+	if (it->reverse || it->search)
+	{
+		lsm_entry  *e;
+
+		/* one entry, copied: the move may release what it points into */
+		if (!batch_reserve(it, it->m->klen + it->m->vlen))
+			goto nomem;
+		e = &it->batch[0];
+		memcpy(it->bkeys, it->m->key, it->m->klen);
+		memcpy(it->bkeys + it->m->klen, it->m->val, it->m->vlen);
+		e->key = it->bkeys;
+		e->klen = it->m->klen;
+		e->val = it->bkeys + it->m->klen;
+		e->vlen = it->m->vlen;
+		e->del = it->m->del;
+		*entries = e;
+		lsm_iter_next(it);
+		return 1;
+	}
+	if (!batch_reserve(it, ITER_BATCH_KEYS))
+		goto nomem;
+	memset(&r, 0, sizeof(r));
+	r.out = it->batch;
+	r.max = ITER_BATCH;
+	r.keys = it->bkeys;
+	r.kcap = it->bkcap;
+	r.deletes = it->deletes;
+	r.budget = ITER_BATCH * 16;
+	for (;;)
+	{
+		lsm_iiter_run(it->m, &r, NULL, 0);
+		if (r.n > 0 || !it->m->valid)
+			break;
+		if (r.full)
+		{
+			/* a key longer than the buffer: a larger one for it */
+			if (!batch_reserve(it, it->m->klen))
+				goto nomem;
+			r.keys = it->bkeys;
+			r.kcap = it->bkcap;
+			r.full = false;
+			continue;
+		}
+		/* the budget went on tombstones */
+		if (lsm_db_interrupted(it->db))
+		{
+			it->rc = lsm_err_set(&it->err, LSM_INTERRUPTED,
+								 "iteration interrupted");
+			return 0;
+		}
+		r.budget = ITER_BATCH * 16;
+	}
+	iter_skip(it);				/* a budget spent on tombstones stops on one */
+	*entries = r.out;
+	return r.n;
+
+nomem:
+	it->rc = lsm_err_set(&it->err, LSM_NOMEM, "out of memory");
+	return 0;
+}
+
 int
 lsm_iter_status(const lsm_iter *it)
 {
@@ -794,6 +994,8 @@ lsm_iter_close(lsm_iter *it)
 		add_search_stats(&it->db->ctr, &st);
 	}
 	lsm_iiter_destroy(it->m);
+	free(it->batch);
+	free(it->bkeys);
 	lsm_version_unref(it->v);
 	lsm_memtable_unref(it->mem);
 	if (it->m && it->db)

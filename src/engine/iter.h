@@ -22,6 +22,7 @@
 #include "util.h"
 
 typedef struct lsm_iiter lsm_iiter;
+typedef struct lsm_run lsm_run;
 
 typedef struct lsm_iiter_ops
 {
@@ -30,6 +31,9 @@ typedef struct lsm_iiter_ops
 	void		(*seek_back) (lsm_iiter *it, const uint8_t *key, size_t klen);
 	void		(*prev) (lsm_iiter *it);
 	void		(*destroy) (lsm_iiter *it);
+	/* optional, forwards only: see lsm_iiter_run */
+	void		(*run) (lsm_iiter *it, lsm_run *r, const uint8_t *limit,
+						size_t limitlen);
 } lsm_iiter_ops;
 
 struct lsm_iiter
@@ -76,6 +80,73 @@ lsm_iiter_destroy(lsm_iiter *it)
 	if (it)
 		it->ops->destroy(it);
 }
+
+/*
+ * A run: the entries an iterator yields from where it stands, taken in one
+ * call (lsm_iiter_run) instead of one move per entry through every layer
+ * of a merge.  Keys are copied into keys (a block rebuilds each key in
+ * place from the one before); values point into their source, a mapped
+ * table or the memtable, which keeps them while the iterator lives.
+ */
+struct lsm_run
+{
+	lsm_entry  *out;			/* max entries */
+	int			n;
+	int			max;
+	uint8_t    *keys;			/* kcap bytes, kused of them taken */
+	size_t		kused;
+	size_t		kcap;
+	long		budget;			/* entries left to pass, tombstones included */
+	bool		deletes;		/* take tombstones too */
+	bool		full;			/* an entry found no room */
+};
+
+/*
+ * Adds an entry to r (a tombstone only if r takes them): false, with
+ * nothing added, if r is full.  Counts the entry in r's budget.  kcap is
+ * how many bytes may be read from key (klen or more): a short key is copied
+ * as 16 bytes when both sides have them, a copy the compiler inlines.
+ */
+static inline bool
+lsm_run_add(lsm_run *r, const uint8_t *key, size_t klen, size_t kcap,
+			const uint8_t *val, size_t vlen, int del)
+{
+	lsm_entry  *e;
+
+	if (del && !r->deletes)
+	{
+		r->budget--;
+		return true;
+	}
+	if (r->n == r->max || r->kcap - r->kused < klen)
+	{
+		r->full = true;
+		return false;
+	}
+	e = &r->out[r->n++];
+	if (klen <= 16 && kcap >= 16 && r->kcap - r->kused >= 16)
+		memcpy(r->keys + r->kused, key, 16);
+	else
+		memcpy(r->keys + r->kused, key, klen);
+	e->key = r->keys + r->kused;
+	e->klen = klen;
+	e->val = val;
+	e->vlen = vlen;
+	e->del = del;
+	r->kused += klen;
+	r->budget--;
+	return true;
+}
+
+/*
+ * Takes into r, forwards from where it stands (after seek or next), the
+ * entries with keys below limit (every key when limit is NULL) while r has
+ * room and budget (r->full and r->budget say which stopped it), and leaves the iterator on the first entry not taken
+ * (or not valid: at the end, or failed with rc set).  An iterator without
+ * a run of its own takes its entries one move at a time.
+ */
+void		lsm_iiter_run(lsm_iiter *it, lsm_run *r, const uint8_t *limit,
+						  size_t limitlen);
 
 /*
  * Merging iterator over n children (ownership passes to it).  For a key

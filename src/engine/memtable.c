@@ -1515,7 +1515,7 @@ mt_iter_destroy(lsm_iiter *base)
 }
 
 static const lsm_iiter_ops mt_iter_ops = {mt_iter_seek, mt_iter_next,
-	mt_iter_seek_back, mt_iter_prev, mt_iter_destroy};
+	mt_iter_seek_back, mt_iter_prev, mt_iter_destroy, NULL};
 
 lsm_iiter *
 lsm_memtable_iter(lsm_memtable *mt, uint64_t snap, lsm_err *err)

@@ -416,7 +416,7 @@ data_block(lsm_table *t, uint32_t i, const uint8_t *hv, size_t hlen,
 }
 
 /* Splits a data block value into tag and row. */
-static int
+static inline int
 decode_value(const lsm_table *t, const uint8_t *v, size_t vlen,
 			 lsm_table_hit *hit, lsm_err *e)
 {
@@ -424,7 +424,10 @@ decode_value(const lsm_table *t, const uint8_t *v, size_t vlen,
 	const uint8_t *p = lsm_get_varint(v, v + vlen, &tag);
 
 	if (p == NULL)
+	{
+		memset(hit, 0, sizeof(*hit));
 		return LSM_CORRUPT(e, "malformed entry in %s", t->name);
+	}
 	/* an ingested table: the manifest's sequence replaces the stored one */
 	hit->seq = t->global_seq ? t->global_seq : tag >> 1;
 	hit->del = (int) (tag & 1);
@@ -712,6 +715,37 @@ ti_prev(lsm_iiter *base)
 	ti_settle(it, true);
 }
 
+/*
+ * The run of a table: the entries of each block in one loop, no entry
+ * published until the run stops (ti_settle then publishes the one it
+ * stopped on, or enters the next block when the current one is done).
+ */
+static void
+ti_run(lsm_iiter *base, lsm_run *r, const uint8_t *limit, size_t limitlen)
+{
+	table_iter *it = (table_iter *) base;
+	lsm_block_iter *b = &it->block;
+
+	while (it->base.valid && it->in_block && r->budget > 0)
+	{
+		while (b->valid)
+		{
+			lsm_table_hit hit;
+
+			if ((limit != NULL &&
+				 lsm_key_cmp(b->key.data, b->key.len, limit, limitlen) >= 0) ||
+				r->budget <= 0)
+				return ti_settle(it, false);
+			if (decode_value(it->t, b->val, b->vlen, &hit, it->base.err) != LSM_OK ||
+				!lsm_run_add(r, b->key.data, b->key.len, b->key.cap, hit.val,
+							 hit.vlen, hit.del))
+				return ti_settle(it, false);	/* reports the entry's fault */
+			lsm_block_iter_next(b);
+		}
+		ti_settle(it, false);	/* the next block, or the end */
+	}
+}
+
 static void
 ti_destroy(lsm_iiter *base)
 {
@@ -725,7 +759,7 @@ ti_destroy(lsm_iiter *base)
 }
 
 static const lsm_iiter_ops table_iter_ops = {ti_seek, ti_next, ti_seek_back,
-	ti_prev, ti_destroy};
+	ti_prev, ti_destroy, ti_run};
 
 lsm_iiter *
 lsm_table_iter(lsm_table *t, lsm_err *err)

@@ -158,6 +158,13 @@ lsm_get_varint(const uint8_t *p, const uint8_t *end, uint64_t *v)
 	uint64_t	r = 0;
 	int			shift;
 
+	/* most varints (lengths, a row's tags) are one byte */
+	if (p < end && *p < 0x80)
+	{
+		*v = *p;
+		return p + 1;
+	}
+
 	for (shift = 0; shift <= 63 && p < end; shift += 7)
 	{
 		uint64_t	b = *p++;

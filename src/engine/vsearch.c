@@ -633,7 +633,7 @@ vs_destroy(lsm_iiter *base)
 
 /* forwards only: lsm_iter_reverse refuses value searches */
 static const lsm_iiter_ops vsearch_ops = {vs_seek, vs_next, NULL, NULL,
-	vs_destroy};
+	vs_destroy, NULL};
 
 int
 lsm_vsearch_new(lsm_db *db, lsm_version *v, lsm_memtable *mem, uint64_t snap,

@@ -455,6 +455,30 @@ extern void LsmFdwCompactionPoll(void);
 extern void LsmFdwLaunchCompactor(LsmFdwStore *s, const char *relname);
 
 /* merge.c: a table as its transaction sees it, in key order */
+/*
+ * An engine iterator read a batch at a time (lsm_iter_batch): zero it after
+ * every seek of the iterator.
+ */
+typedef struct LsmFdwBatch
+{
+	const lsm_entry *e;
+	int			n;
+	int			pos;
+} LsmFdwBatch;
+
+extern const lsm_entry *LsmFdwBatchFill(LsmFdwBatch *b, lsm_iter *it,
+										LsmFdwStore *s, const char *relname);
+
+/* The iterator's next entry, or NULL at its end (an error is raised). */
+static inline const lsm_entry *
+LsmFdwBatchNext(LsmFdwBatch *b, lsm_iter *it, LsmFdwStore *s,
+				const char *relname)
+{
+	if (b->pos < b->n)
+		return &b->e[b->pos++];
+	return LsmFdwBatchFill(b, it, s, relname);
+}
+
 typedef struct LsmFdwMerge
 {
 	LsmFdwStore *store;
@@ -466,14 +490,38 @@ typedef struct LsmFdwMerge
 	int			ppos;			/* -1 or npending: none left */
 	bool		backward;		/* descending key order */
 	int			at;				/* sources at the row returned last */
+	bool		store_only;		/* iter is the only source: read in batches */
+	LsmFdwBatch batch;
 } LsmFdwMerge;
 
 extern void LsmFdwMergeOpen(LsmFdwMerge *m, LsmFdwStore *s, Oid relid,
 							const char *relname, CommandId curcid,
 							bool backward, const char *start,
 							size_t startlen);
-extern bool LsmFdwMergeNext(LsmFdwMerge *m, const char **key, size_t *klen,
-							const char **row, size_t *rowlen);
+extern bool LsmFdwMergeNextMerged(LsmFdwMerge *m, const char **key,
+								  size_t *klen, const char **row,
+								  size_t *rowlen);
+
+/*
+ * Moves m to its next row: sets *key and *row (valid until the next call
+ * or the close) and returns true, or returns false at the end.
+ */
+static inline bool
+LsmFdwMergeNext(LsmFdwMerge *m, const char **key, size_t *klen,
+				const char **row, size_t *rowlen)
+{
+	const lsm_entry *e;
+
+	if (!m->store_only)
+		return LsmFdwMergeNextMerged(m, key, klen, row, rowlen);
+	if ((e = LsmFdwBatchNext(&m->batch, m->iter, m->store, m->relname)) == NULL)
+		return false;
+	*key = e->key;
+	*klen = e->klen;
+	*row = e->val;
+	*rowlen = e->vlen;
+	return true;
+}
 extern void LsmFdwMergeClose(LsmFdwMerge *m);
 
 /* plan.c */

@@ -90,35 +90,17 @@ LsmFdwMergeOpen(LsmFdwMerge *m, LsmFdwStore *s, Oid relid,
 	if ((rc = lsm_iter_open(s->db, &m->iter)) != LSM_OK)
 		LsmFdwReportError(rc, s->db, relname, "read");
 	seek(m, m->iter, start, startlen);
+	/* nothing pending (a transaction that has not written): the store */
+	m->store_only = m->npending == 0 && m->staged == NULL && !backward;
 }
 
-/*
- * Moves m to its next row: sets *key and *row (valid until the next call
- * or the close) and returns true, or returns false at the end.
- */
+/* LsmFdwMergeNext of a merge of more than the store alone. */
 bool
-LsmFdwMergeNext(LsmFdwMerge *m, const char **key, size_t *klen,
-				const char **row, size_t *rowlen)
+LsmFdwMergeNextMerged(LsmFdwMerge *m, const char **key, size_t *klen,
+					  const char **row, size_t *rowlen)
 {
 	int			rc;
 
-	/* nothing pending (a transaction that has not written): the store */
-	if (m->npending == 0 && m->staged == NULL && m->iter != NULL)
-	{
-		if (m->at & FROM_STORE)
-			lsm_iter_next(m->iter);
-		m->at = 0;
-		CHECK_FOR_INTERRUPTS();
-		if (!lsm_iter_entry(m->iter, (const void **) key, klen,
-							(const void **) row, rowlen))
-		{
-			if ((rc = lsm_iter_status(m->iter)) != LSM_OK)
-				LsmFdwReportError(rc, m->store->db, m->relname, "read");
-			return false;
-		}
-		m->at = FROM_STORE;
-		return true;
-	}
 
 	for (;;)
 	{
@@ -201,6 +183,23 @@ LsmFdwMergeNext(LsmFdwMerge *m, const char **key, size_t *klen,
 			*row = lsm_iter_value(m->iter, rowlen);
 		return true;
 	}
+}
+
+/* Reads the next batch of it into b: LsmFdwBatchNext's slow path. */
+const lsm_entry *
+LsmFdwBatchFill(LsmFdwBatch *b, lsm_iter *it, LsmFdwStore *s,
+				const char *relname)
+{
+	int			rc;
+
+	CHECK_FOR_INTERRUPTS();
+	b->pos = 0;
+	b->n = lsm_iter_batch(it, &b->e);
+	if (b->n > 0)
+		return &b->e[b->pos++];
+	if ((rc = lsm_iter_status(it)) != LSM_OK)
+		LsmFdwReportError(rc, s->db, relname, "read");
+	return NULL;
 }
 
 /* Closes m's iterators.  Raises no error. */

@@ -51,6 +51,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -69,9 +70,18 @@ static pid_t compactor_pid = -1;
 /* Set by SIGTERM in the compactor process; read by its interrupt callback. */
 static volatile sig_atomic_t compactor_stop;
 
+/*
+ * An iterator read as the wrapper's scans read one: the entry a seek lands
+ * on from the iterator itself (a seek that reads one entry reads no more),
+ * the entries after it in batches (lsm_iter_batch) going forwards.
+ */
 typedef struct lsm_bench_iter
 {
 	lsm_iter   *it;
+	const lsm_entry *batch;		/* entries pos..n-1 are the next ones */
+	int			n;
+	int			pos;
+	bool		reverse;		/* backwards: lsm_iter_next */
 } lsm_bench_iter;
 
 /*
@@ -277,7 +287,7 @@ lsmb_multi_get(void *db, size_t n, const char *const *keys,
 static void *
 lsmb_iter_open(void *db)
 {
-	lsm_bench_iter *bi = malloc(sizeof(lsm_bench_iter));
+	lsm_bench_iter *bi = calloc(1, sizeof(lsm_bench_iter));
 
 	if (bi == NULL)
 		bench_fatal("lsm", "iter_open", "out of memory");
@@ -291,22 +301,42 @@ lsmb_iter_open(void *db)
 static void
 lsmb_iter_seek(void *it, const char *key, size_t key_len)
 {
-	lsm_iter_seek(((lsm_bench_iter *) it)->it, key, key_len);
+	lsm_bench_iter *bi = it;
+
+	bi->n = bi->pos = 0;
+	lsm_iter_seek(bi->it, key, key_len);
 }
 
 /*
- * Iterator accessors: thin wrappers around lsm_iter_*.
+ * Iterator accessors: the batch's entry, or the iterator's own (after a
+ * seek, or once a batch is used up: the iterator then stands on the entry
+ * after it).
  */
 static int
 lsmb_iter_valid(void *it)
 {
-	return lsm_iter_valid(((lsm_bench_iter *) it)->it);
+	lsm_bench_iter *bi = it;
+
+	return bi->pos < bi->n || lsm_iter_valid(bi->it);
 }
 
 static void
 lsmb_iter_next(void *it)
 {
-	lsm_iter_next(((lsm_bench_iter *) it)->it);
+	lsm_bench_iter *bi = it;
+
+	if (bi->reverse)
+		lsm_iter_next(bi->it);
+	else if (bi->pos < bi->n)
+		bi->pos++;
+	else
+	{
+		/* the entry stood on and a batch after it; step past the first */
+		bi->n = lsm_iter_batch(bi->it, &bi->batch);
+		bi->pos = 1;
+	}
+	if (bi->pos >= bi->n)
+		bi->n = bi->pos = 0;
 }
 
 /* Turns the fresh iterator backwards and positions it on the last key. */
@@ -317,19 +347,34 @@ lsmb_iter_seek_last(void *it)
 
 	if (lsm_iter_reverse(li) != LSM_OK)
 		bench_fatal("lsm", "iter_seek_last", "iterator already positioned");
+	((lsm_bench_iter *) it)->reverse = true;
 	lsm_iter_seek(li, NULL, 0);
 }
 
 static const char *
 lsmb_iter_key(void *it, size_t *key_len)
 {
-	return lsm_iter_key(((lsm_bench_iter *) it)->it, key_len);
+	lsm_bench_iter *bi = it;
+
+	if (bi->pos < bi->n)
+	{
+		*key_len = bi->batch[bi->pos].klen;
+		return bi->batch[bi->pos].key;
+	}
+	return lsm_iter_key(bi->it, key_len);
 }
 
 static const char *
 lsmb_iter_value(void *it, size_t *val_len)
 {
-	return lsm_iter_value(((lsm_bench_iter *) it)->it, val_len);
+	lsm_bench_iter *bi = it;
+
+	if (bi->pos < bi->n)
+	{
+		*val_len = bi->batch[bi->pos].vlen;
+		return bi->batch[bi->pos].val;
+	}
+	return lsm_iter_value(bi->it, val_len);
 }
 
 /*
