@@ -171,6 +171,7 @@ typedef struct LsmFdwScanState
 	const void *part_hi;		/* its end (exclusive), or NULL */
 	size_t		part_hilen;
 	LsmFdwBatch batch;			/* of iter, in the part */
+	bool		batch_inside;	/* all of it before the part's end */
 	uint32	   *parts_read;		/* leader: ranges each participant read,
 								 * kept at shutdown for EXPLAIN ANALYZE */
 	int			nslots;
@@ -896,6 +897,15 @@ start_range(ForeignScanState *node, LsmFdwScanState *st)
 					start->len);
 }
 
+/* Whether e lies past the end of the claimed range or of the scan. */
+static inline bool
+part_ended(LsmFdwScanState *st, const lsm_entry *e)
+{
+	return (st->part_hi != NULL &&
+			LsmFdwKeyCmp(e->key, e->klen, st->part_hi, st->part_hilen) >= 0) ||
+		past_bound(st, e->key, e->klen);
+}
+
 /*
  * Parallel full scan and key range: stores in slot the next row of the
  * ranges this process claims, within the scan's bounds; returns false when
@@ -921,9 +931,10 @@ next_parallel(LsmFdwScanState *st, TupleTableSlot *slot)
 				return false;
 			continue;
 		}
-		if ((st->part_hi != NULL &&
-			 LsmFdwKeyCmp(e->key, e->klen, st->part_hi, st->part_hilen) >= 0) ||
-			past_bound(st, e->key, e->klen))
+		/* a batch that ends inside the range and bounds needs no checks */
+		if (st->batch.pos == 1)
+			st->batch_inside = !part_ended(st, &st->batch.e[st->batch.n - 1]);
+		if (!st->batch_inside && part_ended(st, e))
 		{
 			st->part = -1;		/* the end of the range */
 			continue;
