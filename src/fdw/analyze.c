@@ -217,7 +217,7 @@ sample_row(LsmFdwTable *t, TupleDesc tupdesc, lsm_iter *iter,
 
 	MemoryContextReset(rowcxt);
 	oldcxt = MemoryContextSwitchTo(rowcxt);
-	LsmFdwDecodeRow(t, key, klen, row, rowlen, NULL, values, nulls, NULL);
+	LsmFdwDecodeRow(t, key, klen, row, rowlen, NULL, 0, values, nulls, NULL);
 	MemoryContextSwitchTo(oldcxt);
 
 	tuple = heap_form_tuple(tupdesc, values, nulls);

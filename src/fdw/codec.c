@@ -102,8 +102,8 @@ static void encode_fields(LsmFdwTable *t, Datum *values, bool *nulls,
 						  StringInfo data, lsm_field *fields,
 						  size_t *offsets);
 static void decode_fields(LsmFdwTable *t, const char *key, size_t klen,
-						  const char *row, size_t rowlen, const bool *needed,
-						  Datum *values, bool *nulls,
+						  const char *row, size_t rowlen, const int *attrs,
+						  int nattrs, Datum *values, bool *nulls,
 						  DecodeErrorContext *where, StringInfo arena);
 static bool neutral_io_begin(const LsmFdwTable *t, NeutralIo *io);
 static void neutral_io_end(NeutralIo *io);
@@ -724,9 +724,10 @@ LsmFdwEncodeRow(LsmFdwTable *t, Datum *values, bool *nulls,
 /*
  * Decodes an engine entry into values and nulls of every attribute (tuple
  * descriptor order), in the current memory context; nothing points into key
- * or row afterwards.  Attributes for which needed[attnum - 1] is false (all
- * are needed if needed is NULL) and dropped ones come back null.  Raises a
- * data-corruption error for a malformed row or field.
+ * or row afterwards.  Only the nattrs attributes attrs lists (indexes, all
+ * attributes if attrs is NULL) are decoded: the others, and dropped ones,
+ * come back null.  Raises a data-corruption error for a malformed row or
+ * field.
  *
  * With arena (a scan's, reused for every row), text and bytea values are
  * built in it rather than allocated one by one: they then last until the
@@ -734,7 +735,7 @@ LsmFdwEncodeRow(LsmFdwTable *t, Datum *values, bool *nulls,
  */
 void
 LsmFdwDecodeRow(LsmFdwTable *t, const char *key, size_t klen,
-				const char *row, size_t rowlen, const bool *needed,
+				const char *row, size_t rowlen, const int *attrs, int nattrs,
 				Datum *values, bool *nulls, StringInfo arena)
 {
 	DecodeErrorContext where;
@@ -751,19 +752,22 @@ LsmFdwDecodeRow(LsmFdwTable *t, const char *key, size_t klen,
 
 	if (arena != NULL)
 	{
+		size_t		need = rowlen + t->natts * (VARHDRSZ + MAXIMUM_ALIGNOF);
+
 		/* room for every value of the row at once: no move while decoding */
-		resetStringInfo(arena);
-		enlargeStringInfo(arena, rowlen + t->natts * (VARHDRSZ + MAXIMUM_ALIGNOF));
+		arena->len = 0;
+		if (need >= (size_t) arena->maxlen)
+			enlargeStringInfo(arena, need);
 	}
 	if (!neutral_io_begin(t, &io))
-		decode_fields(t, key, klen, row, rowlen, needed, values, nulls,
-					  &where, arena);
+		decode_fields(t, key, klen, row, rowlen, attrs, nattrs, values,
+					  nulls, &where, arena);
 	else
 	{
 		PG_TRY();
 		{
-			decode_fields(t, key, klen, row, rowlen, needed, values, nulls,
-						  &where, arena);
+			decode_fields(t, key, klen, row, rowlen, attrs, nattrs, values,
+						  nulls, &where, arena);
 		}
 		PG_CATCH();
 		{
@@ -811,23 +815,29 @@ encode_fields(LsmFdwTable *t, Datum *values, bool *nulls, StringInfo data,
 /* The attributes of LsmFdwDecodeRow, with where kept up to date. */
 static void
 decode_fields(LsmFdwTable *t, const char *key, size_t klen,
-			  const char *row, size_t rowlen, const bool *needed,
+			  const char *row, size_t rowlen, const int *attrs, int nattrs,
 			  Datum *values, bool *nulls, DecodeErrorContext *where,
 			  StringInfo arena)
 {
 	lsm_field	local[LSMFDW_DECODE_FIELDS];
 	lsm_field  *fields = NULL;
-	int			i;
+	int			k;
 
-	for (i = 0; i < t->natts; i++)
+	for (k = 0; k < t->natts; k++)
 	{
+		values[k] = (Datum) 0;
+		nulls[k] = true;
+	}
+	if (attrs == NULL)
+		nattrs = t->natts;
+	for (k = 0; k < nattrs; k++)
+	{
+		int			i = attrs != NULL ? attrs[k] : k;
 		LsmFdwColumn *col = &t->cols[i];
 		lsm_field	f;
 		int			rc;
 
-		values[i] = (Datum) 0;
-		nulls[i] = true;
-		if (col->dropped || (needed != NULL && !needed[i]))
+		if (col->dropped)
 			continue;
 		if (col->field < 0)
 		{

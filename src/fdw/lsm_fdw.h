@@ -361,8 +361,8 @@ extern Datum LsmFdwDecodeKey(const LsmFdwTable *t, const char *key,
 extern void LsmFdwEncodeRow(LsmFdwTable *t, Datum *values, bool *nulls,
 							StringInfo keybuf, StringInfo rowbuf);
 extern void LsmFdwDecodeRow(LsmFdwTable *t, const char *key, size_t klen,
-							const char *row, size_t rowlen,
-							const bool *needed, Datum *values, bool *nulls,
+							const char *row, size_t rowlen, const int *attrs,
+							int nattrs, Datum *values, bool *nulls,
 							StringInfo arena);
 extern char *LsmFdwKeyToString(const LsmFdwTable *t, const char *key,
 							   size_t klen);

@@ -544,7 +544,7 @@ lsmfdwExecForeignDelete(EState *estate, ResultRelInfo *rinfo,
 		ExecClearTuple(slot);
 		if (found)
 		{
-			LsmFdwDecodeRow(t, key.data, key.len, row, rowlen, NULL,
+			LsmFdwDecodeRow(t, key.data, key.len, row, rowlen, NULL, 0,
 							slot->tts_values, slot->tts_isnull, NULL);
 			ExecStoreVirtualTuple(slot);
 			set_ctid(st, slot, &key);

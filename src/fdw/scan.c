@@ -115,7 +115,8 @@ typedef struct LsmFdwScanState
 	LsmFdwTable *table;
 	LsmFdwStore *store;			/* pinned until the scan is released */
 	CommandId	curcid;			/* sees pending writes of earlier commands */
-	bool	   *needed;			/* needed[attnum - 1]: decode the attribute */
+	int		   *attrs;			/* the attributes to decode (attnum - 1) */
+	int			nattrs;
 	bool		none_needed;	/* no attribute (count(*)): decode nothing */
 	bool		ctid;			/* set the slot's ctid */
 	bool		instrument;		/* EXPLAIN ANALYZE: count engine work */
@@ -262,6 +263,7 @@ lsmfdwBeginForeignScan(ForeignScanState *node, int eflags)
 	ForeignScan *plan = castNode(ForeignScan, node->ss.ps.plan);
 	EState	   *estate = node->ss.ps.state;
 	LsmFdwScanState *st = palloc0(sizeof(LsmFdwScanState));
+	List	   *attrs;
 	ListCell   *lc;
 	int			i;
 
@@ -272,11 +274,11 @@ lsmfdwBeginForeignScan(ForeignScanState *node, int eflags)
 		return;
 
 	st->table = LsmFdwGetTable(node->ss.ss_currentRelation);
-	st->needed = palloc0(sizeof(bool) * Max(st->table->natts, 1));
-	foreach(lc, (List *) list_nth(plan->fdw_private, LSMFDW_PRIVATE_ATTRS))
-		st->needed[lfirst_int(lc) - 1] = true;
-	st->none_needed = list_length((List *) list_nth(plan->fdw_private,
-													LSMFDW_PRIVATE_ATTRS)) == 0;
+	attrs = (List *) list_nth(plan->fdw_private, LSMFDW_PRIVATE_ATTRS);
+	st->attrs = palloc(sizeof(int) * Max(list_length(attrs), 1));
+	foreach(lc, attrs)
+		st->attrs[st->nattrs++] = lfirst_int(lc) - 1;
+	st->none_needed = st->nattrs == 0;
 	st->bounds = (List *) list_nth(plan->fdw_private, LSMFDW_PRIVATE_BOUNDS);
 	st->field = intVal(list_nth(plan->fdw_private, LSMFDW_PRIVATE_FIELD));
 	st->strategy = intVal(list_nth(plan->fdw_private,
@@ -1341,8 +1343,9 @@ store_row(LsmFdwScanState *st, TupleTableSlot *slot, const char *key,
 			isnull[i] = true;
 	}
 	else
-		LsmFdwDecodeRow(st->table, key, klen, row, rowlen, st->needed,
-						slot->tts_values, slot->tts_isnull, &st->arena);
+		LsmFdwDecodeRow(st->table, key, klen, row, rowlen, st->attrs,
+						st->nattrs, slot->tts_values, slot->tts_isnull,
+						&st->arena);
 	ExecStoreVirtualTuple(slot);
 	if (st->ctid && !LsmFdwKeyToCtid(st->table, key, klen, &slot->tts_tid))
 		LsmFdwReportNoCtid(st->table, key, klen);
