@@ -13,7 +13,9 @@
  *	   snapshot iterator of the stage that shows deletes;
  *	3. the store's committed rows, through a snapshot iterator.
  *
- * A delete in 1 or 2 hides the key.  Full scans, key ranges (scan.c) and
+ * A delete in 1 or 2 hides the key.  When 3 is the only source (a
+ * transaction that has not written) and the scan goes forwards, its rows
+ * are read in batches (lsm_iter_batch) with no merge at all.  Full scans, key ranges (scan.c) and
  * TRUNCATE (modify.c) read through it.  It also runs in descending key
  * order (ORDER BY key DESC): the engine's iterators then run backwards
  * (lsm_iter_reverse), the array is walked down, and the largest key wins.
@@ -100,7 +102,6 @@ LsmFdwMergeNextMerged(LsmFdwMerge *m, const char **key, size_t *klen,
 					  const char **row, size_t *rowlen)
 {
 	int			rc;
-
 
 	for (;;)
 	{
