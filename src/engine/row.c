@@ -86,6 +86,33 @@ walk_tags(const void *row, size_t rowlen, lsm_field *out, int n,
 		*count > (uint64_t) (end - p))
 		return LSM_CORRUPTION;
 	*tags = p;
+
+	/*
+	 * Fields shorter than 127 bytes have one-byte tags (the count bytes after
+	 * p exist: checked above), whose lengths cannot overflow a sum: one check
+	 * at the end does.  A longer tag goes the careful way from the start.
+	 */
+	for (j = 0; j < *count && p[j] < 0x80; j++)
+	{
+		tag = p[j];
+		if (j < (uint64_t) n)
+		{
+			out[j].data = NULL;
+			out[j].is_null = tag == 0;
+			out[j].len = tag == 0 ? 0 : (size_t) (tag - 1);
+		}
+		if (tag > 0)
+			total += tag - 1;
+	}
+	if (j == *count)
+	{
+		p += j;
+		if (total != (uint64_t) (end - p))
+			return LSM_CORRUPTION;
+		*data = p;
+		return LSM_OK;
+	}
+	total = 0;
 	for (j = 0; j < *count; j++)
 	{
 		/* the fields so far and this one must fit after the tags */
