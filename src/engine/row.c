@@ -66,6 +66,19 @@ lsm_row_encode(const lsm_field *fields, int nfields, void **row,
 	return LSM_OK;
 }
 
+/* Notes field j's tag in out (if j < n); returns the field's length. */
+static inline uint64_t
+note_tag(lsm_field *out, int n, uint64_t j, uint64_t tag)
+{
+	if (j < (uint64_t) n)
+	{
+		out[j].data = NULL;
+		out[j].is_null = tag == 0;
+		out[j].len = tag == 0 ? 0 : (size_t) (tag - 1);
+	}
+	return tag == 0 ? 0 : tag - 1;
+}
+
 /*
  * Checks the tags of a row (each decodes, and the fields fit and fill the
  * bytes after the tags), noting the null flag and length of the first n
@@ -89,45 +102,25 @@ walk_tags(const void *row, size_t rowlen, lsm_field *out, int n,
 
 	/*
 	 * Fields shorter than 127 bytes have one-byte tags (the count bytes after
-	 * p exist: checked above), whose lengths cannot overflow a sum: one check
-	 * at the end does.  A longer tag goes the careful way from the start.
+	 * p exist: checked above), whose lengths cannot overflow a sum: the check
+	 * at the end is enough.  A longer tag goes the careful way from the start.
 	 */
 	for (j = 0; j < *count && p[j] < 0x80; j++)
-	{
-		tag = p[j];
-		if (j < (uint64_t) n)
-		{
-			out[j].data = NULL;
-			out[j].is_null = tag == 0;
-			out[j].len = tag == 0 ? 0 : (size_t) (tag - 1);
-		}
-		if (tag > 0)
-			total += tag - 1;
-	}
+		total += note_tag(out, n, j, p[j]);
 	if (j == *count)
-	{
 		p += j;
-		if (total != (uint64_t) (end - p))
-			return LSM_CORRUPTION;
-		*data = p;
-		return LSM_OK;
-	}
-	total = 0;
-	for (j = 0; j < *count; j++)
+	else
 	{
-		/* the fields so far and this one must fit after the tags */
-		if ((p = lsm_get_varint(p, end, &tag)) == NULL ||
-			total > (uint64_t) (end - p) ||
-			(tag > 0 && tag - 1 > (uint64_t) (end - p) - total))
-			return LSM_CORRUPTION;
-		if (j < (uint64_t) n)
+		total = 0;
+		for (j = 0; j < *count; j++)
 		{
-			out[j].data = NULL;
-			out[j].is_null = tag == 0;
-			out[j].len = tag == 0 ? 0 : (size_t) (tag - 1);
+			/* the fields so far and this one must fit after the tags */
+			if ((p = lsm_get_varint(p, end, &tag)) == NULL ||
+				total > (uint64_t) (end - p) ||
+				(tag > 0 && tag - 1 > (uint64_t) (end - p) - total))
+				return LSM_CORRUPTION;
+			total += note_tag(out, n, j, tag);
 		}
-		if (tag > 0)
-			total += tag - 1;
 	}
 	/* p is now the start of the field bytes, which must fill the row */
 	if (total != (uint64_t) (end - p))

@@ -116,8 +116,7 @@ typedef struct LsmFdwScanState
 	LsmFdwStore *store;			/* pinned until the scan is released */
 	CommandId	curcid;			/* sees pending writes of earlier commands */
 	int		   *attrs;			/* the attributes to decode (attnum - 1) */
-	int			nattrs;
-	bool		none_needed;	/* no attribute (count(*)): decode nothing */
+	int			nattrs;			/* 0 (count(*)): decode nothing */
 	bool		ctid;			/* set the slot's ctid */
 	bool		instrument;		/* EXPLAIN ANALYZE: count engine work */
 	bool		started;		/* (re)started since the last rescan */
@@ -278,7 +277,6 @@ lsmfdwBeginForeignScan(ForeignScanState *node, int eflags)
 	st->attrs = palloc(sizeof(int) * Max(list_length(attrs), 1));
 	foreach(lc, attrs)
 		st->attrs[st->nattrs++] = lfirst_int(lc) - 1;
-	st->none_needed = st->nattrs == 0;
 	st->bounds = (List *) list_nth(plan->fdw_private, LSMFDW_PRIVATE_BOUNDS);
 	st->field = intVal(list_nth(plan->fdw_private, LSMFDW_PRIVATE_FIELD));
 	st->strategy = intVal(list_nth(plan->fdw_private,
@@ -1333,7 +1331,7 @@ static void
 store_row(LsmFdwScanState *st, TupleTableSlot *slot, const char *key,
 		  size_t klen, const char *row, size_t rowlen)
 {
-	if (st->none_needed)
+	if (st->nattrs == 0)
 	{
 		bool	   *isnull = slot->tts_isnull;
 		int			natts = st->table->natts;
