@@ -39,6 +39,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdbool.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 
 #include "harness.h"
@@ -641,6 +642,94 @@ search_all(const sctx *c, int field, const void *val, size_t vlen)
 	return n;
 }
 
+/* lsm_claim_fn of participants in one process: a shared counter. */
+static uint32_t
+claim_next(void *arg)
+{
+	return (*(uint32_t *) arg)++;
+}
+
+/*
+ * The search for field = val over view (the handle's snapshot, shared),
+ * split among nparts participants that take turns (a few rows each, in
+ * an order seed picks) and claim units from one counter: together they
+ * must return the model's rows, each once, and read the blocks a serial
+ * search of the same strategy reads.  Returns the number of rows.
+ */
+static size_t
+search_split(const sctx *c, const void *view, size_t len, int field,
+			 const void *val, size_t vlen, int strategy, int nparts,
+			 uint64_t seed)
+{
+	lsm_iter   *it[4];
+	lsm_search_stats st,
+				sum,
+				serial;
+	uint32_t	next = 0;
+	drain		d;
+	char		what[400],
+				hv[100];
+	size_t		n;
+	int			live = nparts,
+				i;
+
+	CHECK(nparts >= 1 && nparts <= 4);
+	snprintf(what, sizeof(what), "%s: %s split %d ways, field %d = %s",
+			 c->where, strategy_name(strategy), nparts, field,
+			 harness_hex(val, vlen, hv));
+	drain_init(&d, c->m);
+	for (i = 0; i < nparts; i++)
+		if (lsm_value_search_view(c->db, view, len, field, val, vlen, strategy,
+								  claim_next, &next, &it[i]) != LSM_OK)
+			harness_fail(__FILE__, __LINE__, "%s: %s", what, lsm_errmsg(c->db));
+	while (live > 0)
+	{
+		int			k = (int) (harness_rand64(&seed) % (uint64_t) nparts),
+					rows = 1 + (int) (harness_rand64(&seed) % 5);
+
+		while (rows-- > 0 && lsm_iter_valid(it[k]))
+			take_row(it[k], c->m, field, val, vlen, &d, what);
+		live = 0;
+		for (i = 0; i < nparts; i++)
+			live += lsm_iter_valid(it[i]);
+	}
+	memset(&sum, 0, sizeof(sum));
+	for (i = 0; i < nparts; i++)
+	{
+		if (lsm_iter_status(it[i]) != LSM_OK)
+			harness_fail(__FILE__, __LINE__, "%s: participant %d: %s", what, i,
+						 lsm_errmsg(c->db));
+		CHECK_DB_OK(c->db, lsm_iter_search_stats(it[i], &st));
+		sum.blocks_scanned += st.blocks_scanned;
+		sum.rows_returned += st.rows_returned;
+		sum.memtable_scanned += st.memtable_scanned;
+		lsm_iter_close(it[i]);
+	}
+	/* drain_finish checks that no matching row was missed */
+	CHECK_DB_OK(c->db, lsm_value_search_view(c->db, view, len, field, val,
+											 vlen, strategy, claim_next,
+											 &next, &it[0]));
+	CHECK(!lsm_iter_valid(it[0]));	/* every unit is taken */
+	n = drain_finish(it[0], c->m, field, val, vlen, &d, what);
+	lsm_iter_close(it[0]);
+
+	/* the serial search of the same snapshot reads the same blocks */
+	CHECK_DB_OK(c->db, lsm_value_search_with(c->db, field, val, vlen,
+											 strategy == LSM_SEARCH_FLAT ?
+											 LSM_SEARCH_TREE : strategy, &it[0]));
+	while (lsm_iter_valid(it[0]))
+		lsm_iter_next(it[0]);
+	CHECK_DB_OK(c->db, lsm_iter_search_stats(it[0], &serial));
+	lsm_iter_close(it[0]);
+	if (sum.blocks_scanned != serial.blocks_scanned ||
+		sum.rows_returned != n || serial.rows_returned != n)
+		harness_fail(__FILE__, __LINE__, "%s: blocks %" PRIu64 " rows %" PRIu64
+					 " (%zu); serial blocks %" PRIu64 " rows %" PRIu64, what,
+					 sum.blocks_scanned, sum.rows_returned, n,
+					 serial.blocks_scanned, serial.rows_returned);
+	return n;
+}
+
 /* search_all for a NUL-terminated value; checks the expected row count. */
 static void
 search_str(const sctx *c, int field, const char *val, size_t want)
@@ -878,7 +967,8 @@ typedef struct vstate
 				n_reopen,
 				n_search,
 				n_hits,
-				n_held;
+				n_held,
+				n_split;
 	uint64_t	max_files,
 				max_leaves,
 				max_saturated;
@@ -1128,6 +1218,8 @@ checkpoint(vstate *s)
 {
 	lsm_stats	st;
 	sctx		c;
+	void	   *view;
+	size_t		vlen_view;
 	int			q,
 				l;
 
@@ -1155,6 +1247,10 @@ checkpoint(vstate *s)
 	c.dflt = s->opt.value_search;
 	c.unindexed = s->c->opt.value_unindexed;
 	c.estimate = 1;
+	/* the snapshot the searches read, shared: searches split among readers */
+	if (lsm_share(s->db, 4, &view, &vlen_view) != LSM_OK)
+		harness_fail(__FILE__, __LINE__, "%s: lsm_share: %s", s->where,
+					 lsm_errmsg(s->db));
 	for (q = 0; q < s->c->queries; q++)
 	{
 		uint8_t		val[MAX_VAL];
@@ -1164,7 +1260,13 @@ checkpoint(vstate *s)
 		pick_query(s, &field, val, &vlen);
 		s->n_hits += (long) search_all(&c, field, val, vlen);
 		s->n_search += NSTRAT;
+		search_split(&c, view, vlen_view, field, val, vlen,
+					 all_strategies[rnd(s, NSTRAT - 1)], 1 + (int) rnd(s, 4),
+					 s->rng);
+		s->n_split++;
 	}
+	lsm_unshare(s->db);
+	lsm_free(view);
 
 	/* the flat layout, once built, holds every leaf */
 	search_one(&c, 0, "red", 3, LSM_SEARCH_FLAT, NULL);
@@ -1333,11 +1435,12 @@ run_case(const vcase *c)
 	finish_held(&s);
 
 	printf("# case %s: puts %ld, deletes %ld, batches %ld, flushes %ld, "
-		   "compactions %ld, reopens %ld, searches %ld (%ld rows), held %ld; "
+		   "compactions %ld, reopens %ld, searches %ld (%ld rows), split %ld, "
+		   "held %ld; "
 		   "up to %" PRIu64 " files in %d levels, %" PRIu64 " leaves, height %d, "
 		   "%" PRIu64 " saturated\n",
 		   c->name, s.n_put, s.n_del, s.n_batch, s.n_flush, s.n_compact,
-		   s.n_reopen, s.n_search, s.n_hits, s.n_held, s.max_files,
+		   s.n_reopen, s.n_search, s.n_hits, s.n_split, s.n_held, s.max_files,
 		   s.max_levels, s.max_leaves, s.max_height, s.max_saturated);
 	/* the case must have covered what it is for */
 	CHECK_GE(s.max_files, 8);
@@ -2151,6 +2254,154 @@ TEST(value_search_other_process)
 	model_free(&m);
 }
 
+/* What the participants of split searches share (an anonymous mapping). */
+typedef struct split_shm
+{
+	uint32_t	next;			/* the next unit to claim */
+	uint32_t	seen[3000];		/* times each key was returned */
+} split_shm;
+
+static uint32_t
+claim_shared(void *arg)
+{
+	return __atomic_fetch_add(&((split_shm *) arg)->next, 1, __ATOMIC_SEQ_CST);
+}
+
+/* One participant: its handle's search over view, keys counted in sh. */
+static void
+split_participant(lsm_db *db, const void *view, size_t len, int field,
+				  const char *val, int strategy, split_shm *sh)
+{
+	lsm_iter   *it;
+
+	CHECK_DB_OK(db, lsm_value_search_view(db, view, len, field, val,
+										  strlen(val), strategy, claim_shared,
+										  sh, &it));
+	for (; lsm_iter_valid(it); lsm_iter_next(it))
+	{
+		size_t		kn;
+		const void *k = lsm_iter_key(it, &kn);
+		int			i = key_index(k, kn, 3000);
+
+		CHECK_GE(i, 0);
+		__atomic_fetch_add(&sh->seen[i], 1, __ATOMIC_SEQ_CST);
+	}
+	CHECK_DB_OK(db, lsm_iter_status(it));
+	lsm_iter_close(it);
+}
+
+/*
+ * A value search over a shared view, split among three processes that
+ * claim its units from one counter in shared memory, while the store moves
+ * on: together they return the rows of the view's snapshot (overwritten
+ * rows by their newest value, rows in the memtable, not the rows written
+ * after the share), each once, with every strategy; tables of many blocks
+ * are split into several units.
+ */
+TEST(value_search_split_processes)
+{
+	char	   *dir = harness_tmpdir("vsplit");
+	lsm_options o = small_options(1 << 14, 3, 4, 4);
+	split_shm  *sh;
+	lsm_db	   *db;
+	model		m,
+				snap;
+	void	   *view;
+	size_t		len;
+	uint32_t	units_even = 0;
+	int			i,
+				s;
+	static const char *const vals[] = {"even", "c3", "moved", "fresh"};
+
+	o.file_bytes = 1 << 20;		/* tables of a few hundred blocks */
+	o.block_bytes = 256;
+	o.memtable_bytes = 1 << 20;
+	CHECK_OK(lsm_open(dir, &o, &db));
+	model_init(&m, 3000);
+	for (i = 0; i < 3000; i++)
+	{
+		char		g[16];
+
+		snprintf(g, sizeof(g), "c%d", i % 17);
+		put_text(db, &m, i, 3, i % 2 ? "odd" : "even", g,
+				 "a row long enough to fill blocks quickly");
+	}
+	CHECK_DB_OK(db, lsm_compact_all(db));
+	for (i = 0; i < 3000; i += 7)
+		put_text(db, &m, i, 2, "moved", "c3", NULL);
+	CHECK_DB_OK(db, lsm_flush(db));	/* a level-0 table over them */
+	for (i = 0; i < 3000; i += 11)
+		put_text(db, &m, i, 2, "fresh", "c3", NULL);	/* in the memtable */
+	for (i = 5; i < 3000; i += 13)
+		del_row(db, &m, i);
+	CHECK_DB_OK(db, lsm_share(db, 4, &view, &len));
+	model_copy(&snap, &m);
+	/* after the share: not in the view */
+	for (i = 1; i < 3000; i += 5)
+		put_text(db, &m, i, 2, "later", "c3", NULL);
+	CHECK_DB_OK(db, lsm_flush(db));
+	CHECK_DB_OK(db, lsm_compact_all(db));
+
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+			  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	CHECK(sh != MAP_FAILED);
+	for (s = 0; s < NSTRAT - 1; s++)
+	{
+		int			v;
+
+		for (v = 0; v < 4; v++)
+		{
+			int			field = v == 0 || v == 2 || v == 3 ? 0 : 1;
+			pid_t		pid[2];
+			int			p,
+						status;
+
+			memset(sh, 0, sizeof(*sh));
+			for (p = 0; p < 2; p++)
+			{
+				pid[p] = fork();
+				CHECK(pid[p] >= 0);
+				if (pid[p] == 0)
+				{
+					lsm_db	   *cdb;
+
+					CHECK_OK(lsm_open(dir, &o, &cdb));
+					split_participant(cdb, view, len, field, vals[v],
+									  all_strategies[s], sh);
+					CHECK_OK(lsm_close(cdb));
+					_exit(0);
+				}
+			}
+			split_participant(db, view, len, field, vals[v],
+							  all_strategies[s], sh);
+			for (p = 0; p < 2; p++)
+			{
+				CHECK_EQ(waitpid(pid[p], &status, 0), pid[p]);
+				CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+						  "participant %d of %s = %s: status %d", p,
+						  strategy_name(all_strategies[s]), vals[v], status);
+			}
+			for (i = 0; i < 3000; i++)
+				CHECK_MSG(sh->seen[i] ==
+						  (uint32_t) row_matches(snap.val[i], snap.vlen[i], field,
+												 vals[v], strlen(vals[v])),
+						  "%s = %s: key %d returned %u times",
+						  strategy_name(all_strategies[s]), vals[v], i,
+						  sh->seen[i]);
+			if (v == 0 && all_strategies[s] == LSM_SEARCH_TREE)
+				units_even = sh->next - 3;	/* each claimed one past the end */
+		}
+	}
+	/* "even" is in nearly every block of the big tables: several units each */
+	CHECK_GT(units_even, harness_tables(db, NULL) + 2);
+	munmap(sh, sizeof(*sh));
+	lsm_unshare(db);
+	lsm_free(view);
+	CHECK_DB_OK(db, lsm_close(db));
+	model_free(&snap);
+	model_free(&m);
+}
+
 /*
  * A second process compacts in a loop (rebuilding the hierarchy under this
  * process's feet, often moving tables down whole, since half the keys are
@@ -2910,6 +3161,7 @@ main(int argc, char **argv)
 	RUN(damaged_value_params);
 	RUN(leaf_without_value_filter);
 	RUN(value_search_other_process);
+	RUN(value_search_split_processes);
 	RUN(value_search_concurrent_compactor);
 	RUN(move_during_flush);
 	RUN(value_model_order2);

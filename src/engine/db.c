@@ -2924,13 +2924,46 @@ view_memtable(lsm_db *db, uint64_t lognum, uint64_t dev, uint64_t ino,
 	return LSM_OK;
 }
 
-int
-lsm_iter_open_view(lsm_db *db, const void *view, size_t len, lsm_iter **out)
+/*
+ * The version (its tables open), the memtable (NULL: none) and the read
+ * sequence of a shared view, each with a reference for the caller.
+ */
+static int
+open_view(lsm_db *db, const void *view, size_t len, lsm_version **v,
+		  lsm_memtable **mt, uint64_t *snap, lsm_err *e)
 {
 	const uint8_t *p = view;
 	view_parts	vp;
-	lsm_version *v = NULL;
-	lsm_memtable *mt = NULL;
+	int			rc;
+
+	*v = NULL;
+	*mt = NULL;
+	if (!parse_view(view, len, &vp))
+		return lsm_err_set(e, LSM_INVALID, "not a shared view");
+	*snap = lsm_get_u64(p + 8);
+	rc = lsm_manifest_decode(vp.manifest, vp.manifest_len, "shared view", v, e);
+	if (rc == LSM_OK)
+	{
+		rc = open_tables(db, *v, e);
+		if (rc == LSM_NOTFOUND)
+			rc = missing_file(e, "a table of a shared view");
+	}
+	if (rc == LSM_OK && lsm_get_u64(p + 40) != 0)
+		rc = view_memtable(db, lsm_get_u64(p + 16), lsm_get_u64(p + 24),
+						   lsm_get_u64(p + 32), *snap, mt, e);
+	if (rc != LSM_OK)
+	{
+		lsm_version_unref(*v);
+		*v = NULL;
+	}
+	return rc;
+}
+
+int
+lsm_iter_open_view(lsm_db *db, const void *view, size_t len, lsm_iter **out)
+{
+	lsm_version *v;
+	lsm_memtable *mt;
 	lsm_err		e;
 	uint64_t	snap;
 	int			rc;
@@ -2938,26 +2971,42 @@ lsm_iter_open_view(lsm_db *db, const void *view, size_t len, lsm_iter **out)
 	if (db == NULL || out == NULL)
 		return LSM_INVALID;
 	*out = NULL;
-	if (!parse_view(view, len, &vp))
-		return lsm_err_set(&db->err, LSM_INVALID, "not a shared view");
 	lsm_err_clear(&e);
-	snap = lsm_get_u64(p + 8);
-	rc = lsm_manifest_decode(vp.manifest, vp.manifest_len, "shared view", &v,
-							 &e);
-	if (rc == LSM_OK)
-	{
-		rc = open_tables(db, v, &e);
-		if (rc == LSM_NOTFOUND)
-			rc = missing_file(&e, "a table of a shared view");
-	}
-	if (rc == LSM_OK && lsm_get_u64(p + 40) != 0)
-		rc = view_memtable(db, lsm_get_u64(p + 16), lsm_get_u64(p + 24),
-						   lsm_get_u64(p + 32), snap, &mt, &e);
+	rc = open_view(db, view, len, &v, &mt, &snap, &e);
 	if (rc == LSM_OK)
 		rc = lsm_iter_open_version(db, v, mt, snap, out);
 	lsm_version_unref(v);
 	lsm_memtable_unref(mt);
 	return lsm_db_fail(db, rc, &e);
+}
+
+int
+lsm_value_search_view(lsm_db *db, const void *view, size_t len, int field,
+					  const void *val, size_t vlen, int strategy,
+					  lsm_claim_fn claim, void *arg, lsm_iter **out)
+{
+	lsm_version *v;
+	lsm_memtable *mt;
+	lsm_err		e;
+	uint64_t	snap;
+	int			rc;
+
+	if (out)
+		*out = NULL;
+	if (db == NULL || out == NULL || field < 0 || (val == NULL && vlen > 0) ||
+		strategy < LSM_SEARCH_AUTO || strategy > LSM_SEARCH_SCAN ||
+		claim == NULL)
+		return LSM_INVALID;
+	lsm_err_clear(&e);
+	rc = open_view(db, view, len, &v, &mt, &snap, &e);
+	if (rc != LSM_OK)
+		return lsm_db_fail(db, rc, &e);
+	/* a failure of the search describes itself in the handle's error */
+	rc = lsm_iter_search_version(db, v, mt, snap, field, val, vlen,
+								 strategy, claim, arg, out);
+	lsm_version_unref(v);
+	lsm_memtable_unref(mt);
+	return rc;
 }
 
 /* ---------- flush ---------- */

@@ -486,6 +486,17 @@ int			lsm_iter_open_version(lsm_db *db, lsm_version *v,
 								  lsm_memtable *mem, uint64_t snap,
 								  lsm_iter **out);
 
+/*
+ * A value search of db over v and mem at snap, as lsm_iter_open_version's
+ * iterator (lsm_value_search_with: the handle's current ones), reading
+ * the units claim hands it (NULL: all).  Positioned on its first row.
+ */
+int			lsm_iter_search_version(lsm_db *db, lsm_version *v,
+									lsm_memtable *mem, uint64_t snap,
+									int field, const void *val, size_t vlen,
+									int strategy, lsm_claim_fn claim,
+									void *arg, lsm_iter **out);
+
 /* Tells the log callback (if any) of an event; see lsm_log_fn. */
 void		lsm_db_log(lsm_db *db, int level, const char *fmt,...)
 			__attribute__((format(printf, 3, 4)));

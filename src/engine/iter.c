@@ -1004,28 +1004,27 @@ lsm_iter_close(lsm_iter *it)
 }
 
 int
-lsm_value_search_with(lsm_db *db, int field, const void *val, size_t vlen,
-					  int strategy, lsm_iter **out)
+lsm_iter_search_version(lsm_db *db, lsm_version *v, lsm_memtable *mem,
+						uint64_t snap, int field, const void *val,
+						size_t vlen, int strategy, lsm_claim_fn claim,
+						void *arg, lsm_iter **out)
 {
 	lsm_iter   *it;
 	int			rc;
 
-	if (out)
-		*out = NULL;
-	if (db == NULL || out == NULL || field < 0 || (val == NULL && vlen > 0) ||
-		strategy < LSM_SEARCH_AUTO || strategy > LSM_SEARCH_SCAN)
-		return LSM_INVALID;
+	*out = NULL;
 	it = calloc(1, sizeof(*it));
 	if (it == NULL)
 		return lsm_err_set(&db->err, LSM_NOMEM, "out of memory");
 	it->db = db;
-	it->v = db->current;
-	it->mem = db->mem;
+	it->v = v;
+	it->mem = mem;
 	it->search = true;
 	lsm_version_ref(it->v);
-	lsm_memtable_ref(it->mem);
-	rc = lsm_vsearch_new(db, it->v, it->mem, db->read_seq, field,
-						 val ? val : "", vlen, strategy, &it->err, &it->m);
+	if (it->mem)
+		lsm_memtable_ref(it->mem);
+	rc = lsm_vsearch_new(db, it->v, it->mem, snap, field, val ? val : "",
+						 vlen, strategy, claim, arg, &it->err, &it->m);
 	if (rc != LSM_OK)
 	{
 		lsm_db_fail(db, rc, &it->err);
@@ -1037,6 +1036,20 @@ lsm_value_search_with(lsm_db *db, int field, const void *val, size_t vlen,
 	lsm_iter_seek(it, NULL, 0);
 	*out = it;
 	return LSM_OK;
+}
+
+int
+lsm_value_search_with(lsm_db *db, int field, const void *val, size_t vlen,
+					  int strategy, lsm_iter **out)
+{
+	if (out)
+		*out = NULL;
+	if (db == NULL || out == NULL || field < 0 || (val == NULL && vlen > 0) ||
+		strategy < LSM_SEARCH_AUTO || strategy > LSM_SEARCH_SCAN)
+		return LSM_INVALID;
+	return lsm_iter_search_version(db, db->current, db->mem, db->read_seq,
+								   field, val, vlen, strategy, NULL, NULL,
+								   out);
 }
 
 int
@@ -1071,7 +1084,7 @@ lsm_value_search_estimate(lsm_db *db, int field, const void *val, size_t vlen,
 		return LSM_INVALID;
 	lsm_err_clear(&e);
 	rc = lsm_vsearch_new(db, db->current, db->mem, db->read_seq, field,
-						 val ? val : "", vlen, strategy, &e, &m);
+						 val ? val : "", vlen, strategy, NULL, NULL, &e, &m);
 	if (rc != LSM_OK)
 		return lsm_db_fail(db, rc, &e);
 	lsm_vsearch_estimate(m, st);

@@ -498,6 +498,29 @@ int			lsm_view_part(const void *view, size_t len, int part,
 						  const void **hi, size_t *hilen);
 
 /*
+ * A value search (lsm_value_search_with) over what a shared view holds,
+ * split among the processes that read the view, as a parallel query's
+ * participants split it: each opens its own search with the same field,
+ * value and strategy, and claim(arg) hands out the search's units of work
+ * (its memtable's rows, then runs of up to 64 candidate blocks of one
+ * table): it returns the number of the next unit no participant has taken
+ * yet, counting from 0, as a counter the participants share does.  Every
+ * participant computes the same units from the view, so together they
+ * return each row of the search once; one that gets a number past the
+ * last unit ends.  The iterator comes back positioned, as
+ * lsm_value_search's does.  LSM_SEARCH_FLAT searches as LSM_SEARCH_TREE
+ * does (the same tables; no per-handle layout to build).  The counters
+ * (lsm_iter_search_stats) are this participant's: the filter phase and
+ * the blocks it read (a table read in parts by several counts in each).
+ */
+typedef uint32_t (*lsm_claim_fn) (void *arg);
+
+int			lsm_value_search_view(lsm_db *db, const void *view, size_t len,
+								  int field, const void *val, size_t vlen,
+								  int strategy, lsm_claim_fn claim,
+								  void *arg, lsm_iter **out);
+
+/*
  * Makes an unpositioned iterator (of a store or a stage) run backwards:
  * lsm_iter_seek then positions on the last key <= key (the last key when
  * key is NULL), and lsm_iter_next moves to the previous key.  The snapshot,

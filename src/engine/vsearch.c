@@ -18,6 +18,18 @@
  * newest version of its key in the same snapshot (Algorithm 3): a row
  * survives only if no newer version exists, so overwritten, moved and
  * deleted rows never appear and no key appears twice.
+ *
+ * The iterator phase is cut into units: unit 0 is the memtable's rows, and
+ * each further unit up to 64 candidate blocks of one candidate (the blocks
+ * of one word of its mask; a word with no candidate block is no unit).  A
+ * search reads the units in order, or, given a claim callback, the units
+ * the callback hands it: several searches of the same version, field,
+ * value and strategy, in one process or in several, compute the same
+ * candidates in the same order (sorted by file number) and so the same
+ * units, and together return every row once when each unit is claimed by
+ * one of them (a parallel query's participants: lsm_value_search_view).
+ * Validation reads the whole snapshot, so a unit's rows do not depend on
+ * who reads the others.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE				/* flock, fdatasync, strdup, timespec */
@@ -66,6 +78,11 @@ typedef struct vsearch
 	uint64_t	h;
 	lsm_search_stats st;
 
+	lsm_claim_fn claim;			/* hands out units; NULL: all, in order */
+	void	   *claim_arg;
+	uint32_t	next_unit;		/* without claim: the next unit to read */
+	bool		exhausted;		/* no unit is left */
+
 	bool		scan_mem;
 	lsm_iiter  *mit;			/* memtable phase; NULL once done */
 	bool		mem_returned;	/* mit is on the row last returned */
@@ -76,8 +93,12 @@ typedef struct vsearch
 	cand	   *cands;
 	int			ncands,
 				cap;
-	int			ci;				/* current candidate */
-	uint32_t	bi;				/* next block of it */
+	/* the unit being read: unit number unit, candidate ci, mask word w */
+	uint32_t	unit;
+	int			ci;
+	int64_t		w;				/* -1: before ci's first word */
+	uint32_t	bi;				/* next block of the unit */
+	uint32_t	bend;			/* its end; bi == bend: the unit is read */
 	bool		cand_read;		/* a block of it was read */
 	bool		cand_hit;		/* it held a row with the value */
 	lsm_buf		keys;			/* rows of the current block */
@@ -217,8 +238,19 @@ auto_strategy(const lsm_db *db)
 	return db->flat != NULL ? LSM_SEARCH_FLAT : LSM_SEARCH_TREE;
 }
 
+/* qsort comparator of candidates by file number */
+static int
+cmp_cand(const void *a, const void *b)
+{
+	uint64_t	x = ((const cand *) a)->file->meta.number;
+	uint64_t	y = ((const cand *) b)->file->meta.number;
+
+	return x < y ? -1 : x > y;
+}
+
 /*
- * The filter phase: fills s->cands and each candidate's block mask.
+ * The filter phase: fills s->cands and each candidate's block mask (in
+ * file number order when the units are claimed).
  */
 static int
 collect(vsearch *s, int strategy)
@@ -231,13 +263,16 @@ collect(vsearch *s, int strategy)
 
 	if (strategy == LSM_SEARCH_AUTO)
 		strategy = auto_strategy(s->db);
+	/* the same tables, without a layout to build in each participant */
+	if (strategy == LSM_SEARCH_FLAT && s->claim != NULL)
+		strategy = LSM_SEARCH_TREE;
 	if (v->value_filter_bits == 0 ||
 		(s->field < 64 && (v->value_unindexed >> s->field) & 1))
 		strategy = LSM_SEARCH_SCAN;
 	s->st.strategy = strategy;
-	s->scan_mem = strategy == LSM_SEARCH_SCAN ?
-		lsm_memtable_entries(s->mem) > 0 :
-		lsm_memtable_may_hold_value(s->mem, s->h);
+	s->scan_mem = s->mem != NULL &&
+		(strategy == LSM_SEARCH_SCAN ? lsm_memtable_entries(s->mem) > 0 :
+		 lsm_memtable_may_hold_value(s->mem, s->h));
 	s->st.memtable_scanned = s->scan_mem ? 1 : 0;
 
 	if (strategy == LSM_SEARCH_SCAN)
@@ -245,6 +280,8 @@ collect(vsearch *s, int strategy)
 		for (l = 0; l < LSM_MAX_LEVELS && rc == LSM_OK; l++)
 			for (i = 0; i < v->nfiles[l] && rc == LSM_OK; i++)
 				rc = add_cand(s, v->files[l][i], false);
+		if (rc == LSM_OK && s->claim != NULL && s->ncands > 1)
+			qsort(s->cands, (size_t) s->ncands, sizeof(cand), cmp_cand);
 		return rc == LSM_NOMEM ? LSM_NOMEM_ERR(s->base.err) : rc;
 	}
 	/*
@@ -281,6 +318,8 @@ collect(vsearch *s, int strategy)
 		rc = LSM_NOMEM_ERR(s->base.err);
 	if (rc != LSM_OK)
 		return rc;
+	if (s->claim != NULL && s->ncands > 1)
+		qsort(s->cands, (size_t) s->ncands, sizeof(cand), cmp_cand);
 
 	/* block locators narrow the filtered candidates to blocks */
 	for (i = 0; i < s->ncands; i++)
@@ -306,28 +345,6 @@ collect(vsearch *s, int strategy)
 	return LSM_OK;
 }
 
-/* Next candidate block of c at or after *b; false if none. */
-static bool
-next_block(const cand *c, uint32_t *b)
-{
-	uint32_t	n = lsm_table_nblocks(c->file->table);
-
-	if (c->mask == NULL)
-		return *b < n;
-	while (*b < n)
-	{
-		uint64_t	w = c->mask[*b / 64] >> (*b % 64);
-
-		if (w)
-		{
-			*b += (uint32_t) __builtin_ctzll(w);
-			return *b < n;
-		}
-		*b = (*b / 64 + 1) * 64;
-	}
-	return false;
-}
-
 /*
  * Algorithm 3 for one table row: true if it is the newest version of its
  * key in the snapshot.
@@ -348,7 +365,7 @@ validate(vsearch *s, const uint8_t *key, size_t klen, uint64_t seq,
 	s->st.rows_validated++;
 	*valid = false;
 	/* one hash for the memtable's key filter and the tables' */
-	if (lsm_memtable_may_hold_key(s->mem, h) &&
+	if (s->mem != NULL && lsm_memtable_may_hold_key(s->mem, h) &&
 		lsm_memtable_get(s->mem, key, klen, s->snap, &kind, &mv, &mvlen, &mseq))
 		return LSM_OK;			/* a newer version is in the memtable */
 	rc = lsm_db_version_get(s->db, s->v, key, klen, h, &hit, s->base.err);
@@ -464,6 +481,129 @@ vs_fail(vsearch *s, int rc)
 	s->base.rc = rc;
 }
 
+/*
+ * Unit 0, the memtable phase: its rows holding the value from its value
+ * index, or else an iterator over all of it (checked row by row).
+ */
+static int
+start_mem(vsearch *s)
+{
+	if (!s->scan_mem)
+		return LSM_OK;
+	if (s->st.strategy != LSM_SEARCH_SCAN)
+	{
+		int			rc = mem_index_rows(s);
+
+		if (rc != LSM_NOTFOUND)
+			return rc;
+		/* no value index: scan the memtable */
+	}
+	s->mit = lsm_memtable_iter(s->mem, s->snap, s->base.err);
+	if (s->mit == NULL)
+		return LSM_NOMEM;
+	lsm_iiter_seek(s->mit, NULL, 0);
+	return LSM_OK;
+}
+
+/* Candidate blocks of c in mask word w (bit i: block w * 64 + i). */
+static uint64_t
+word_blocks(const cand *c, uint32_t w)
+{
+	uint32_t	n = lsm_table_nblocks(c->file->table);
+	uint64_t	bits = c->mask != NULL ? c->mask[w] : ~UINT64_C(0);
+
+	if (n - w * 64 < 64)
+		bits &= (UINT64_C(1) << (n - w * 64)) - 1;
+	return bits;
+}
+
+/*
+ * Moves the unit cursor to the next unit of the candidates (the next mask
+ * word with a candidate block); false past the last.
+ */
+static bool
+next_cand_unit(vsearch *s)
+{
+	while (s->ci < s->ncands)
+	{
+		const cand *c = &s->cands[s->ci];
+		uint32_t	words = (lsm_table_nblocks(c->file->table) + 63) / 64;
+
+		if (++s->w < (int64_t) words)
+		{
+			if (word_blocks(c, (uint32_t) s->w) != 0)
+			{
+				s->unit++;
+				return true;
+			}
+			continue;
+		}
+		/* a table read for nothing: its filter's false positive */
+		if (s->cand_read && !s->cand_hit)
+			s->st.sstables_false++;
+		s->ci++;
+		s->w = -1;
+		s->cand_read = s->cand_hit = false;
+	}
+	return false;
+}
+
+/*
+ * Takes the next unit (from the claim callback, or the one after the last)
+ * and makes it the current one: the memtable phase for unit 0, else its
+ * blocks.  False when none is left.
+ */
+static bool
+take_unit(vsearch *s, int *rc)
+{
+	uint32_t	u;
+
+	*rc = LSM_OK;
+	if (s->exhausted)
+		return false;
+	u = s->claim != NULL ? s->claim(s->claim_arg) : s->next_unit++;
+	if (u == 0)
+	{
+		*rc = start_mem(s);
+		return *rc == LSM_OK;
+	}
+	if (u <= s->unit)
+	{
+		*rc = lsm_err_set(s->base.err, LSM_INVALID,
+						  "value search unit %u claimed after unit %u",
+						  u, s->unit);
+		return false;
+	}
+	while (s->unit < u)
+		if (!next_cand_unit(s))
+		{
+			s->exhausted = true;
+			return false;
+		}
+	s->bi = (uint32_t) s->w * 64;
+	s->bend = s->bi + 64;
+	return true;
+}
+
+/* The next block of the current unit to read; false if none is left. */
+static bool
+unit_block(vsearch *s, uint32_t *b)
+{
+	uint64_t	bits;
+
+	if (s->bi >= s->bend)
+		return false;
+	bits = word_blocks(&s->cands[s->ci], (uint32_t) s->w) >> (s->bi % 64);
+	if (bits == 0)
+	{
+		s->bi = s->bend;
+		return false;
+	}
+	*b = s->bi + (uint32_t) __builtin_ctzll(bits);
+	s->bi = *b + 1;
+	return true;
+}
+
 /* Moves to the next result (or the end). */
 static void
 vs_advance(vsearch *s)
@@ -473,6 +613,7 @@ vs_advance(vsearch *s)
 	for (;;)
 	{
 		cand	   *c;
+		uint32_t	b;
 		bool		skipped;
 
 		if (s->ri < s->nrows)
@@ -533,22 +674,16 @@ vs_advance(vsearch *s)
 			s->mit = NULL;
 			continue;
 		}
-		if (s->ci >= s->ncands)
+		if (!unit_block(s, &b))
 		{
+			if (take_unit(s, &rc))
+				continue;
+			if (rc != LSM_OK)
+				return vs_fail(s, rc);
 			s->base.valid = false;
 			return;
 		}
 		c = &s->cands[s->ci];
-		if (!next_block(c, &s->bi))
-		{
-			/* a table read for nothing: its filter's false positive */
-			if (s->cand_read && !s->cand_hit)
-				s->st.sstables_false++;
-			s->ci++;
-			s->bi = 0;
-			s->cand_read = s->cand_hit = false;
-			continue;
-		}
 		if (!s->cand_read)
 		{
 			s->cand_read = true;
@@ -559,7 +694,7 @@ vs_advance(vsearch *s)
 										  "value search interrupted"));
 		s->nrows = s->ri = 0;
 		s->keys.len = 0;
-		rc = lsm_table_block_scan(c->file->table, s->bi,
+		rc = lsm_table_block_scan(c->file->table, b,
 								  s->st.strategy == LSM_SEARCH_SCAN ? NULL : s->val,
 								  s->vlen, take_row, s, &skipped, s->base.err);
 		if (rc != LSM_OK)
@@ -567,7 +702,6 @@ vs_advance(vsearch *s)
 		s->st.blocks_scanned++;
 		if (skipped)
 			s->st.blocks_skipped++;
-		s->bi++;
 	}
 }
 
@@ -578,33 +712,20 @@ vs_seek(lsm_iiter *base, const uint8_t *key, size_t klen)
 
 	(void) key;
 	(void) klen;
-	/* (re)start: the memtable, then every candidate block */
+	/* (re)start: the units from the first (or the claims go on) */
 	lsm_iiter_destroy(s->mit);
 	s->mit = NULL;
 	s->mem_returned = false;
+	s->next_unit = 0;
+	s->exhausted = false;
+	s->unit = 0;
 	s->ci = 0;
-	s->bi = 0;
+	s->w = -1;
+	s->bi = s->bend = 0;
 	s->nrows = s->ri = 0;
 	s->nmrows = s->mri = 0;
 	s->cand_read = s->cand_hit = false;
 	s->base.rc = LSM_OK;
-	if (s->scan_mem && s->st.strategy != LSM_SEARCH_SCAN)
-	{
-		int			rc = mem_index_rows(s);
-
-		if (rc == LSM_OK)
-			return vs_advance(s);
-		if (rc != LSM_NOTFOUND)
-			return vs_fail(s, rc);
-		/* no value index: scan the memtable */
-	}
-	if (s->scan_mem)
-	{
-		s->mit = lsm_memtable_iter(s->mem, s->snap, s->base.err);
-		if (s->mit == NULL)
-			return vs_fail(s, LSM_NOMEM);
-		lsm_iiter_seek(s->mit, NULL, 0);
-	}
 	vs_advance(s);
 }
 
@@ -638,7 +759,8 @@ static const lsm_iiter_ops vsearch_ops = {vs_seek, vs_next, NULL, NULL,
 int
 lsm_vsearch_new(lsm_db *db, lsm_version *v, lsm_memtable *mem, uint64_t snap,
 				int field, const void *val, size_t vlen, int strategy,
-				lsm_err *err, lsm_iiter **out)
+				lsm_claim_fn claim, void *claim_arg, lsm_err *err,
+				lsm_iiter **out)
 {
 	vsearch    *s = calloc(1, sizeof(*s));
 	int			rc;
@@ -658,6 +780,8 @@ lsm_vsearch_new(lsm_db *db, lsm_version *v, lsm_memtable *mem, uint64_t snap,
 	s->field = field;
 	s->vlen = vlen;
 	s->h = lsm_value_hash(field, val, vlen);
+	s->claim = claim;
+	s->claim_arg = claim_arg;
 	rc = collect(s, strategy);
 	if (rc != LSM_OK)
 	{

@@ -10,13 +10,14 @@
 
 /*
  * Runs the filter phase of a search for rows whose field equals val over v
- * and mem at snapshot snap, and returns an unpositioned iterator over the
- * results (seek(NULL) starts it).  v and mem must outlive it.
+ * and mem (NULL: none) at snapshot snap, and returns an unpositioned iterator over the
+ * results (seek(NULL) starts it).  With claim, it reads only the units
+ * claim hands it (lsm_value_search_view).  v and mem must outlive it.
  */
 int			lsm_vsearch_new(lsm_db *db, lsm_version *v, lsm_memtable *mem,
 							uint64_t snap, int field, const void *val,
-							size_t vlen, int strategy, lsm_err *err,
-							lsm_iiter **out);
+							size_t vlen, int strategy, lsm_claim_fn claim,
+							void *claim_arg, lsm_err *err, lsm_iiter **out);
 
 /* The search's counters so far. */
 void		lsm_vsearch_stats(const lsm_iiter *it, lsm_search_stats *st);
