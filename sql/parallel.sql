@@ -65,14 +65,15 @@ SELECT same('SELECT * FROM tp WHERE id > 20 AND id < 10');
 SELECT same('SELECT * FROM tp WHERE id > 40000');
 SELECT same('SELECT * FROM tp WHERE id < NULL::int8');
 
--- EXPLAIN ANALYZE: the key ranges each participant read
+-- EXPLAIN ANALYZE: the key ranges (of a value search, the blocks) each
+-- participant read
 CREATE FUNCTION ranges(q text) RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
   line text; m text[]; v text; total int; s int := 0;
 BEGIN
   FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
-    m := regexp_match(line, 'LSM Key Ranges: (.*)$');
+    m := regexp_match(line, 'LSM (?:Key Ranges|Blocks Read): (.*)$');
     CONTINUE WHEN m IS NULL;
     IF m[1] LIKE 'none%' THEN
       RETURN m[1];
@@ -89,6 +90,36 @@ BEGIN
 END $$;
 SELECT ranges('SELECT count(*) FROM tp');
 SELECT ranges('SELECT count(*) FROM tp WHERE id > 1000 AND id <= 29000');
+
+-- value searches: the participants split the search's blocks, with every
+-- strategy; rows in the memtable, overwritten and deleted ones included
+SET lsm_fdw.value_search = hierarchy;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM tp WHERE grp = 3;
+SELECT ranges('SELECT count(*) FROM tp WHERE grp = 3');
+SELECT same('SELECT * FROM tp WHERE grp = 3');
+SELECT same('SELECT * FROM tp WHERE val = ''u500''');
+SELECT same('SELECT * FROM tp WHERE val = md5(''77'')');
+SELECT same('SELECT count(*) FROM tp WHERE grp = 9');
+SELECT same('SELECT count(*) FROM tp WHERE grp = NULL::int');
+SELECT same('SELECT count(*), sum(id) FROM tp WHERE grp = 4 AND id > 15000');
+SET lsm_fdw.value_search = flat;
+SELECT same('SELECT * FROM tp WHERE grp = 5');
+SET lsm_fdw.value_search = leaves;
+SELECT same('SELECT * FROM tp WHERE grp = 6');
+SET lsm_fdw.value_search = scan;
+SELECT same('SELECT * FROM tp WHERE grp = 0');
+SET lsm_fdw.value_search = hierarchy;
+-- a Param the workers evaluate, under a generic plan
+PREPARE par_search(int) AS SELECT count(*), sum(id) FROM tp WHERE grp = $1;
+SET plan_cache_mode = force_generic_plan;
+EXPLAIN (COSTS OFF) EXECUTE par_search(2);
+SELECT (SELECT count(*) || ':' || sum(id) FROM tp WHERE grp = 2) =
+       (SELECT count(*) || ':' || sum(id) FROM tp_native WHERE grp = 2)
+  AS search_agrees;
+EXECUTE par_search(2);
+SELECT count(*), sum(id) FROM tp_native WHERE grp = 2;
+RESET plan_cache_mode;
+RESET lsm_fdw.value_search;
 
 -- a join, and a Gather rescanned under a nested loop
 SELECT same('SELECT n.grp AS g, count(*) FROM tp JOIN tp_native n USING (id) WHERE n.val < ''8'' GROUP BY 1');
@@ -129,6 +160,10 @@ DELETE FROM tp WHERE id = 200;
 UPDATE tp SET grp = 99 WHERE id = 300;
 EXECUTE par_count(100);
 SELECT ranges('EXECUTE par_count(100)');
+SET lsm_fdw.value_search = hierarchy;
+EXECUTE par_search(99);
+SELECT ranges('EXECUTE par_search(99)');
+RESET lsm_fdw.value_search;
 SELECT count(*), sum(grp) FROM tp;
 SELECT id, grp, val FROM tp WHERE id > 39999;
 -- the workers cannot read the pending writes: a new plan has no workers,
@@ -141,11 +176,16 @@ ROLLBACK;
 RESET plan_cache_mode;
 EXECUTE par_count(100);
 DEALLOCATE par_count;
+EXECUTE par_search(99);
+DEALLOCATE par_search;
 
 -- the workers alone, on a shared snapshot
 SET parallel_leader_participation = off;
 SELECT same('SELECT count(*), sum(grp), max(val) FROM tp');
 SELECT same('SELECT * FROM tp WHERE id BETWEEN 777 AND 12345');
+SET lsm_fdw.value_search = hierarchy;
+SELECT same('SELECT * FROM tp WHERE grp = 1');
+RESET lsm_fdw.value_search;
 RESET parallel_leader_participation;
 
 -- (REPEATABLE READ against concurrent writers and compactions:

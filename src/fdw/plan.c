@@ -54,10 +54,11 @@
  * postgres_fdw's and file_fdw's are; without it the executor would
  * evaluate those columns against the scanned table's own row.
  *
- * Parallel query: a full scan and a key range also have a partial,
- * parallel-aware path (add_partial_path) whose participants split the
- * store's key ranges (scan.c), costed as a parallel sequential scan is:
- * the CPU cost divided among them, the reads not.  Every other path reads
+ * Parallel query: a full scan, a key range and a value search also have a
+ * partial, parallel-aware path (add_partial_path) whose participants split
+ * the store's key ranges (the search's units) (scan.c), costed as a
+ * parallel sequential scan is: the CPU cost divided among them, the reads
+ * not.  Every other path reads
  * everything by itself and is not parallel safe, since a worker running it
  * would read its own snapshot of the store and none of the transaction's
  * pending writes; a table the transaction has written to has no parallel
@@ -179,7 +180,7 @@ static void add_range_path(PlannerInfo *root, RelOptInfo *baserel,
 static bool add_value_search_path(PlannerInfo *root, RelOptInfo *baserel,
 								  LsmFdwRelInfo *info);
 static Cost value_search_cost(LsmFdwRelInfo *info, const ColumnQual *q,
-							  double rows);
+							  double rows, double *blocks);
 static bool key_member_matches(PlannerInfo *root, RelOptInfo *rel,
 							   EquivalenceClass *ec, EquivalenceMember *em,
 							   void *arg);
@@ -189,9 +190,8 @@ static List *key_range_restrictions(PlannerInfo *root, RelOptInfo *baserel,
 									const LsmFdwTable *t);
 static Cost range_cost(LsmFdwRelInfo *info, Selectivity sel);
 static void add_partial_scan_path(PlannerInfo *root, RelOptInfo *baserel,
-								  LsmFdwRelInfo *info, double pages,
-								  double entries, LsmFdwAccess access,
-								  List *rinfos);
+								  LsmFdwRelInfo *info, double pages, Cost cpu,
+								  LsmFdwAccess access, List *rinfos);
 static void add_scan_path(PlannerInfo *root, RelOptInfo *baserel,
 						  LsmFdwRelInfo *info, double rows, Cost run,
 						  List *pathkeys, Relids required_outer,
@@ -309,7 +309,8 @@ LsmFdwGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel,
 	full = seq_page_cost * info->pages + info->per_tuple * info->entries;
 	add_scan_path(root, baserel, info, baserel->rows, full, NIL,
 				  baserel->lateral_relids, LSMFDW_ACCESS_FULL_SCAN, NIL);
-	add_partial_scan_path(root, baserel, info, info->pages, info->entries,
+	add_partial_scan_path(root, baserel, info, info->pages,
+						  info->per_tuple * info->entries,
 						  LSMFDW_ACCESS_FULL_SCAN, NIL);
 	if (pathkeys != NIL)
 		add_scan_path(root, baserel, info, baserel->rows, full, pathkeys,
@@ -808,8 +809,8 @@ add_range_path(PlannerInfo *root, RelOptInfo *baserel, LsmFdwRelInfo *info,
 				  pathkeys, baserel->lateral_relids, LSMFDW_ACCESS_KEY_RANGE,
 				  bounds);
 	add_partial_scan_path(root, baserel, info, Max(1.0, info->pages * sel),
-						  info->entries * sel, LSMFDW_ACCESS_KEY_RANGE,
-						  bounds);
+						  info->per_tuple * info->entries * sel,
+						  LSMFDW_ACCESS_KEY_RANGE, bounds);
 }
 
 /* The restrictions of baserel that bound the key of table t. */
@@ -852,6 +853,7 @@ add_value_search_path(PlannerInfo *root, RelOptInfo *baserel,
 {
 	RestrictInfo *best = NULL;
 	Cost		best_cost = 0;
+	double		best_blocks = 0;
 	ListCell   *lc;
 
 	foreach(lc, baserel->baserestrictinfo)
@@ -859,16 +861,18 @@ add_value_search_path(PlannerInfo *root, RelOptInfo *baserel,
 		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
 		ColumnQual	q;
 		Cost		cost;
+		double		blocks;
 
 		if (!match_column_qual(root, baserel, rinfo, &q) ||
 			!value_search_ok(info->table, &q,
 							 ((OpExpr *) rinfo->clause)->inputcollid))
 			continue;
-		cost = value_search_cost(info, &q, baserel->rows);
+		cost = value_search_cost(info, &q, baserel->rows, &blocks);
 		if (best == NULL || cost < best_cost)
 		{
 			best = rinfo;
 			best_cost = cost;
+			best_blocks = blocks;
 		}
 	}
 	if (best == NULL)
@@ -877,6 +881,9 @@ add_value_search_path(PlannerInfo *root, RelOptInfo *baserel,
 	add_scan_path(root, baserel, info, baserel->rows, best_cost, NIL,
 				  baserel->lateral_relids, LSMFDW_ACCESS_VALUE_SEARCH,
 				  list_make1(best));
+	add_partial_scan_path(root, baserel, info, best_blocks,
+						best_cost - seq_page_cost * best_blocks,
+						LSMFDW_ACCESS_VALUE_SEARCH, list_make1(best));
 	return true;
 }
 
@@ -885,10 +892,11 @@ add_value_search_path(PlannerInfo *root, RelOptInfo *baserel,
  * filter probes and the blocks the engine's estimate names for a constant
  * (for another value, a block per row, at most every page), a pass over
  * the memtable, and per row the tuple and its check against newer
- * versions.
+ * versions.  *blocks: the blocks.
  */
 static Cost
-value_search_cost(LsmFdwRelInfo *info, const ColumnQual *q, double rows)
+value_search_cost(LsmFdwRelInfo *info, const ColumnQual *q, double rows,
+				  double *blocks_out)
 {
 	const LsmFdwColumn *col = &info->table->cols[q->attno - 1];
 	double		probes = info->files;
@@ -903,7 +911,10 @@ value_search_cost(LsmFdwRelInfo *info, const ColumnQual *q, double rows)
 		if (!LsmFdwEncodeNeedle((LsmFdwColumn *) col,
 								((Const *) q->value)->constvalue, q->valtype,
 								&needle))
+		{
+			*blocks_out = 0;
 			return 0;			/* nothing can match */
+		}
 		if (lsm_value_search_estimate(info->store->db, col->field,
 									  needle.data, needle.len,
 									  lsm_fdw_value_search == LSMFDW_VALUE_SEARCH_OFF
@@ -916,6 +927,7 @@ value_search_cost(LsmFdwRelInfo *info, const ColumnQual *q, double rows)
 		}
 		pfree(needle.data);
 	}
+	*blocks_out = blocks;
 	return cpu_operator_cost * (probes + info->memtable_entries) +
 		seq_page_cost * blocks +
 		rows * (info->per_tuple + cpu_operator_cost * VALIDATION_PROBES);
@@ -983,6 +995,7 @@ add_parameterized_paths(PlannerInfo *root, RelOptInfo *baserel,
 		Relids		required_outer;
 		double		rows;
 		double		nkeys;
+		double		blocks;
 		Cost		cost;
 		ListCell   *lc2;
 		bool		seen = false;
@@ -1007,7 +1020,7 @@ add_parameterized_paths(PlannerInfo *root, RelOptInfo *baserel,
 									 clause_selectivity(root, (Node *) rinfo,
 														baserel->relid,
 														JOIN_INNER, NULL));
-				cost = value_search_cost(info, &q, rows);
+				cost = value_search_cost(info, &q, rows, &blocks);
 			}
 			else
 			{
@@ -1110,14 +1123,15 @@ add_scan_path(PlannerInfo *root, RelOptInfo *baserel, LsmFdwRelInfo *info,
 }
 
 /*
- * Adds the parallel-aware version of a full scan or range that reads pages
- * pages and examines entries entries: the participants split the store's
- * key ranges between them (scan.c), so the CPU cost is divided as a
- * parallel sequential scan's is, and the reads are not.
+ * Adds the parallel-aware version of a full scan, range or value search
+ * that reads pages pages at a CPU cost of cpu: the participants split the
+ * store's key ranges (a search's units) between them (scan.c), so the CPU
+ * cost is divided as a parallel sequential scan's is, and the reads are
+ * not.
  */
 static void
 add_partial_scan_path(PlannerInfo *root, RelOptInfo *baserel,
-					  LsmFdwRelInfo *info, double pages, double entries,
+					  LsmFdwRelInfo *info, double pages, Cost cpu,
 					  LsmFdwAccess access, List *rinfos)
 {
 	ForeignPath *path;
@@ -1139,7 +1153,7 @@ add_partial_scan_path(PlannerInfo *root, RelOptInfo *baserel,
 								   clamp_row_est(baserel->rows / divisor),
 								   info->startup,
 								   info->startup + seq_page_cost * pages +
-								   info->per_tuple * entries / divisor,
+								   cpu / divisor,
 								   NIL, NULL, NULL,
 								   list_make3(makeInteger(access), rinfos,
 											  makeInteger(false)));

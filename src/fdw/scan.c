@@ -32,12 +32,15 @@
  * When the plan reads ctid, each row gets its key as ctid (codec.c), or an
  * error if it has none.
  *
- * Parallel scans (a parallel-aware full scan or key range under a Gather):
- * the leader shares its view of the store (lsm_share: the snapshot its
- * serial scan would read, pinned against removal) in the query's dynamic
- * shared memory, and every participant claims the view's key ranges one at
- * a time from a counter there and reads each with an iterator over the view
- * (lsm_iter_open_view), clipped to the scan's bounds.  If the transaction
+ * Parallel scans (a parallel-aware full scan, key range or value search
+ * under a Gather): the leader shares its view of the store (lsm_share: the
+ * snapshot its serial scan would read, pinned against removal) in the
+ * query's dynamic shared memory, and every participant claims the view's
+ * key ranges one at a time from a counter there and reads each with an
+ * iterator over the view (lsm_iter_open_view), clipped to the scan's
+ * bounds; a value search's participants each open the engine's search of
+ * the view (lsm_value_search_view), which claims the search's units from
+ * the same counter.  If the transaction
  * has written to the table (its writes are in the leader's memory) or the
  * engine cannot share the view, the leader reads alone and the workers
  * return nothing (or fail, if the leader does not take part).
@@ -52,7 +55,9 @@
  * EXPLAIN names the access and the column; EXPLAIN ANALYZE adds what the
  * engine did: for lookups the key hashes, filter probes and SSTables read
  * (the handle's counters around each lookup), for a value search the
- * search's own counters (lsm_iter_search_stats), summed over rescans.
+ * search's own counters (lsm_iter_search_stats), summed over rescans and
+ * the participants of a parallel one; for a parallel scan, the ranges
+ * (blocks of a value search) each participant read.
  *
  * src/fdw/scan.c
  *
@@ -88,10 +93,19 @@ typedef struct LookupCounters
 	uint64		false_positives;
 } LookupCounters;
 
+/* What one participant of a parallel scan did, for EXPLAIN ANALYZE */
+typedef struct LsmFdwShare
+{
+	uint32		ranges;			/* key ranges read */
+	int			searches;		/* value searches run */
+	lsm_search_stats search;	/* their counters */
+} LsmFdwShare;
+
 /*
  * The dynamic shared memory of a parallel scan: the leader's view of the
- * store (lsm_share) and the next of its key ranges to claim.  nparts 0:
- * the view could not be shared, and the leader reads alone.
+ * store (lsm_share) and the next of its key ranges (of a value search: of
+ * its units) to claim.  nparts 0: the view could not be shared, and the
+ * leader reads alone.
  */
 typedef struct LsmFdwParallel
 {
@@ -99,11 +113,11 @@ typedef struct LsmFdwParallel
 	int			nparts;
 	int			nslots;			/* the leader, then each worker planned */
 	Size		viewlen;
-	uint32		read[FLEXIBLE_ARRAY_MEMBER];	/* ranges each read, then
-												 * the view */
+	LsmFdwShare share[FLEXIBLE_ARRAY_MEMBER];	/* each one's, then the
+												 * view */
 } LsmFdwParallel;
 
-#define PARALLEL_VIEW(par) ((char *) &(par)->read[(par)->nslots])
+#define PARALLEL_VIEW(par) ((char *) &(par)->share[(par)->nslots])
 
 /* Key ranges of the view per participant: more balance the load better */
 #define PARTS_PER_PARTICIPANT 8
@@ -172,8 +186,9 @@ typedef struct LsmFdwScanState
 	size_t		part_hilen;
 	LsmFdwBatch batch;			/* of iter, in the part */
 	bool		batch_inside;	/* all of it before the part's end */
-	uint32	   *parts_read;		/* leader: ranges each participant read,
-								 * kept at shutdown for EXPLAIN ANALYZE */
+	uint64	   *parts_read;		/* leader: ranges (blocks of a value search)
+								 * each participant read, kept at shutdown
+								 * for EXPLAIN ANALYZE */
 	int			nslots;
 	bool		alone;			/* ... or the leader read alone */
 
@@ -209,6 +224,11 @@ static void store_row(LsmFdwScanState *st, TupleTableSlot *slot,
 					  const char *row, size_t rowlen);
 static void close_iter(LsmFdwScanState *st);
 static void collect_search_stats(LsmFdwScanState *st);
+static void add_search_stats(LsmFdwScanState *st, int searches,
+							 const lsm_search_stats *s);
+static void sum_search_stats(lsm_search_stats *sum,
+							 const lsm_search_stats *s);
+static uint32_t claim_unit(void *arg);
 static void count_lookups(LsmFdwScanState *st, const lsm_stats *before,
 						  uint64 keys);
 static int	pending_cmp(const void *a, const void *b);
@@ -230,6 +250,8 @@ static void lsmfdwInitializeWorkerForeignScan(ForeignScanState *node,
 static void lsmfdwShutdownForeignScan(ForeignScanState *node);
 static bool next_parallel(LsmFdwScanState *st, TupleTableSlot *slot);
 static bool claim_part(LsmFdwScanState *st);
+static LsmFdwShare *my_share(LsmFdwParallel *par);
+static bool worker_left_out(LsmFdwScanState *st);
 
 /* Fills in the scan callbacks of the handler's FdwRoutine. */
 void
@@ -399,23 +421,33 @@ lsmfdwExplainForeignScan(ForeignScanState *node, ExplainState *es)
 	else
 		ExplainPropertyText("LSM Access",
 							psprintf("%s (%s)", names[access], column), es);
-	/* a parallel scan: the key ranges each participant read */
-	if (es->analyze && st != NULL && st->parts_read != NULL && st->alone)
-		ExplainPropertyText("LSM Key Ranges", "none: the leader read alone", es);
-	else if (es->analyze && st != NULL && st->parts_read != NULL)
+	/*
+	 * A parallel scan: the key ranges each participant read (of a value
+	 * search, the blocks)
+	 */
+	if (es->analyze && st != NULL && st->parts_read != NULL)
 	{
+		const char *label = access == LSMFDW_ACCESS_VALUE_SEARCH ?
+			"LSM Blocks Read" : "LSM Key Ranges";
 		StringInfoData buf;
-		uint32		total = 0;
+		uint64		total = 0;
 		int			i;
 
+		initStringInfo(&buf);
 		for (i = 0; i < st->nslots; i++)
 			total += st->parts_read[i];
-		initStringInfo(&buf);
-		appendStringInfo(&buf, "%u (leader %u", total, st->parts_read[0]);
-		for (i = 1; i < st->nslots; i++)
-			appendStringInfo(&buf, ", worker %d %u", i - 1, st->parts_read[i]);
-		appendStringInfoChar(&buf, ')');
-		ExplainPropertyText("LSM Key Ranges", buf.data, es);
+		if (st->alone)
+			appendStringInfoString(&buf, "none: the leader read alone");
+		else
+		{
+			appendStringInfo(&buf, UINT64_FORMAT " (leader " UINT64_FORMAT,
+							 total, st->parts_read[0]);
+			for (i = 1; i < st->nslots; i++)
+				appendStringInfo(&buf, ", worker %d " UINT64_FORMAT, i - 1,
+								 st->parts_read[i]);
+			appendStringInfoChar(&buf, ')');
+		}
+		ExplainPropertyText(label, buf.data, es);
 	}
 	/* the quals the access serves, which the executor does not check */
 	if (plan->fdw_recheck_quals != NIL)
@@ -874,16 +906,8 @@ start_range(ForeignScanState *node, LsmFdwScanState *st)
 
 	if (st->par != NULL && st->par->nparts > 0)
 		return;					/* next_parallel claims the ranges */
-	if (st->par != NULL && IsParallelWorker())
+	if (worker_left_out(st))
 	{
-		/* the leader's view could not be shared: the leader reads alone */
-		if (!parallel_leader_participation)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("cannot read foreign table \"%s\" in a parallel worker",
-							st->table->relname),
-					 errdetail("The leader could not share its snapshot of the table: its transaction wrote to the table, or the files of its snapshot were compacted away since."),
-					 errhint("Set parallel_leader_participation to on, or max_parallel_workers_per_gather to 0.")));
 		st->empty = true;
 		return;
 	}
@@ -992,8 +1016,7 @@ claim_part(LsmFdwScanState *st)
 		st->part = (int) i;
 		st->part_hi = hi;
 		st->part_hilen = hilen;
-		par->read[IsParallelWorker() ?
-				  Min(ParallelWorkerNumber + 1, par->nslots - 1) : 0]++;
+		my_share(par)->ranges++;
 		return true;
 	}
 }
@@ -1034,8 +1057,8 @@ lsmfdwEstimateDSMForeignScan(ForeignScanState *node, ParallelContext *pcxt)
 		else if (rc != LSM_OK)
 			LsmFdwReportError(rc, st->store->db, st->table->relname, "share");
 	}
-	return add_size(offsetof(LsmFdwParallel, read) +
-					sizeof(uint32) * (pcxt->nworkers + 1), st->viewlen);
+	return add_size(offsetof(LsmFdwParallel, share) +
+					sizeof(LsmFdwShare) * (pcxt->nworkers + 1), st->viewlen);
 }
 
 static void
@@ -1048,7 +1071,7 @@ lsmfdwInitializeDSMForeignScan(ForeignScanState *node, ParallelContext *pcxt,
 	pg_atomic_init_u32(&par->next_part, 0);
 	par->nparts = st->view != NULL ? lsm_view_parts(st->view, st->viewlen) : 0;
 	par->nslots = pcxt->nworkers + 1;
-	memset(par->read, 0, sizeof(uint32) * par->nslots);
+	memset(par->share, 0, sizeof(LsmFdwShare) * par->nslots);
 	par->viewlen = st->viewlen;
 	if (st->view != NULL)
 		memcpy(PARALLEL_VIEW(par), st->view, st->viewlen);
@@ -1056,8 +1079,9 @@ lsmfdwInitializeDSMForeignScan(ForeignScanState *node, ParallelContext *pcxt,
 }
 
 /*
- * Before the shared memory goes: the leader keeps how many ranges each
- * participant read, for EXPLAIN ANALYZE.
+ * Before the shared memory goes: the leader keeps what each participant
+ * did (the ranges it read; for a value search its blocks, and the
+ * search's counters summed), for EXPLAIN ANALYZE.
  */
 static void
 lsmfdwShutdownForeignScan(ForeignScanState *node)
@@ -1070,13 +1094,51 @@ lsmfdwShutdownForeignScan(ForeignScanState *node)
 	if (st->parts_read == NULL)
 	{
 		st->parts_read = MemoryContextAllocZero(GetMemoryChunkContext(st),
-												sizeof(uint32) * st->par->nslots);
+												sizeof(uint64) * st->par->nslots);
 		st->nslots = st->par->nslots;
 	}
 	for (i = 0; i < st->nslots && i < st->par->nslots; i++)
-		st->parts_read[i] += st->par->read[i];
+	{
+		LsmFdwShare *sh = &st->par->share[i];
+
+		if (st->access == LSMFDW_ACCESS_VALUE_SEARCH)
+		{
+			st->parts_read[i] += sh->search.blocks_scanned;
+			add_search_stats(st, sh->searches, &sh->search);
+		}
+		else
+			st->parts_read[i] += sh->ranges;
+	}
 	st->alone = st->par->nparts == 0;
 	st->par = NULL;				/* the shared memory is going */
+}
+
+/* This participant's slot of what each did. */
+static LsmFdwShare *
+my_share(LsmFdwParallel *par)
+{
+	return &par->share[IsParallelWorker() ?
+					   Min(ParallelWorkerNumber + 1, par->nslots - 1) : 0];
+}
+
+/*
+ * A parallel-aware scan whose leader could not share its view: the leader
+ * reads alone, and a worker has nothing to read (true), or fails if the
+ * leader does not take part.  False for every other scan.
+ */
+static bool
+worker_left_out(LsmFdwScanState *st)
+{
+	if (st->par == NULL || st->par->nparts > 0 || !IsParallelWorker())
+		return false;
+	if (!parallel_leader_participation)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot read foreign table \"%s\" in a parallel worker",
+						st->table->relname),
+				 errdetail("The leader could not share its snapshot of the table: its transaction wrote to the table, or the files of its snapshot were compacted away since."),
+				 errhint("Set parallel_leader_participation to on, or max_parallel_workers_per_gather to 0.")));
+	return true;
 }
 
 /* A rescan of the Gather: every range is to be read again. */
@@ -1143,9 +1205,25 @@ start_search(ForeignScanState *node, LsmFdwScanState *st)
 	value = ExecEvalExpr(linitial(st->value_states), econtext, &isnull);
 	resetStringInfo(&st->needle);
 	if (isnull ||
-		!LsmFdwEncodeNeedle(col, value, st->value_types[0], &st->needle))
+		!LsmFdwEncodeNeedle(col, value, st->value_types[0], &st->needle) ||
+		worker_left_out(st))
 	{
 		st->empty = true;
+		return;
+	}
+	if (st->par != NULL && st->par->nparts > 0)
+	{
+		/*
+		 * Parallel: the search of the shared view, whose units every
+		 * participant claims from the counter (there are no pending writes)
+		 */
+		rc = lsm_value_search_view(st->store->db, PARALLEL_VIEW(st->par),
+								   st->par->viewlen, st->field,
+								   st->needle.data, st->needle.len,
+								   st->strategy, claim_unit, st->par,
+								   &st->iter);
+		if (rc != LSM_OK)
+			LsmFdwReportError(rc, st->store->db, st->table->relname, "search");
 		return;
 	}
 	st->pending = LsmFdwPendingVisible(st->table->relid, st->curcid,
@@ -1157,7 +1235,13 @@ start_search(ForeignScanState *node, LsmFdwScanState *st)
 							   st->needle.len, st->strategy, &st->iter);
 	if (rc != LSM_OK)
 		LsmFdwReportError(rc, st->store->db, st->table->relname, "search");
-	st->searches++;
+}
+
+/* lsm_claim_fn of a parallel value search: the next unit of the search. */
+static uint32_t
+claim_unit(void *arg)
+{
+	return pg_atomic_fetch_add_u32(&((LsmFdwParallel *) arg)->next_part, 1);
 }
 
 /*
@@ -1372,7 +1456,11 @@ close_iter(LsmFdwScanState *st)
 	}
 }
 
-/* Adds the counters of the scan's value search iterator to its sums. */
+/*
+ * Adds the counters of the scan's value search iterator to its sums, or,
+ * in a parallel search, to this participant's slot (the leader sums the
+ * slots at shutdown).
+ */
 static void
 collect_search_stats(LsmFdwScanState *st)
 {
@@ -1380,20 +1468,47 @@ collect_search_stats(LsmFdwScanState *st)
 
 	if (lsm_iter_search_stats(st->iter, &s) != LSM_OK)
 		return;
-	st->strategy_used = s.strategy;
-	st->search.nodes_visited += s.nodes_visited;
-	st->search.leaves_probed += s.leaves_probed;
-	st->search.leaves_positive += s.leaves_positive;
-	st->search.flat_words += s.flat_words;
-	st->search.sstables_unfiltered += s.sstables_unfiltered;
-	st->search.sstables_scanned += s.sstables_scanned;
-	st->search.sstables_false += s.sstables_false;
-	st->search.blocks_scanned += s.blocks_scanned;
-	st->search.blocks_skipped += s.blocks_skipped;
-	st->search.memtable_scanned += s.memtable_scanned;
-	st->search.rows_validated += s.rows_validated;
-	st->search.rows_rejected += s.rows_rejected;
-	st->search.rows_returned += s.rows_returned;
+	if (st->par != NULL && st->par->nparts > 0)
+	{
+		LsmFdwShare *sh = my_share(st->par);
+
+		sh->searches++;
+		sum_search_stats(&sh->search, &s);
+	}
+	else
+		add_search_stats(st, 1, &s);
+}
+
+/* Adds the counters s of searches searches to the scan's sums. */
+static void
+add_search_stats(LsmFdwScanState *st, int searches,
+				 const lsm_search_stats *s)
+{
+	if (searches > 0)
+		st->strategy_used = s->strategy;
+	st->searches += searches;
+	sum_search_stats(&st->search, s);
+}
+
+/* Adds the counters s to sum (whose strategy becomes s's, if set). */
+static void
+sum_search_stats(lsm_search_stats *sum, const lsm_search_stats *s)
+{
+	if (s->strategy != LSM_SEARCH_AUTO)
+		sum->strategy = s->strategy;
+	sum->nodes_visited += s->nodes_visited;
+	sum->leaves_probed += s->leaves_probed;
+	sum->leaves_positive += s->leaves_positive;
+	sum->flat_words += s->flat_words;
+	sum->sstables_unfiltered += s->sstables_unfiltered;
+	sum->sstables_scanned += s->sstables_scanned;
+	sum->sstables_false += s->sstables_false;
+	sum->blocks_scanned += s->blocks_scanned;
+	sum->blocks_skipped += s->blocks_skipped;
+	sum->memtable_scanned += s->memtable_scanned;
+	sum->rows_validated += s->rows_validated;
+	sum->rows_rejected += s->rows_rejected;
+	sum->rows_returned += s->rows_returned;
 }
 
 /*

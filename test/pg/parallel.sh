@@ -4,16 +4,18 @@
 # A parallel scan's workers read the snapshot the leader shared (its tables,
 # its memtable and its read sequence, pinned against removal: architecture.md
 # "Shared views"), not the store as they find it.  Two writers move rows and
-# value between rows (count and sum(v) stay constant, g records each move),
-# in a table with a small memtable, so that flushes and the background
-# compactions replace its files all the while.  Two readers scan it in
-# parallel plans (Gather over Parallel Foreign Scan):
+# value between rows (count and sum(v) stay constant, g records each move;
+# every row has c = 'x'), in a table with a small memtable, so that flushes
+# and the background compactions replace its files all the while.  Two
+# readers scan it in parallel plans (Gather over Parallel Foreign Scan):
 #
-#   committed   READ COMMITTED: every scan (full, key range, an aggregate
-#               grouped by a column) sees the invariants;
-#   repeatable  REPEATABLE READ and SERIALIZABLE, in turn: two scans of a
-#               transaction, with writes, flushes and compactions between
-#               them, give the same answer, and the invariants;
+#   committed   READ COMMITTED: every scan (full, key range, a value search
+#               for c = 'x', an aggregate grouped by a column) sees the
+#               invariants;
+#   repeatable  REPEATABLE READ and SERIALIZABLE, in turn: three scans of a
+#               transaction (full, then a key range and a value search),
+#               with writes, flushes and compactions between them, give the
+#               same answer, and the invariants;
 #
 # and a third check: the plans are parallel, and the answers of the
 # transactions of the repeatable reader differ (the writers were at work).
@@ -28,7 +30,8 @@ rows=100000			# ids 1..100000, v = 1: count = sum(v) = 100000
 txns=400				# transactions per writer, 2 moves each
 
 PARALLEL="SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0;
-SET min_parallel_table_scan_size = 0; SET max_parallel_workers_per_gather = 2;"
+SET min_parallel_table_scan_size = 0; SET max_parallel_workers_per_gather = 2;
+SET lsm_fdw.value_search = hierarchy;"
 
 # gen_mover S: writer S (owner of id % 2 = S - 1) moves its rows to fresh
 # keys S * 1000000 + t, by DELETE + INSERT or by an UPDATE of the key, and
@@ -41,7 +44,7 @@ gen_mover() {
 		old=$((owner == 0 ? 2 * (t + 1) : owner + 2 * t))
 		new=$((s * 1000000 + t))
 		if [ $((t % 4)) -lt 2 ]; then
-			echo "INSERT INTO par SELECT $new, v, $t FROM par WHERE id = $old;"
+			echo "INSERT INTO par SELECT $new, v, $t, c FROM par WHERE id = $old;"
 			echo "DELETE FROM par WHERE id = $old;"
 		else
 			echo "UPDATE par SET id = $new, g = $t WHERE id = $old;"
@@ -76,6 +79,7 @@ gen_committed() {
 	for ((i = 0; i < 5000; i++)); do
 		echo "SELECT count(*), sum(v) FROM par;"
 		echo "SELECT count(*), sum(v) FROM par WHERE id > 0;"
+		echo "SELECT count(*), sum(v) FROM par WHERE c = 'x';"
 		echo "SELECT sum(n), sum(s) FROM (SELECT g % 3, count(*), sum(v) FROM par GROUP BY 1) x(k, n, s);"
 		until_done "$1"
 	done
@@ -98,6 +102,7 @@ gen_repeatable() {
 		echo "SELECT count(*) AS c1, sum(v) AS s1, sum(g) AS g1 FROM par \\gset"
 		echo "SELECT pg_sleep(0.05) \\g /dev/null"
 		echo "SELECT :c1, :s1, :g1, count(*), sum(v), sum(g) FROM par WHERE id > 0;"
+		echo "SELECT :c1, :s1, :g1, count(*), sum(v), sum(g) FROM par WHERE c = 'x';"
 		echo "COMMIT;"
 		until_done "$1"
 	done
@@ -109,14 +114,15 @@ main() {
 	create_db "$db"
 	rm -f "$work"/done.*
 	sql "$db" "CREATE FOREIGN TABLE par (id int8 OPTIONS (key 'true'),
-		v int4, g int4) SERVER lsm OPTIONS (memtable_size '64kB',
+		v int4, g int4, c text) SERVER lsm OPTIONS (memtable_size '64kB',
 		file_size '32kB')" \
-		"INSERT INTO par SELECT id, 1, 0 FROM generate_series(1, $rows) id"
+		"INSERT INTO par SELECT id, 1, 0, 'x' FROM generate_series(1, $rows) id"
 
 	plan=$(sql "$db" "$PARALLEL" "EXPLAIN (COSTS OFF) SELECT count(*), sum(v) FROM par" \
-		"EXPLAIN (COSTS OFF) SELECT count(*), sum(v) FROM par WHERE id > 0" |
+		"EXPLAIN (COSTS OFF) SELECT count(*), sum(v) FROM par WHERE id > 0" \
+		"EXPLAIN (COSTS OFF) SELECT count(*), sum(v) FROM par WHERE c = 'x'" |
 		grep -c 'Parallel Foreign Scan' || true)
-	check parallel_plans 2 "$plan"
+	check parallel_plans 3 "$plan"
 
 	for ((s = 1; s <= nwriters; s++)); do
 		gen_mover "$s" >"$work/p.$s.sql"
