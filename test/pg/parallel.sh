@@ -19,6 +19,14 @@
 #
 # and a third check: the plans are parallel, and the answers of the
 # transactions of the repeatable reader differ (the writers were at work).
+#
+# Then crashes in the middle of parallel scans: readers run parallel full
+# scans, ranges and value searches in a loop while writers move value
+# between rows, until an immediate shutdown (the leaders die holding their
+# pins on the store, the workers with them).  After each restart the
+# invariants hold, with and without parallel workers, the store verifies,
+# and a full compaction leaves no table file that the store does not name:
+# the dead leaders' pins are cleared, and the files they kept are swept.
 # Environment: see common.bash.
 
 # shellcheck source-path=SCRIPTDIR source=common.bash
@@ -108,6 +116,69 @@ gen_repeatable() {
 	done
 }
 
+# gen_shifter S: writer S moves one unit of v between two of its rows (ids
+# above those the movers moved away, of its parity), in a loop.
+gen_shifter() {
+	local t a b span=$(((rows - 2000) / 2))
+
+	for ((t = 0; t < 20000; t++)); do
+		a=$((2001 + $1 % 2 + 2 * ((t * 7919) % span)))
+		b=$((2001 + $1 % 2 + 2 * ((t * 6007 + 1) % span)))
+		echo "BEGIN;"
+		echo "UPDATE par SET v = v - 1 WHERE id = $a;"
+		echo "UPDATE par SET v = v + 1 WHERE id = $b;"
+		echo "COMMIT;"
+		echo "\\echo moved"
+	done
+}
+
+# gen_crash_reader: parallel scans and value searches in a loop.
+gen_crash_reader() {
+	local i
+
+	echo "$PARALLEL"
+	for ((i = 0; i < 20000; i++)); do
+		echo "SELECT count(*), sum(v) FROM par;"
+		echo "SELECT count(*), sum(v) FROM par WHERE c = 'x';"
+		echo "SELECT count(*), sum(v) FROM par WHERE id > $((i % 1000));"
+	done
+}
+
+# crash_cycle K PAUSE: two shifters and two readers, an immediate shutdown
+# after PAUSE seconds, a restart, and the checks.
+crash_cycle() {
+	local k=$1 pause=$2 s dir orphans
+
+	for ((s = 1; s <= 2; s++)); do
+		gen_shifter "$s" >"$work/w$k.$s.sql"
+		gen_crash_reader >"$work/r$k.$s.sql"
+		background psql_session "$db" "$work/w$k.$s.out" "$work/w$k.$s.sql"
+		background psql_session "$db" "$work/r$k.$s.out" "$work/r$k.$s.sql"
+	done
+	sleep "$pause"
+	check "crash${k}_sessions_at_work" yes \
+		"$([ "$(cat "$work"/r"$k".*.out | wc -l)" -gt 0 ] &&
+			[ "$(cat "$work"/w"$k".*.out | wc -l)" -gt 0 ] && echo yes || echo no)"
+	pg_crash
+	wait_all || true			# the sessions die with the server
+	pg_start
+	check "crash${k}_invariants" "$rows|$rows|$rows|$rows" \
+		"$(sql "$db" "$PARALLEL" "SELECT a.*, b.* FROM
+			(SELECT count(*), sum(v) FROM par) a,
+			(SELECT count(*), sum(v) FROM par WHERE c = 'x') b")"
+	check "crash${k}_invariants_serial" "$rows|$rows" \
+		"$(sql "$db" "SET max_parallel_workers_per_gather = 0" \
+			"SELECT count(*), sum(v) FROM par WHERE id > 0")"
+	check "crash${k}_verify" t "$(sql "$db" "SELECT lsm_verify('par')")"
+	sql "$db" "SELECT lsm_compact('par', full => true)" >/dev/null
+	dir=$(sql "$db" "SELECT lsm_store_path('par')")
+	[[ "$dir" == /* ]] || dir="$PGDATA/$dir"
+	orphans=$(($(find "$dir" -maxdepth 1 -name '*.sst' | wc -l) -
+		$(sql "$db" "SELECT coalesce(sum(files), 0) FROM lsm_stats('par') WHERE level >= 0")))
+	check "crash${k}_no_orphans" 0 "$orphans" \
+		"$(ls "$dir" | head -n 20)"
+}
+
 main() {
 	local s nfailed=0 deadline bad plan
 
@@ -145,6 +216,8 @@ main() {
 		"$([ "$(cut -d'|' -f3 "$rr" | sort -u | wc -l)" -gt 2 ] && echo yes || echo no)" \
 		"sum(g) took $(cut -d'|' -f3 "$rr" | sort -u | wc -l) values"
 	check final "$rows|$rows" "$(sql "$db" "SELECT count(*), sum(v) FROM par")"
+	crash_cycle 1 2
+	crash_cycle 2 4
 	if [ "$failures" -eq 0 ]; then
 		drop_db "$db"
 	fi
