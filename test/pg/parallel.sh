@@ -128,7 +128,7 @@ gen_shifter() {
 		echo "UPDATE par SET v = v - 1 WHERE id = $a;"
 		echo "UPDATE par SET v = v + 1 WHERE id = $b;"
 		echo "COMMIT;"
-		echo "\\echo moved"
+		printf '%s\n' "\\echo moved"
 	done
 }
 
@@ -176,7 +176,7 @@ crash_cycle() {
 	orphans=$(($(find "$dir" -maxdepth 1 -name '*.sst' | wc -l) -
 		$(sql "$db" "SELECT coalesce(sum(files), 0) FROM lsm_stats('par') WHERE level >= 0")))
 	check "crash${k}_no_orphans" 0 "$orphans" \
-		"$(ls "$dir" | head -n 20)"
+		"$(find "$dir" -maxdepth 1 -name "*.sst" | head -n 20)"
 }
 
 main() {
