@@ -102,25 +102,21 @@ walk_tags(const void *row, size_t rowlen, lsm_field *out, int n,
 
 	/*
 	 * Fields shorter than 127 bytes have one-byte tags (the count bytes after
-	 * p exist: checked above), whose lengths cannot overflow a sum: the check
-	 * at the end is enough.  A longer tag goes the careful way from the start.
+	 * p exist: checked above), whose lengths cannot overflow a sum.  From the
+	 * first longer tag on, the careful way: as the fields so far only grow
+	 * and the bytes after the tags only shrink, its check at a tag covers the
+	 * one-byte tags before it, and the check at the end covers a row of them.
 	 */
 	for (j = 0; j < *count && p[j] < 0x80; j++)
 		total += note_tag(out, n, j, p[j]);
-	if (j == *count)
-		p += j;
-	else
+	for (p += j; j < *count; j++)
 	{
-		total = 0;
-		for (j = 0; j < *count; j++)
-		{
-			/* the fields so far and this one must fit after the tags */
-			if ((p = lsm_get_varint(p, end, &tag)) == NULL ||
-				total > (uint64_t) (end - p) ||
-				(tag > 0 && tag - 1 > (uint64_t) (end - p) - total))
-				return LSM_CORRUPTION;
-			total += note_tag(out, n, j, tag);
-		}
+		/* the fields so far and this one must fit after the tags */
+		if ((p = lsm_get_varint(p, end, &tag)) == NULL ||
+			total > (uint64_t) (end - p) ||
+			(tag > 0 && tag - 1 > (uint64_t) (end - p) - total))
+			return LSM_CORRUPTION;
+		total += note_tag(out, n, j, tag);
 	}
 	/* p is now the start of the field bytes, which must fill the row */
 	if (total != (uint64_t) (end - p))
