@@ -40,6 +40,8 @@ BEGIN
   RETURN a IS NOT DISTINCT FROM b;
 END $$;
 
+-- aggregates computed by the workers' scans, not by the scan itself
+SET lsm_fdw.aggregate_pushdown = off;
 SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;
 SET min_parallel_table_scan_size = 0;
@@ -202,6 +204,7 @@ RESET max_parallel_workers_per_gather;
 RESET min_parallel_table_scan_size;
 RESET parallel_tuple_cost;
 RESET parallel_setup_cost;
+RESET lsm_fdw.aggregate_pushdown;
 DROP FUNCTION same(text);
 DROP FUNCTION ranges(text);
 DROP FOREIGN TABLE tp;

@@ -782,6 +782,19 @@ LsmFdwDecodeRow(LsmFdwTable *t, const char *key, size_t klen,
 }
 
 /*
+ * The value of column col of table t (a field, not the key) from its bytes
+ * (p, len), in the current memory context.  Only for the canonical codecs,
+ * which need no session setting to decode.
+ */
+Datum
+LsmFdwDecodeField(const LsmFdwTable *t, LsmFdwColumn *col, const char *p,
+				  size_t len)
+{
+	Assert(col->codec < LSMFDW_CODEC_SEND);
+	return decode_field(col, t, p, len, NULL);
+}
+
+/*
  * The attributes of LsmFdwEncodeRow: encodes each field of the row given by
  * values and nulls into data, recording where it starts in offsets and its
  * length (or that it is null) in fields.

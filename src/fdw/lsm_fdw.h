@@ -51,9 +51,11 @@
 
 #include "access/attnum.h"
 #include "datatype/timestamp.h"
+#include "executor/tuptable.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "nodes/parsenodes.h"
+#include "nodes/pathnodes.h"
 #include "nodes/pg_list.h"
 #include "storage/itemptr.h"
 #include "utils/relcache.h"
@@ -249,7 +251,8 @@ typedef enum LsmFdwAccess
 	LSMFDW_ACCESS_KEY_LOOKUP,	/* key = value: one lsm_get */
 	LSMFDW_ACCESS_KEY_LIST,		/* key IN (...): one lsm_multi_get */
 	LSMFDW_ACCESS_KEY_RANGE,	/* key bounds: a seek, then key order */
-	LSMFDW_ACCESS_VALUE_SEARCH	/* column = value: lsm_value_search_with */
+	LSMFDW_ACCESS_VALUE_SEARCH, /* column = value: lsm_value_search_with */
+	LSMFDW_ACCESS_AGGREGATE		/* a full scan aggregated in place (agg.c) */
 } LsmFdwAccess;
 
 /*
@@ -266,7 +269,10 @@ enum LsmFdwScanPrivate
 	LSMFDW_PRIVATE_FIELD,		/* Integer: the searched column's field */
 	LSMFDW_PRIVATE_STRATEGY,	/* Integer: value search strategy */
 	LSMFDW_PRIVATE_CTID,		/* Integer: 1 if the plan reads ctid */
-	LSMFDW_PRIVATE_BACKWARD		/* Integer: 1 for descending key order */
+	LSMFDW_PRIVATE_BACKWARD,	/* Integer: 1 for descending key order */
+	/* LSMFDW_ACCESS_AGGREGATE only (agg.c) */
+	LSMFDW_PRIVATE_AGG_KINDS,	/* IntList: what each output column is */
+	LSMFDW_PRIVATE_AGG_ATTNOS	/* IntList: ... of which attribute */
 };
 
 /* The kind of a bound of a key range: the qual "key <op> value" */
@@ -364,6 +370,8 @@ extern void LsmFdwDecodeRow(LsmFdwTable *t, const char *key, size_t klen,
 							const char *row, size_t rowlen, const int *attrs,
 							int nattrs, Datum *values, bool *nulls,
 							StringInfo arena);
+extern Datum LsmFdwDecodeField(const LsmFdwTable *t, LsmFdwColumn *col,
+							   const char *p, size_t len);
 extern char *LsmFdwKeyToString(const LsmFdwTable *t, const char *key,
 							   size_t klen);
 extern int	LsmFdwKeyCmp(const char *a, size_t alen, const char *b,
@@ -548,6 +556,30 @@ extern struct ForeignScan *LsmFdwGetForeignPlan(struct PlannerInfo *root,
 extern List *LsmFdwReparameterizePath(struct PlannerInfo *root,
 									  List *fdw_private,
 									  struct RelOptInfo *child_rel);
+extern bool LsmFdwRelStore(struct RelOptInfo *rel, LsmFdwTable **t,
+						   double *pages, double *entries);
+
+/* agg.c */
+typedef struct LsmFdwAgg LsmFdwAgg;
+extern bool lsm_fdw_aggregate_pushdown;
+extern void LsmFdwGetForeignUpperPaths(struct PlannerInfo *root,
+									   UpperRelationKind stage,
+									   struct RelOptInfo *input_rel,
+									   struct RelOptInfo *output_rel,
+									   void *extra);
+extern struct ForeignScan *LsmFdwGetAggregatePlan(struct PlannerInfo *root,
+												  struct RelOptInfo *grouped,
+												  struct ForeignPath *best_path,
+												  List *tlist,
+												  struct Plan *outer_plan);
+extern LsmFdwAgg *LsmFdwAggBegin(LsmFdwTable *t, List *fdw_private,
+								 MemoryContext cxt);
+extern bool LsmFdwAggAdd(LsmFdwAgg *a, const char *key, size_t klen,
+						 const char *row, size_t rowlen);
+extern void LsmFdwAggSplit(LsmFdwAgg *a);
+extern bool LsmFdwAggNext(LsmFdwAgg *a, TupleTableSlot *slot);
+extern bool LsmFdwAggNextPass(LsmFdwAgg *a);
+extern int	LsmFdwAggPasses(const LsmFdwAgg *a);
 
 /* scan.c */
 struct FdwRoutine;

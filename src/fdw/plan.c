@@ -214,6 +214,16 @@ LsmFdwDefinePlannerGUCs(void)
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("lsm_fdw.aggregate_pushdown",
+							 "Whether a scan of an lsm_fdw table computes the query's GROUP BY and aggregates.",
+							 "on lets the planner choose a foreign scan that aggregates a whole "
+							 "table in place (count, sum, min, max by columns; see the user guide) "
+							 "where it is cheaper; off always aggregates in the executor.",
+							 &lsm_fdw_aggregate_pushdown,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
 }
 
 /* The name of value search strategy s (an LSM_SEARCH_*), for EXPLAIN. */
@@ -334,10 +344,10 @@ LsmFdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 					 Oid foreigntableid, ForeignPath *best_path,
 					 List *tlist, List *scan_clauses, Plan *outer_plan)
 {
-	LsmFdwRelInfo *info = (LsmFdwRelInfo *) baserel->fdw_private;
-	LsmFdwTable *t = info->table;
-	LsmFdwAccess access = intVal(linitial(best_path->fdw_private));
-	List	   *rinfos = lsecond(best_path->fdw_private);
+	LsmFdwRelInfo *info;
+	LsmFdwTable *t;
+	LsmFdwAccess access;
+	List	   *rinfos;
 	List	   *served = NIL;
 	List	   *quals = NIL;
 	List	   *recheck = NIL;
@@ -345,7 +355,7 @@ LsmFdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 	List	   *bounds = NIL;
 	List	   *attrs = NIL;
 	List	   *private;
-	AttrNumber	column = t->keyattno;
+	AttrNumber	column;
 	int			strategy = LSM_SEARCH_AUTO;
 	Bitmapset  *used = NULL;
 	bool		whole_row;
@@ -353,9 +363,18 @@ LsmFdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 	ListCell   *lc;
 	int			i;
 
+	if (IS_UPPER_REL(baserel))
+		return LsmFdwGetAggregatePlan(root, baserel, best_path, tlist,
+									  outer_plan);
+	info = (LsmFdwRelInfo *) baserel->fdw_private;
+	t = info->table;
+	column = t->keyattno;
+	access = intVal(linitial(best_path->fdw_private));
+	rinfos = lsecond(best_path->fdw_private);
 	switch (access)
 	{
 		case LSMFDW_ACCESS_FULL_SCAN:
+		case LSMFDW_ACCESS_AGGREGATE:	/* a path of the grouped rel: above */
 			break;
 		case LSMFDW_ACCESS_KEY_LOOKUP:
 		case LSMFDW_ACCESS_VALUE_SEARCH:
@@ -466,6 +485,25 @@ LsmFdwReparameterizePath(PlannerInfo *root, List *fdw_private,
 											   child_rel->relids,
 											   child_rel->top_parent_relids);
 	return list_make3(linitial(fdw_private), rinfos, lthird(fdw_private));
+}
+
+/*
+ * For a base relation that LsmFdwGetForeignRelSize planned: its table and
+ * its store's size in pages and entries.  False for any other relation.
+ */
+bool
+LsmFdwRelStore(RelOptInfo *rel, LsmFdwTable **t, double *pages,
+			   double *entries)
+{
+	LsmFdwRelInfo *info = (LsmFdwRelInfo *) rel->fdw_private;
+
+	if (info == NULL || (rel->reloptkind != RELOPT_BASEREL &&
+						 rel->reloptkind != RELOPT_OTHER_MEMBER_REL))
+		return false;
+	*t = info->table;
+	*pages = info->pages;
+	*entries = info->entries;
+	return true;
 }
 
 /* Reads the size of info's store (store.c). */

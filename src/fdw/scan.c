@@ -175,6 +175,11 @@ typedef struct LsmFdwScanState
 
 	LookupCounters lookups;		/* summed over (re)starts */
 
+	/* aggregate: the groups of a full scan (agg.c), once it was read */
+	LsmFdwAgg  *agg;
+	bool		agg_done;
+	MemoryContext pass_cxt;		/* what a pass's full scan reads */
+
 	/* parallel scan (a parallel-aware plan under a Gather) */
 	bool		parallel;		/* the plan is parallel-aware */
 	LsmFdwParallel *par;		/* its shared memory, once set up */
@@ -214,6 +219,8 @@ static void fetch_keys(LsmFdwScanState *st, int n, char **keys,
 static bool next_ordered(LsmFdwScanState *st, TupleTableSlot *slot);
 static bool next_found(LsmFdwScanState *st, TupleTableSlot *slot);
 static bool next_searched(LsmFdwScanState *st, TupleTableSlot *slot);
+static void aggregate(ForeignScanState *node, LsmFdwScanState *st);
+static void read_again(ForeignScanState *node, LsmFdwScanState *st);
 static void tighten_bound(StringInfo bound, LsmFdwBoundEnc *enc,
 						  StringInfo b, LsmFdwBoundEnc benc, bool upper);
 static inline bool past_bound(LsmFdwScanState *st, const char *key, size_t klen);
@@ -260,6 +267,7 @@ LsmFdwSetScanRoutines(FdwRoutine *routine)
 	routine->GetForeignRelSize = LsmFdwGetForeignRelSize;
 	routine->GetForeignPaths = LsmFdwGetForeignPaths;
 	routine->GetForeignPlan = LsmFdwGetForeignPlan;
+	routine->GetForeignUpperPaths = LsmFdwGetForeignUpperPaths;
 	routine->ReparameterizeForeignPathByChild = LsmFdwReparameterizePath;
 	routine->BeginForeignScan = lsmfdwBeginForeignScan;
 	routine->IterateForeignScan = lsmfdwIterateForeignScan;
@@ -294,7 +302,11 @@ lsmfdwBeginForeignScan(ForeignScanState *node, int eflags)
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
 		return;
 
-	st->table = LsmFdwGetTable(node->ss.ss_currentRelation);
+	/* an aggregate scans no relation in place: its table is fs_relids' */
+	st->table = LsmFdwGetTable(plan->scan.scanrelid > 0 ?
+							   node->ss.ss_currentRelation :
+							   ExecGetRangeTableRelation(estate,
+														 bms_next_member(plan->fs_relids, -1)));
 	attrs = (List *) list_nth(plan->fdw_private, LSMFDW_PRIVATE_ATTRS);
 	st->attrs = palloc(sizeof(int) * Max(list_length(attrs), 1));
 	foreach(lc, attrs)
@@ -369,6 +381,18 @@ lsmfdwIterateForeignScan(ForeignScanState *node)
 		case LSMFDW_ACCESS_VALUE_SEARCH:
 			(void) next_searched(st, slot);
 			break;
+		case LSMFDW_ACCESS_AGGREGATE:
+			for (;;)
+			{
+				if (!st->agg_done)
+					aggregate(node, st);
+				if (LsmFdwAggNext(st->agg, slot) ||
+					!LsmFdwAggNextPass(st->agg))
+					break;
+				/* the groups of the next pass */
+				read_again(node, st);
+			}
+			break;
 	}
 	return slot;
 }
@@ -413,7 +437,8 @@ lsmfdwExplainForeignScan(ForeignScanState *node, ExplainState *es)
 		[LSMFDW_ACCESS_KEY_LOOKUP] = "key lookup",
 		[LSMFDW_ACCESS_KEY_LIST] = "key list",
 		[LSMFDW_ACCESS_KEY_RANGE] = "key range",
-		[LSMFDW_ACCESS_VALUE_SEARCH] = "value search"
+		[LSMFDW_ACCESS_VALUE_SEARCH] = "value search",
+		[LSMFDW_ACCESS_AGGREGATE] = "aggregate"
 	};
 
 	if (access == LSMFDW_ACCESS_FULL_SCAN)
@@ -472,6 +497,12 @@ lsmfdwExplainForeignScan(ForeignScanState *node, ExplainState *es)
 
 	if (!es->analyze || st == NULL || st->table == NULL)
 		return;
+
+	/* an aggregation whose groups did not fit in hash_mem at once */
+	if (access == LSMFDW_ACCESS_AGGREGATE && st->agg != NULL &&
+		LsmFdwAggPasses(st->agg) > 1)
+		ExplainPropertyInteger("LSM Aggregate Passes", NULL,
+							   LsmFdwAggPasses(st->agg), es);
 
 	/* a search that a LIMIT stopped early: count what it did so far */
 	if (access == LSMFDW_ACCESS_VALUE_SEARCH && st->iter != NULL &&
@@ -675,6 +706,15 @@ start_scan(ForeignScanState *node, LsmFdwScanState *st)
 			break;
 		case LSMFDW_ACCESS_VALUE_SEARCH:
 			start_search(node, st);
+			break;
+		case LSMFDW_ACCESS_AGGREGATE:
+			st->agg = LsmFdwAggBegin(st->table,
+									 castNode(ForeignScan, node->ss.ps.plan)->fdw_private,
+									 st->start_cxt);
+			st->pass_cxt = AllocSetContextCreate(st->start_cxt,
+												 "lsm_fdw aggregate pass",
+												 ALLOCSET_DEFAULT_SIZES);
+			read_again(node, st);
 			break;
 	}
 	MemoryContextSwitchTo(oldcxt);
@@ -1242,6 +1282,55 @@ static uint32_t
 claim_unit(void *arg)
 {
 	return pg_atomic_fetch_add_u32(&((LsmFdwParallel *) arg)->next_part, 1);
+}
+
+/*
+ * Aggregate: reads the full scan (committed rows merged with the pending
+ * writes the scan sees) into the groups of the pass of st->agg; if they
+ * outgrow memory, in more passes, from the first (agg.c).
+ */
+static void
+aggregate(ForeignScanState *node, LsmFdwScanState *st)
+{
+	const char *key;
+	const char *row;
+	size_t		klen;
+	size_t		rowlen;
+	uint32		n = 0;
+
+	while (LsmFdwMergeNext(&st->merge, &key, &klen, &row, &rowlen))
+	{
+		if (!LsmFdwAggAdd(st->agg, key, klen, row, rowlen))
+		{
+			LsmFdwAggSplit(st->agg);
+			read_again(node, st);
+			continue;
+		}
+		if ((++n & 4095) == 0)
+			CHECK_FOR_INTERRUPTS();
+	}
+	st->agg_done = true;
+}
+
+/*
+ * Aggregate: (re)opens the full scan for a pass, in a memory context of
+ * its own (the merge's copy of the pending writes, once per pass).
+ */
+static void
+read_again(ForeignScanState *node, LsmFdwScanState *st)
+{
+	MemoryContext old;
+
+	if (st->merge_open)
+	{
+		LsmFdwMergeClose(&st->merge);
+		st->merge_open = false;
+	}
+	MemoryContextReset(st->pass_cxt);
+	old = MemoryContextSwitchTo(st->pass_cxt);
+	start_range(node, st);
+	MemoryContextSwitchTo(old);
+	st->agg_done = false;
 }
 
 /*

@@ -10,10 +10,11 @@
 # readers scan it in parallel plans (Gather over Parallel Foreign Scan):
 #
 #   committed   READ COMMITTED: every scan (full, key range, a value search
-#               for c = 'x', an aggregate grouped by a column) sees the
-#               invariants;
-#   repeatable  REPEATABLE READ and SERIALIZABLE, in turn: three scans of a
-#               transaction (full, then a key range and a value search),
+#               for c = 'x', an aggregate grouped by a column, an aggregate
+#               computed by the scan itself) sees the invariants;
+#   repeatable  REPEATABLE READ and SERIALIZABLE, in turn: four scans of a
+#               transaction (full, then a key range, a value search and an
+#               aggregate computed by the scan),
 #               with writes, flushes and compactions between them, give the
 #               same answer, and the invariants;
 #
@@ -39,7 +40,7 @@ txns=400				# transactions per writer, 2 moves each
 
 PARALLEL="SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0;
 SET min_parallel_table_scan_size = 0; SET max_parallel_workers_per_gather = 2;
-SET lsm_fdw.value_search = hierarchy;"
+SET lsm_fdw.value_search = hierarchy; SET lsm_fdw.aggregate_pushdown = off;"
 
 # gen_mover S: writer S (owner of id % 2 = S - 1) moves its rows to fresh
 # keys S * 1000000 + t, by DELETE + INSERT or by an UPDATE of the key, and
@@ -88,6 +89,10 @@ gen_committed() {
 		echo "SELECT count(*), sum(v) FROM par;"
 		echo "SELECT count(*), sum(v) FROM par WHERE id > 0;"
 		echo "SELECT count(*), sum(v) FROM par WHERE c = 'x';"
+		echo "BEGIN; SET LOCAL lsm_fdw.aggregate_pushdown = on;"
+		echo "SELECT count(*), sum(v) FROM par;"
+		echo "SELECT sum(n), sum(s) FROM (SELECT c, count(*), sum(v) FROM par GROUP BY c) x(k, n, s);"
+		echo "COMMIT;"
 		echo "SELECT sum(n), sum(s) FROM (SELECT g % 3, count(*), sum(v) FROM par GROUP BY 1) x(k, n, s);"
 		until_done "$1"
 	done
@@ -111,6 +116,8 @@ gen_repeatable() {
 		echo "SELECT pg_sleep(0.05) \\g /dev/null"
 		echo "SELECT :c1, :s1, :g1, count(*), sum(v), sum(g) FROM par WHERE id > 0;"
 		echo "SELECT :c1, :s1, :g1, count(*), sum(v), sum(g) FROM par WHERE c = 'x';"
+		echo "SET LOCAL lsm_fdw.aggregate_pushdown = on;"
+		echo "SELECT :c1, :s1, :g1, count(*), sum(v), sum(g) FROM par;"
 		echo "COMMIT;"
 		until_done "$1"
 	done
