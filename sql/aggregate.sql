@@ -103,6 +103,8 @@ EXPLAIN (COSTS OFF) SELECT count(*) FROM ta;
 EXPLAIN (COSTS OFF) SELECT g, count(*), sum(i) FROM ta GROUP BY g;
 EXPLAIN (VERBOSE, COSTS OFF)
   SELECT g || '!', count(*) * 2, sum(b) + 1, max(d) FROM ta GROUP BY g;
+EXPLAIN (COSTS OFF)
+  SELECT g, count(*) FROM ta WHERE id > 100 AND id <= 2000 GROUP BY g;
 
 -- what the scan computes: every answer as the native table's, and pushed
 CREATE TABLE agg_queries (q text);
@@ -133,7 +135,15 @@ INSERT INTO agg_queries VALUES
   ('SELECT g FROM ta GROUP BY g'),
   ('SELECT sum(b) * 2 FROM ta'),
   ('SELECT g, count(*) FROM ta_empty GROUP BY g'),
-  ('SELECT count(*), sum(i), sum(b), min(i), max(b) FROM ta_empty');
+  ('SELECT count(*), sum(i), sum(b), min(i), max(b) FROM ta_empty'),
+  ('SELECT count(*), sum(i) FROM ta WHERE id BETWEEN 100 AND 4000'),
+  ('SELECT g, count(*) FROM ta WHERE id > 100 GROUP BY g'),
+  ('SELECT g, count(*), max(d) FROM ta WHERE id >= 3000 AND id < 3500 GROUP BY g'),
+  ('SELECT count(*), min(i) FROM ta WHERE id > 5990'),
+  ('SELECT count(*), sum(i) FROM ta WHERE id < 1'),
+  ('SELECT count(*), sum(i) FROM ta WHERE id > 20 AND id < 10'),
+  ('SELECT count(*), sum(i) FROM ta WHERE id < NULL::int8'),
+  ('SELECT count(*) FROM ta WHERE id > 4000000000::numeric');
 SELECT q, same(q), pushed(q) FROM agg_queries ORDER BY q COLLATE "C";
 
 -- what it does not: the executor aggregates, with the same answers
@@ -147,7 +157,7 @@ INSERT INTO agg_queries VALUES
   ('SELECT g, sum(f) FROM ta GROUP BY g'),
   ('SELECT g, min(g) FROM ta GROUP BY g'),
   ('SELECT g, count(*) FROM ta WHERE i > 0 GROUP BY g'),
-  ('SELECT g, count(*) FROM ta WHERE id > 100 GROUP BY g'),
+  ('SELECT g, count(*) FROM ta WHERE id > 100 AND i > 0 GROUP BY g'),
   ('SELECT id % 3, count(*) FROM ta GROUP BY 1'),
   ('SELECT lower(g), count(*) FROM ta GROUP BY 1'),
   ('SELECT g, bo, count(*) FROM ta GROUP BY GROUPING SETS ((g), (bo))'),
@@ -180,6 +190,7 @@ UPDATE ta_native SET g = 'moved' WHERE id % 10 = 3;
 DELETE FROM ta WHERE id % 10 = 4;
 DELETE FROM ta_native WHERE id % 10 = 4;
 SELECT same('SELECT g, count(*), sum(i), max(b) FROM ta GROUP BY g');
+SELECT same('SELECT g, count(*), sum(i) FROM ta WHERE id BETWEEN 2000 AND 100001 GROUP BY g');
 SAVEPOINT s1;
 DELETE FROM ta WHERE g = 'g1';
 SELECT g, count(*) FROM ta WHERE g IN ('g1', 'g2') GROUP BY g ORDER BY g;
@@ -193,6 +204,17 @@ SELECT same('SELECT g, count(*), sum(i), max(b) FROM ta GROUP BY g');
 -- rescans: a correlated subquery, a Param of a generic plan, a cursor
 SELECT same('SELECT x, (SELECT count(*) + x FROM ta) FROM generate_series(1, 3) x');
 SELECT same('SELECT x, (SELECT max(i) - x FROM ta) FROM generate_series(1, 3) x');
+SELECT same('SELECT x, (SELECT count(*) FROM ta WHERE id <= x * 1000) FROM generate_series(1, 4) x');
+SELECT pushed('SELECT x, (SELECT count(*) FROM ta WHERE id <= x * 1000) FROM generate_series(1, 4) x');
+PREPARE agg_r(int8) AS SELECT count(*), sum(i) FROM ta WHERE id > $1;
+SET plan_cache_mode = force_generic_plan;
+SELECT pushed('EXECUTE agg_r(5000)');
+EXECUTE agg_r(5000);
+SELECT count(*), sum(i) FROM ta_native WHERE id > 5000;
+EXECUTE agg_r(100);
+SELECT count(*), sum(i) FROM ta_native WHERE id > 100;
+RESET plan_cache_mode;
+DEALLOCATE agg_r;
 PREPARE agg_q(int) AS SELECT g, count(*) + $1 AS c FROM ta GROUP BY g;
 SET plan_cache_mode = force_generic_plan;
 SELECT pushed('EXECUTE agg_q(10)');

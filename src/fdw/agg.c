@@ -4,13 +4,14 @@
  *		  Aggregates computed by the scan: GROUP BY and count/sum/min/max
  *		  over a whole lsm_fdw table, without a tuple per row.
  *
- * A query that aggregates a whole table (no WHERE, no join) spends most of
- * its time outside the store: a virtual tuple per row, the executor's scan
+ * A query that aggregates a whole table, or a key range of it (no other
+ * WHERE, no join), spends most of its time outside the store: a virtual tuple per row, the executor's scan
  * and projection, the aggregate node's hash lookup through generic tuple
  * hashing.  GetForeignUpperPaths offers the planner a ForeignScan of the
  * grouped relation instead (as postgres_fdw pushes aggregates to the remote
- * server), which reads the rows as a full scan does (committed rows merged
- * with the transaction's pending writes) and aggregates their field bytes
+ * server), which reads the rows as a full scan or key range does (committed
+ * rows merged with the transaction's pending writes; bounds evaluated at
+ * each (re)start, so a Param's new value is read) and aggregates their field bytes
  * in place: the grouping key is the grouped fields' bytes, hashed once; a
  * count decodes nothing; a sum or min/max decodes one integer.
  *
@@ -24,8 +25,8 @@
  *	  min/max of smallint, integer, bigint, date, timestamp and timestamptz
  *	  over non-key columns, without DISTINCT, ORDER BY or FILTER;
  *	- other target expressions only over those (count(*) * 2, lang || '!');
- *	- no HAVING, no WHERE, no lateral reference, not a partial aggregate of
- *	  a partition;
+ *	- no HAVING, no WHERE but bounds on the key, no lateral reference, not
+ *	  a partial aggregate of a partition;
  *	- groups the planner expects to fit in hash_mem, by the table's
  *	  statistics (ANALYZE; without them, the executor aggregates).
  *
@@ -59,6 +60,8 @@
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
 #include "optimizer/planmain.h"
+#include "optimizer/restrictinfo.h"
+#include "rewrite/rewriteManip.h"
 #include "optimizer/tlist.h"
 #include "parser/parse_oper.h"
 #include "utils/builtins.h"
@@ -67,6 +70,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/numeric.h"
+#include "utils/ruleutils.h"
 #include "utils/selfuncs.h"
 #include "utils/typcache.h"
 
@@ -174,11 +178,11 @@ static Datum int128_numeric(int128 v);
 #endif
 
 /*
- * GetForeignUpperPaths: for the aggregation of a whole lsm_fdw table, adds
- * a path of a ForeignScan that aggregates (see the file header).
- * ForeignPath.fdw_private: the scan's target list (group columns and
- * aggregates, TargetEntry), the kind (AggKind) and attribute number of
- * each, and a description for EXPLAIN.
+ * GetForeignUpperPaths: for the aggregation of a whole lsm_fdw table or of
+ * a key range of it, adds a path of a ForeignScan that aggregates (see the
+ * file header).  ForeignPath.fdw_private: the scan's target list (group
+ * columns and aggregates, TargetEntry), the kind (AggKind) and attribute
+ * number of each, a description for EXPLAIN, and the relation's index.
  */
 void
 LsmFdwGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
@@ -198,6 +202,7 @@ LsmFdwGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 	double		pages;
 	double		entries;
 	double		groups;
+	Selectivity sel;
 	Cost		startup;
 	ForeignPath *path;
 	EstimationInfo est;
@@ -208,7 +213,7 @@ LsmFdwGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 		(input_rel->reloptkind != RELOPT_BASEREL &&
 		 input_rel->reloptkind != RELOPT_OTHER_MEMBER_REL) ||
 		!LsmFdwRelStore(input_rel, &t, &pages, &entries) ||
-		input_rel->baserestrictinfo != NIL ||
+		!LsmFdwAllRangeBounds(root, input_rel, &sel) ||
 		!bms_is_empty(input_rel->lateral_relids) ||
 		parse->groupingSets != NIL || parse->hasTargetSRFs ||
 		gx->havingQual != NULL ||
@@ -295,6 +300,21 @@ LsmFdwGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 	if (by.len > 0)
 		appendStringInfo(&desc, "%sGROUP BY %s", desc.len > 0 ? " " : "",
 						 by.data);
+	if (input_rel->baserestrictinfo != NIL)
+	{
+		/* the key range, shown as a condition on the table alone */
+		List	   *clauses = copyObject(extract_actual_clauses(input_rel->baserestrictinfo,
+																false));
+
+		ChangeVarNodes((Node *) clauses, input_rel->relid, 1, 0);
+		appendStringInfo(&desc, "%sWHERE %s", desc.len > 0 ? " " : "",
+						 deparse_expression((Node *) make_ands_explicit(clauses),
+											deparse_context_for(t->relname,
+																t->relid),
+											false, false));
+	}
+	pages = Max(1.0, pages * sel);
+	entries *= sel;
 
 	/*
 	 * The groups live in memory: as many as a hash aggregate may hold, by
@@ -321,8 +341,9 @@ LsmFdwGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 	path = create_foreign_upper_path(root, output_rel, target, groups,
 									 startup, startup + cpu_tuple_cost * groups,
 									 NIL, NULL,
-									 list_make4(tlist, kinds, attnos,
-												makeString(desc.data)));
+									 list_make5(tlist, kinds, attnos,
+												makeString(desc.data),
+												makeInteger(input_rel->relid)));
 	/* a worker would read its own snapshot, and no pending write */
 	path->path.parallel_safe = false;
 	add_path(output_rel, (Path *) path);
@@ -452,7 +473,8 @@ plain_column(const LsmFdwTable *t, Index relid, Expr *expr)
  * the table as the one member of fs_relids), the target list of the path
  * as fdw_scan_tlist, and in fdw_private, in the order of LsmFdwScanPrivate,
  * the aggregate access, the description for EXPLAIN, the attributes whose
- * fields are read, then the kind and attribute of each output column.
+ * fields are read, the bounds of the key range (their values in
+ * fdw_exprs), then the kind and attribute of each output column.
  */
 ForeignScan *
 LsmFdwGetAggregatePlan(PlannerInfo *root, RelOptInfo *grouped,
@@ -463,22 +485,26 @@ LsmFdwGetAggregatePlan(PlannerInfo *root, RelOptInfo *grouped,
 	List	   *scan_tlist = linitial(fdw_private);
 	List	   *kinds = lsecond(fdw_private);
 	List	   *attnos = lthird(fdw_private);
+	RelOptInfo *base = find_base_rel(root, intVal(list_nth(fdw_private, 4)));
 	List	   *attrs = NIL;
+	List	   *fdw_exprs;
+	List	   *bounds;
 	List	   *private;
 	ListCell   *lc;
 
+	bounds = LsmFdwRangeBounds(root, base, base->baserestrictinfo, &fdw_exprs);
 	foreach(lc, attnos)
 		if (lfirst_int(lc) > 0 && !list_member_int(attrs, lfirst_int(lc)))
 			attrs = lappend_int(attrs, lfirst_int(lc));
 	private = list_make4(makeInteger(LSMFDW_ACCESS_AGGREGATE),
-						 lfourth(fdw_private), attrs, NIL);
+						 lfourth(fdw_private), attrs, bounds);
 	private = lappend(private, makeInteger(-1));	/* field */
 	private = lappend(private, makeInteger(0));		/* strategy */
 	private = lappend(private, makeInteger(0));		/* ctid */
 	private = lappend(private, makeInteger(0));		/* backward */
 	private = lappend(private, kinds);
 	private = lappend(private, attnos);
-	return make_foreignscan(tlist, NIL, 0, NIL, private, scan_tlist, NIL,
+	return make_foreignscan(tlist, NIL, 0, fdw_exprs, private, scan_tlist, NIL,
 							outer_plan);
 }
 

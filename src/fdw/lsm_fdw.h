@@ -558,6 +558,11 @@ extern List *LsmFdwReparameterizePath(struct PlannerInfo *root,
 									  struct RelOptInfo *child_rel);
 extern bool LsmFdwRelStore(struct RelOptInfo *rel, LsmFdwTable **t,
 						   double *pages, double *entries);
+extern bool LsmFdwAllRangeBounds(struct PlannerInfo *root,
+								 struct RelOptInfo *baserel, double *sel);
+extern List *LsmFdwRangeBounds(struct PlannerInfo *root,
+							   struct RelOptInfo *baserel, List *rinfos,
+							   List **fdw_exprs);
 
 /* agg.c */
 typedef struct LsmFdwAgg LsmFdwAgg;

@@ -410,23 +410,7 @@ LsmFdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 				break;
 			}
 		case LSMFDW_ACCESS_KEY_RANGE:
-			foreach(lc, rinfos)
-			{
-				RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
-				ColumnQual	q;
-				int			s;
-
-				if (!match_column_qual(root, baserel, rinfo, &q) ||
-					!key_range_ok(t, &q, ((OpExpr *) rinfo->clause)->inputcollid,
-								  &s))
-					elog(ERROR, "lsm_fdw: range qual no longer matches");
-				fdw_exprs = lappend(fdw_exprs, copyObject(q.value));
-				bounds = lappend_int(bounds,
-									 s == BTGreaterStrategyNumber ? LSMFDW_BOUND_GT :
-									 s == BTGreaterEqualStrategyNumber ? LSMFDW_BOUND_GE :
-									 s == BTLessStrategyNumber ? LSMFDW_BOUND_LT :
-									 LSMFDW_BOUND_LE);
-			}
+			bounds = LsmFdwRangeBounds(root, baserel, rinfos, &fdw_exprs);
 			served = rinfos;
 			break;
 	}
@@ -869,6 +853,62 @@ key_range_restrictions(PlannerInfo *root, RelOptInfo *baserel,
 			key_range_ok(t, &q, ((OpExpr *) rinfo->clause)->inputcollid,
 						 &strategy))
 			bounds = lappend(bounds, rinfo);
+	}
+	return bounds;
+}
+
+/*
+ * For aggregates computed by the scan (agg.c): whether a key range serves
+ * every restriction of baserel (none: the whole table); *sel gets the
+ * fraction of the store it reads.
+ */
+bool
+LsmFdwAllRangeBounds(PlannerInfo *root, RelOptInfo *baserel,
+					 Selectivity *sel)
+{
+	LsmFdwRelInfo *info = (LsmFdwRelInfo *) baserel->fdw_private;
+	List	   *bounds;
+
+	*sel = 1.0;
+	if (baserel->baserestrictinfo == NIL)
+		return true;
+	bounds = key_range_restrictions(root, baserel, info->table);
+	if (list_length(bounds) != list_length(baserel->baserestrictinfo))
+		return false;
+	*sel = clauselist_selectivity(root, bounds, baserel->relid, JOIN_INNER,
+								  NULL);
+	return true;
+}
+
+/*
+ * The bounds of a key range of baserel made of restrictions rinfos: their
+ * kinds (LsmFdwBound, an IntList) and in *fdw_exprs their values.
+ */
+List *
+LsmFdwRangeBounds(PlannerInfo *root, RelOptInfo *baserel, List *rinfos,
+				  List **fdw_exprs)
+{
+	LsmFdwRelInfo *info = (LsmFdwRelInfo *) baserel->fdw_private;
+	List	   *bounds = NIL;
+	ListCell   *lc;
+
+	*fdw_exprs = NIL;
+	foreach(lc, rinfos)
+	{
+		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+		ColumnQual	q;
+		int			s;
+
+		if (!match_column_qual(root, baserel, rinfo, &q) ||
+			!key_range_ok(info->table, &q,
+						  ((OpExpr *) rinfo->clause)->inputcollid, &s))
+			elog(ERROR, "lsm_fdw: range qual no longer matches");
+		*fdw_exprs = lappend(*fdw_exprs, copyObject(q.value));
+		bounds = lappend_int(bounds,
+							 s == BTGreaterStrategyNumber ? LSMFDW_BOUND_GT :
+							 s == BTGreaterEqualStrategyNumber ? LSMFDW_BOUND_GE :
+							 s == BTLessStrategyNumber ? LSMFDW_BOUND_LT :
+							 LSMFDW_BOUND_LE);
 	}
 	return bounds;
 }

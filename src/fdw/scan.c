@@ -220,6 +220,9 @@ static bool next_ordered(LsmFdwScanState *st, TupleTableSlot *slot);
 static bool next_found(LsmFdwScanState *st, TupleTableSlot *slot);
 static bool next_searched(LsmFdwScanState *st, TupleTableSlot *slot);
 static void aggregate(ForeignScanState *node, LsmFdwScanState *st);
+static inline bool next_in_range(LsmFdwScanState *st, const char **key,
+								 size_t *klen, const char **row,
+								 size_t *rowlen);
 static void read_again(ForeignScanState *node, LsmFdwScanState *st);
 static void tighten_bound(StringInfo bound, LsmFdwBoundEnc *enc,
 						  StringInfo b, LsmFdwBoundEnc benc, bool upper);
@@ -1285,9 +1288,9 @@ claim_unit(void *arg)
 }
 
 /*
- * Aggregate: reads the full scan (committed rows merged with the pending
- * writes the scan sees) into the groups of the pass of st->agg; if they
- * outgrow memory, in more passes, from the first (agg.c).
+ * Aggregate: reads the full scan or range (committed rows merged with the
+ * pending writes the scan sees) into the groups of the pass of st->agg; if
+ * they outgrow memory, in more passes, from the first (agg.c).
  */
 static void
 aggregate(ForeignScanState *node, LsmFdwScanState *st)
@@ -1298,7 +1301,7 @@ aggregate(ForeignScanState *node, LsmFdwScanState *st)
 	size_t		rowlen;
 	uint32		n = 0;
 
-	while (LsmFdwMergeNext(&st->merge, &key, &klen, &row, &rowlen))
+	while (next_in_range(st, &key, &klen, &row, &rowlen))
 	{
 		if (!LsmFdwAggAdd(st->agg, key, klen, row, rowlen))
 		{
@@ -1313,8 +1316,9 @@ aggregate(ForeignScanState *node, LsmFdwScanState *st)
 }
 
 /*
- * Aggregate: (re)opens the full scan for a pass, in a memory context of
- * its own (the merge's copy of the pending writes, once per pass).
+ * Aggregate: (re)opens the full scan or range for a pass (its bounds
+ * evaluated again), in a memory context of its own (the merge's copy of
+ * the pending writes, once per pass).
  */
 static void
 read_again(ForeignScanState *node, LsmFdwScanState *st)
@@ -1366,8 +1370,21 @@ next_ordered(LsmFdwScanState *st, TupleTableSlot *slot)
 	size_t		klen;
 	size_t		rowlen;
 
-	if (st->empty ||
-		!LsmFdwMergeNext(&st->merge, &key, &klen, &row, &rowlen))
+	if (!next_in_range(st, &key, &klen, &row, &rowlen))
+		return false;
+	store_row(st, slot, key, klen, row, rowlen);	/* copies */
+	return true;
+}
+
+/*
+ * Full scan and key range: the next entry of the merge within the bounds
+ * (valid until the next move); false at the end.
+ */
+static inline bool
+next_in_range(LsmFdwScanState *st, const char **key, size_t *klen,
+			  const char **row, size_t *rowlen)
+{
+	if (st->empty || !LsmFdwMergeNext(&st->merge, key, klen, row, rowlen))
 		return false;
 	if (st->skip_start)
 	{
@@ -1375,14 +1392,11 @@ next_ordered(LsmFdwScanState *st, TupleTableSlot *slot)
 
 		/* only the first key can equal the bound the scan starts at */
 		st->skip_start = false;
-		if (LsmFdwKeyCmp(key, klen, start->data, start->len) == 0 &&
-			!LsmFdwMergeNext(&st->merge, &key, &klen, &row, &rowlen))
+		if (LsmFdwKeyCmp(*key, *klen, start->data, start->len) == 0 &&
+			!LsmFdwMergeNext(&st->merge, key, klen, row, rowlen))
 			return false;
 	}
-	if (past_bound(st, key, klen))
-		return false;
-	store_row(st, slot, key, klen, row, rowlen);	/* copies */
-	return true;
+	return !past_bound(st, *key, *klen);
 }
 
 /*
