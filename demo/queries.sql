@@ -38,6 +38,18 @@ SELECT (SELECT count(*) FROM tweets WHERE usr = 'user031337') AS lsm_fdw,
        (SELECT count(*) FROM tweets_heap WHERE usr = 'user031337') AS heap;
 
 \echo
+\echo 'An aggregate over the whole table (or a key range of it) is computed by the'
+\echo 'scan itself: the "LSM Access: aggregate" line says so. The rows never reach'
+\echo 'the executor as tuples; the scan groups their stored bytes.'
+\echo
+EXPLAIN ANALYZE SELECT lang, count(*) FROM tweets GROUP BY lang ORDER BY 2 DESC LIMIT 3;
+SELECT (SELECT array_agg(lang || ':' || n ORDER BY lang) FROM
+          (SELECT lang, count(*) AS n FROM tweets GROUP BY lang) a) =
+       (SELECT array_agg(lang || ':' || n ORDER BY lang) FROM
+          (SELECT lang, count(*) AS n FROM tweets_heap GROUP BY lang) b)
+  AS same_as_heap;
+
+\echo
 \echo '=== 3. joins with a native table ==='
 \echo 'Tweets in Korean by users in New Zealand: the rows of the foreign table with'
 \echo 'lang = ''ko'' joined with the users of the native table with country = ''NZ''.'

@@ -63,7 +63,7 @@ INSERT INTO demo_timings (n, what, query, runs) VALUES
         'SELECT count(*) FROM {t} WHERE usr = ''user000042''', 5),
     (6, 'usr = a rare user',
         'SELECT count(*) FROM {t} WHERE usr = ''user031337''', 5),
-    (7, 'full scan, group by',
+    (7, 'group by (aggregated by the scan)',
         'SELECT lang, count(*) FROM {t} GROUP BY lang', 5),
     (8, 'join with users',
         'SELECT count(*) FROM {t} t JOIN users u ON u.usr = t.usr WHERE t.lang = ''ko'' AND u.country = ''NZ''', 5);
