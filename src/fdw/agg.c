@@ -160,6 +160,8 @@ struct LsmFdwAgg
 	int			emitted;		/* groups returned so far */
 };
 
+static SortGroupClause *group_clause(PlannerInfo *root, PathTarget *target,
+									 int i);
 static bool group_column_ok(PlannerInfo *root, const LsmFdwTable *t,
 							Index relid, Expr *expr, SortGroupClause *sgc,
 							int *attno);
@@ -207,7 +209,6 @@ LsmFdwGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 	ForeignPath *path;
 	EstimationInfo est;
 	ListCell   *lc;
-	int			i;
 
 	if (stage != UPPERREL_GROUP_AGG || !lsm_fdw_aggregate_pushdown ||
 		(input_rel->reloptkind != RELOPT_BASEREL &&
@@ -224,24 +225,21 @@ LsmFdwGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 	initStringInfo(&by);
 
 	/* the grouped columns first, then what the other expressions need */
-	i = 0;
 	foreach(lc, target->exprs)
 	{
 		Expr	   *expr = (Expr *) lfirst(lc);
-		Index		sgref = get_pathtarget_sortgroupref(target, i++);
-		SortGroupClause *sgc;
+		SortGroupClause *sgc = group_clause(root, target,
+											foreach_current_index(lc));
 		TargetEntry *te;
 		int			attno;
 
-		if (sgref == 0 ||
-			(sgc = get_sortgroupref_clause_noerr(sgref,
-												 parse->groupClause)) == NULL)
+		if (sgc == NULL)
 			continue;
 		if (!group_column_ok(root, t, input_rel->relid, expr, sgc, &attno))
 			return;
 		te = makeTargetEntry(copyObject(expr), list_length(tlist) + 1, NULL,
 							 false);
-		te->ressortgroupref = sgref;
+		te->ressortgroupref = sgc->tleSortGroupRef;
 		tlist = lappend(tlist, te);
 		kinds = lappend_int(kinds, AGG_GROUP);
 		attnos = lappend_int(attnos, attno);
@@ -253,16 +251,13 @@ LsmFdwGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 	if (list_length(group_exprs) != list_length(parse->groupClause))
 		return;
 
-	i = 0;
 	foreach(lc, target->exprs)
 	{
 		Expr	   *expr = (Expr *) lfirst(lc);
-		Index		sgref = get_pathtarget_sortgroupref(target, i++);
 		List	   *vars;
 		ListCell   *lc2;
 
-		if (sgref != 0 &&
-			get_sortgroupref_clause_noerr(sgref, parse->groupClause) != NULL)
+		if (group_clause(root, target, foreach_current_index(lc)) != NULL)
 			continue;
 		if (contain_subplans((Node *) expr) ||
 			contain_volatile_functions((Node *) expr))
@@ -347,6 +342,16 @@ LsmFdwGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 	/* a worker would read its own snapshot, and no pending write */
 	path->path.parallel_safe = false;
 	add_path(output_rel, (Path *) path);
+}
+
+/* The GROUP BY clause of the i-th expression of target, or NULL. */
+static SortGroupClause *
+group_clause(PlannerInfo *root, PathTarget *target, int i)
+{
+	Index		sgref = get_pathtarget_sortgroupref(target, i);
+
+	return sgref == 0 ? NULL :
+		get_sortgroupref_clause_noerr(sgref, root->parse->groupClause);
 }
 
 /*
