@@ -162,9 +162,8 @@ struct LsmFdwAgg
 
 static SortGroupClause *group_clause(PlannerInfo *root, PathTarget *target,
 									 int i);
-static bool group_column_ok(PlannerInfo *root, const LsmFdwTable *t,
-							Index relid, Expr *expr, SortGroupClause *sgc,
-							int *attno);
+static bool group_column_ok(const LsmFdwTable *t, Index relid, Expr *expr,
+							SortGroupClause *sgc, int *attno);
 static bool aggref_ok(const LsmFdwTable *t, Index relid, Aggref *agg,
 					  AggKind *kind, int *attno);
 static const LsmFdwColumn *plain_column(const LsmFdwTable *t, Index relid,
@@ -235,7 +234,7 @@ LsmFdwGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 
 		if (sgc == NULL)
 			continue;
-		if (!group_column_ok(root, t, input_rel->relid, expr, sgc, &attno))
+		if (!group_column_ok(t, input_rel->relid, expr, sgc, &attno))
 			return;
 		te = makeTargetEntry(copyObject(expr), list_length(tlist) + 1, NULL,
 							 false);
@@ -359,8 +358,8 @@ group_clause(PlannerInfo *root, PathTarget *target, int i)
  * the scan can group by its bytes (see the file header); sets *attno.
  */
 static bool
-group_column_ok(PlannerInfo *root, const LsmFdwTable *t, Index relid,
-				Expr *expr, SortGroupClause *sgc, int *attno)
+group_column_ok(const LsmFdwTable *t, Index relid, Expr *expr,
+				SortGroupClause *sgc, int *attno)
 {
 	const LsmFdwColumn *col = plain_column(t, relid, expr);
 	TypeCacheEntry *tc;
@@ -482,9 +481,8 @@ plain_column(const LsmFdwTable *t, Index relid, Expr *expr)
  * fdw_exprs), then the kind and attribute of each output column.
  */
 ForeignScan *
-LsmFdwGetAggregatePlan(PlannerInfo *root, RelOptInfo *grouped,
-					   ForeignPath *best_path, List *tlist,
-					   Plan *outer_plan)
+LsmFdwGetAggregatePlan(PlannerInfo *root, ForeignPath *best_path,
+					   List *tlist, Plan *outer_plan)
 {
 	List	   *fdw_private = best_path->fdw_private;
 	List	   *scan_tlist = linitial(fdw_private);

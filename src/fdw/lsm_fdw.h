@@ -573,7 +573,6 @@ extern void LsmFdwGetForeignUpperPaths(struct PlannerInfo *root,
 									   struct RelOptInfo *output_rel,
 									   void *extra);
 extern struct ForeignScan *LsmFdwGetAggregatePlan(struct PlannerInfo *root,
-												  struct RelOptInfo *grouped,
 												  struct ForeignPath *best_path,
 												  List *tlist,
 												  struct Plan *outer_plan);

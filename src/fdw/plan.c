@@ -364,8 +364,7 @@ LsmFdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 	int			i;
 
 	if (IS_UPPER_REL(baserel))
-		return LsmFdwGetAggregatePlan(root, baserel, best_path, tlist,
-									  outer_plan);
+		return LsmFdwGetAggregatePlan(root, best_path, tlist, outer_plan);
 	info = (LsmFdwRelInfo *) baserel->fdw_private;
 	t = info->table;
 	column = t->keyattno;
