@@ -476,9 +476,10 @@ plain_column(const LsmFdwTable *t, Index relid, Expr *expr)
  * relation): no relation scanned in place (scanrelid 0; the executor finds
  * the table as the one member of fs_relids), the target list of the path
  * as fdw_scan_tlist, and in fdw_private, in the order of LsmFdwScanPrivate,
- * the aggregate access, the description for EXPLAIN, the attributes whose
- * fields are read, the bounds of the key range (their values in
- * fdw_exprs), then the kind and attribute of each output column.
+ * the aggregate access, the description for EXPLAIN, no attributes to
+ * decode (the aggregation reads the fields it needs from the kinds and
+ * attributes), the bounds of the key range (their values in fdw_exprs),
+ * then the kind and attribute of each output column.
  */
 ForeignScan *
 LsmFdwGetAggregatePlan(PlannerInfo *root, ForeignPath *best_path,
@@ -489,18 +490,13 @@ LsmFdwGetAggregatePlan(PlannerInfo *root, ForeignPath *best_path,
 	List	   *kinds = lsecond(fdw_private);
 	List	   *attnos = lthird(fdw_private);
 	RelOptInfo *base = find_base_rel(root, intVal(list_nth(fdw_private, 4)));
-	List	   *attrs = NIL;
 	List	   *fdw_exprs;
 	List	   *bounds;
 	List	   *private;
-	ListCell   *lc;
 
 	bounds = LsmFdwRangeBounds(root, base, base->baserestrictinfo, &fdw_exprs);
-	foreach(lc, attnos)
-		if (lfirst_int(lc) > 0 && !list_member_int(attrs, lfirst_int(lc)))
-			attrs = lappend_int(attrs, lfirst_int(lc));
 	private = list_make4(makeInteger(LSMFDW_ACCESS_AGGREGATE),
-						 lfourth(fdw_private), attrs, bounds);
+						 lfourth(fdw_private), NIL, bounds);
 	private = lappend(private, makeInteger(-1));	/* field */
 	private = lappend(private, makeInteger(0));		/* strategy */
 	private = lappend(private, makeInteger(0));		/* ctid */
