@@ -8,25 +8,32 @@
  * sequence of its own: every write gets the next stage-local number, so a
  * later write of a key shadows an earlier one.  When the buffer reaches its
  * bound it is spilled: its newest version of every key, deletes included,
- * is written as an ordinary SSTable (with the store's key filter, value
- * filter and block locator) in the stage's private directory
- * <store>/stage.<pid>.<n>/, and the buffer starts afresh.  Tables keep the
- * stage-local sequences, so the merging iterator (newest wins) reads the
- * stage as it would a store.
+ * is written as ordinary SSTables (with the store's key filter, value
+ * filter and block locator), cut at the store's file size, in the stage's
+ * private directory <store>/stage.<pid>.<n>/, and the buffer starts
+ * afresh.  Tables keep the stage-local sequences, so the merging iterator
+ * (newest wins) reads the stage as it would a store.
  *
  * Sorted runs.  The tables form sorted runs, oldest first: a run is a list
  * of disjoint tables in key order, newer than the runs before it.  A spill
- * adds a run of one table ("tier 0").  As soon as STAGE_MERGE_WIDTH runs
- * of one tier follow each other, they become one run of the next tier:
- * by concatenating their tables when their key ranges are disjoint (an
- * ascending load: no I/O at all), else by merging them into new tables cut
- * at the buffer's size (so merging needs no more memory than a spill).  A
- * stage of n buffers thus has O(STAGE_MERGE_WIDTH log n) runs, and each of
- * its entries is written O(log n) times, instead of one run per buffer:
- * a lookup probes every run, and the glue looks a key up before each
- * INSERT.  Deletes are kept by merges: they delete the store's keys.
+ * adds a run ("tier 0").  As soon as STAGE_MERGE_WIDTH runs of one tier
+ * follow each other, they become one run of the next tier: their tables,
+ * in key order, fall into groups that overlap; a table that overlaps no
+ * other joins the new run as it is, and each larger group is merged into
+ * new tables cut at the buffer's size (so merging needs no more memory
+ * than a spill, and a random load, which merges everything, leaves few
+ * tables to go to level 0).  An ascending load thus writes nothing again;
+ * a nearly ascending one (rows a few thousand keys out of place, as two
+ * interleaved ascending streams or a heap filled out of order deliver
+ * them) rewrites the tables at the edges of its runs (docs/architecture.md
+ * has the numbers); a random one rewrites everything.
+ * A stage of n buffers has O(STAGE_MERGE_WIDTH log n) runs, and each of its
+ * entries is written at most O(log n) times, instead of one run per
+ * buffer: a lookup probes every run, and the glue looks a key up before
+ * each INSERT.  Deletes are kept by merges: they delete the store's keys.
  *
- * Lookups probe the buffer, then the runs newest first: the run's range,
+ * Lookups probe the buffer (its key filter first: the keys an INSERT looks
+ * up are new), then the runs newest first: the run's range,
  * then (binary search) the one table whose range may hold the key, then
  * its key filter, with the key hashed once and the filter lines of every
  * candidate table prefetched together.  Ranges are compared through the
@@ -63,10 +70,11 @@
  * live pid.  (A dead owner whose pid was reused before it had a LOCK keeps
  * its empty directory until that pid is gone too.)
  *
- * Memory: the buffer (at most buffer_bytes of entries plus one write), the
- * table builder of a spill or a merge (a key hash per entry and a value
- * hash per field of one buffer's worth of table), and about a hundred
- * bytes per table; table data is read through mappings.
+ * Memory: the buffer (at most buffer_bytes of entries plus one write, and
+ * its key filter), the table builder of a spill or a merge (a key hash per
+ * entry and a value hash per field of one table, at most a buffer's
+ * worth), and about a hundred bytes per table; table data is read through
+ * mappings.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE				/* flock, fdatasync, strdup, timespec */
@@ -136,7 +144,6 @@ struct lsm_stage
 				hi;
 	uint64_t	lo_fence,
 				hi_fence;
-	uint64_t	merges;			/* runs made by merging (statistics) */
 };
 
 /*
@@ -414,27 +421,36 @@ run_bounds(stage_run *r)
 	r->hi = r->tables[r->ntables - 1]->hi;
 }
 
-/* Widens the range of all tables by table t. */
+/* Widens the range of all tables by run r, the newest. */
 static void
-stage_extend_range(lsm_stage *st, const stage_table *t)
+stage_extend_range(lsm_stage *st, const stage_run *r)
 {
-	const lsm_table_meta *m = &t->meta;
+	const lsm_table_meta *lo = &r->tables[0]->meta,
+			   *hi = &r->tables[r->ntables - 1]->meta;
 
+	if (st->nruns == 1)
+	{
+		/* the first run: the range of all tables is its range */
+		st->lo.len = st->hi.len = 0;
+		st->have_range = true;
+	}
 	/* out of memory, lookups go without it (have_range false) */
 	if (st->have_range &&
-		lsm_key_cmp(m->smallest, m->smallest_len, st->lo.data, st->lo.len) < 0)
+		(st->nruns == 1 ||
+		 lsm_key_cmp(lo->smallest, lo->smallest_len, st->lo.data, st->lo.len) < 0))
 	{
 		st->lo.len = 0;
-		st->have_range = lsm_buf_append(&st->lo, m->smallest,
-										m->smallest_len) == LSM_OK;
+		st->have_range = lsm_buf_append(&st->lo, lo->smallest,
+										lo->smallest_len) == LSM_OK;
 		st->lo_fence = fence_of(st->lo.data, st->lo.len);
 	}
 	if (st->have_range &&
-		lsm_key_cmp(m->largest, m->largest_len, st->hi.data, st->hi.len) > 0)
+		(st->nruns == 1 ||
+		 lsm_key_cmp(hi->largest, hi->largest_len, st->hi.data, st->hi.len) > 0))
 	{
 		st->hi.len = 0;
-		st->have_range = lsm_buf_append(&st->hi, m->largest,
-										m->largest_len) == LSM_OK;
+		st->have_range = lsm_buf_append(&st->hi, hi->largest,
+										hi->largest_len) == LSM_OK;
 		st->hi_fence = fence_of(st->hi.data, st->hi.len);
 	}
 }
@@ -472,127 +488,194 @@ cmp_table_smallest(const void *a, const void *b)
 					   y->meta.smallest, y->meta.smallest_len);
 }
 
+/* A growing list of tables in key order: a run being made. */
+typedef struct table_list
+{
+	stage_table **tables;
+	int			n,
+				cap;
+} table_list;
+
+static int
+list_push(table_list *l, stage_table *t, lsm_err *e)
+{
+	if (l->n == l->cap)
+	{
+		int			cap = l->cap ? 2 * l->cap : 16;
+		stage_table **g = realloc(l->tables, sizeof(stage_table *) * (size_t) cap);
+
+		if (g == NULL)
+			return LSM_NOMEM_ERR(e);
+		l->tables = g;
+		l->cap = cap;
+	}
+	l->tables[l->n++] = t;
+	return LSM_OK;
+}
+
+/*
+ * Writes the entries of it, positioned at its first, into new tables cut at
+ * cut bytes (at most the buffer's size: a table builder holds hashes of its
+ * table's entries, so no more memory than a spill), appended to out.  On
+ * failure the tables it wrote are removed again and out is as it was.
+ */
+static int
+write_tables(lsm_stage *st, lsm_iiter *it, uint64_t cut, table_list *out,
+			 lsm_err *e)
+{
+	lsm_table_builder *b = NULL;
+	stage_table *t;
+	uint64_t	number = 0;
+	int			first = out->n,
+				rc = LSM_OK;
+
+	while (rc == LSM_OK && it->valid)
+	{
+		if (b == NULL && (rc = table_start(st, &b, &number, e)) != LSM_OK)
+			break;
+		rc = lsm_table_builder_add(b, it->key, it->klen, it->seq, it->del,
+								   it->val, it->vlen, e);
+		if (rc != LSM_OK)
+			break;
+		lsm_iiter_next(it);
+		if (it->rc != LSM_OK)
+			rc = it->rc;
+		else if (lsm_table_builder_size(b) >= cut || !it->valid)
+		{
+			rc = table_finish(st, b, number, &t, e);
+			b = NULL;
+			if (rc == LSM_OK && (rc = list_push(out, t, e)) != LSM_OK)
+				table_free(st, t, true);
+		}
+	}
+	if (rc == LSM_OK && it->rc != LSM_OK)
+		rc = it->rc;
+	if (rc != LSM_OK)
+	{
+		lsm_table_builder_abandon(b);
+		while (out->n > first)
+			table_free(st, out->tables[--out->n], true);
+	}
+	return rc;
+}
+
+/*
+ * Writes the merge of tables[0 .. n) (one child per table: the heap of the
+ * merging iterator sorts them out) into new tables cut at the buffer's
+ * size, appended to out as write_tables does.  (A random load merges every
+ * table of its runs, which end up in level 0 if they overlap the store:
+ * tables as large as a buffer keep them few there.)
+ */
+static int
+merge_tables(lsm_stage *st, stage_table **tables, int n, table_list *out,
+			 lsm_err *e)
+{
+	lsm_iiter **kids = malloc(sizeof(lsm_iiter *) * (size_t) n);
+	lsm_iiter  *m = NULL;
+	int			i,
+				rc = LSM_OK;
+
+	if (kids == NULL)
+		return LSM_NOMEM_ERR(e);
+	for (i = 0; i < n; i++)
+		if ((kids[i] = lsm_table_iter(tables[i]->table, e)) == NULL)
+		{
+			while (i > 0)
+				lsm_iiter_destroy(kids[--i]);
+			rc = LSM_NOMEM_ERR(e);
+			break;
+		}
+	if (rc == LSM_OK && (m = lsm_merge_iter_new(kids, n, e)) == NULL)
+		rc = LSM_NOMEM_ERR(e);
+	free(kids);
+	if (rc == LSM_OK)
+	{
+		lsm_iiter_seek(m, NULL, 0);
+		rc = write_tables(st, m, st->limit, out, e);
+	}
+	lsm_iiter_destroy(m);
+	return rc;
+}
+
 /*
  * Merges the n runs from runs[first] on (adjacent, oldest first) into one
- * run of tier + 1 in their place.  On failure the stage is unchanged.
+ * run of tier + 1 in their place.  Their tables, in key order, fall into
+ * groups that overlap each other; a table that overlaps no other stays as
+ * it is, and each larger group is merged into new tables.  So an ascending
+ * load is only lined up, and a nearly ascending one (rows arriving a few
+ * thousand keys out of place: two interleaved ascending streams, pages of
+ * a heap filled out of order) rewrites the tables around the edges of its
+ * runs, not all of them.  On failure the stage is unchanged.
  */
 static int
 merge_runs(lsm_stage *st, int first, int n, lsm_err *e)
 {
 	stage_run  *in = &st->runs[first];
-	stage_table **all,
-			  **outs = NULL;
+	stage_table **all;
+	bool	   *gone;			/* all[i] was merged into new tables */
 	stage_run	merged;
-	lsm_iiter **kids;
-	lsm_iiter  *m = NULL;
-	lsm_table_builder *b = NULL;
-	uint64_t	number = 0;
+	table_list	out = {0};
+	uint64_t	first_new = st->next_number;
 	int			total = 0,
-				nouts = 0,
 				i,
 				j,
 				rc = LSM_OK;
-	bool		disjoint = true;
 
 	for (i = 0; i < n; i++)
 		total += in[i].ntables;
 	all = malloc(sizeof(stage_table *) * (size_t) total);
-	if (all == NULL)
+	gone = calloc((size_t) total, sizeof(bool));
+	if (all == NULL || gone == NULL)
+	{
+		free(all);
+		free(gone);
 		return LSM_NOMEM_ERR(e);
+	}
 	for (i = 0, total = 0; i < n; i++)
 		for (j = 0; j < in[i].ntables; j++)
 			all[total++] = in[i].tables[j];
 	qsort(all, (size_t) total, sizeof(stage_table *), cmp_table_smallest);
-	for (i = 1; i < total && disjoint; i++)
-		if (lsm_key_cmp(all[i - 1]->meta.largest, all[i - 1]->meta.largest_len,
-						all[i]->meta.smallest, all[i]->meta.smallest_len) >= 0)
-			disjoint = false;
+	for (i = 0; i < total && rc == LSM_OK; i = j)
+	{
+		const lsm_table_meta *hi = &all[i]->meta;	/* the group's largest key */
+
+		for (j = i + 1; j < total &&
+			 lsm_key_cmp(all[j]->meta.smallest, all[j]->meta.smallest_len,
+						 hi->largest, hi->largest_len) <= 0; j++)
+			if (lsm_key_cmp(all[j]->meta.largest, all[j]->meta.largest_len,
+							hi->largest, hi->largest_len) > 0)
+				hi = &all[j]->meta;
+		if (j == i + 1)
+			rc = list_push(&out, all[i], e);
+		else
+		{
+			rc = merge_tables(st, all + i, j - i, &out, e);
+			memset(gone + i, true, (size_t) (j - i));
+		}
+	}
+	if (rc == LSM_OK && out.n == 0)
+		rc = LSM_CORRUPT(e, "a stage merge wrote nothing");
+	if (rc != LSM_OK)
+	{
+		/* the new tables go; the inputs stay where they were */
+		for (i = 0; i < out.n; i++)
+			if (out.tables[i]->meta.number >= first_new)
+				table_free(st, out.tables[i], true);
+		free(out.tables);
+		free(all);
+		free(gone);
+		return rc;
+	}
+	/* the inputs merged into new tables go */
+	for (i = 0; i < total; i++)
+		if (gone[i])
+			table_free(st, all[i], true);
+	free(all);
+	free(gone);
 	memset(&merged, 0, sizeof(merged));
 	merged.tier = in[0].tier + 1;
-	if (disjoint)
-	{
-		/* an ascending load: the tables simply line up */
-		merged.tables = all;
-		merged.ntables = total;
-		all = NULL;
-	}
-	else
-	{
-		int			cap = 0;
-
-		/* one child per table: the heap of the merging iterator sorts it out */
-		kids = malloc(sizeof(lsm_iiter *) * (size_t) total);
-		if (kids == NULL)
-			rc = LSM_NOMEM_ERR(e);
-		for (i = 0; i < total && rc == LSM_OK; i++)
-			if ((kids[i] = lsm_table_iter(all[i]->table, e)) == NULL)
-			{
-				while (i > 0)
-					lsm_iiter_destroy(kids[--i]);
-				rc = LSM_NOMEM_ERR(e);
-			}
-		if (rc == LSM_OK && (m = lsm_merge_iter_new(kids, total, e)) == NULL)
-			rc = LSM_NOMEM_ERR(e);
-		free(kids);
-		if (rc == LSM_OK)
-			lsm_iiter_seek(m, NULL, 0);
-		while (rc == LSM_OK && (m->valid || b != NULL))
-		{
-			if (m->valid)
-			{
-				if (b == NULL && (rc = table_start(st, &b, &number, e)) != LSM_OK)
-					break;
-				rc = lsm_table_builder_add(b, m->key, m->klen, m->seq, m->del,
-										   m->val, m->vlen, e);
-				if (rc != LSM_OK)
-					break;
-				lsm_iiter_next(m);
-				/* cut at the buffer's size: the builder's memory stays bounded */
-				if (lsm_table_builder_size(b) < st->limit && m->valid)
-					continue;
-			}
-			if (m->rc != LSM_OK)
-			{
-				rc = m->rc;
-				break;
-			}
-			if (nouts == cap)
-			{
-				stage_table **g;
-
-				cap = cap ? 2 * cap : 16;
-				g = realloc(outs, sizeof(stage_table *) * (size_t) cap);
-				if (g == NULL)
-				{
-					rc = LSM_NOMEM_ERR(e);
-					break;
-				}
-				outs = g;
-			}
-			rc = table_finish(st, b, number, &outs[nouts], e);
-			b = NULL;
-			if (rc == LSM_OK)
-				nouts++;
-		}
-		if (rc == LSM_OK && m != NULL && m->rc != LSM_OK)
-			rc = m->rc;
-		lsm_table_builder_abandon(b);
-		lsm_iiter_destroy(m);
-		if (rc != LSM_OK || nouts == 0)
-		{
-			for (i = 0; i < nouts; i++)
-				table_free(st, outs[i], true);
-			free(outs);
-			free(all);
-			return rc != LSM_OK ? rc : LSM_CORRUPT(e, "a stage merge wrote nothing");
-		}
-		merged.tables = outs;
-		merged.ntables = nouts;
-		/* the inputs are merged: their files go */
-		for (i = 0; i < total; i++)
-			table_free(st, all[i], true);
-		free(all);
-	}
+	merged.tables = out.tables;
+	merged.ntables = out.n;
 	run_bounds(&merged);
 	for (i = 0; i < n; i++)
 		free(in[i].tables);
@@ -600,7 +683,6 @@ merge_runs(lsm_stage *st, int first, int n, lsm_err *e)
 	memmove(&st->runs[first + 1], &st->runs[first + n],
 			sizeof(stage_run) * (size_t) (st->nruns - first - n));
 	st->nruns -= n - 1;
-	st->merges++;
 	return LSM_OK;
 }
 
@@ -632,6 +714,24 @@ consolidate(lsm_stage *st, lsm_err *e)
 
 /* ---------- open, free ---------- */
 
+/*
+ * An empty buffer, with a key filter: the glue looks up every key before
+ * it inserts it, and a key the buffer does not hold then costs a cache line
+ * instead of a descent of the skip list.
+ */
+static lsm_memtable *
+new_buffer(const lsm_stage *st)
+{
+	lsm_memtable *mt = lsm_memtable_new();
+
+	if (mt != NULL && lsm_memtable_filter_keys(mt, st->limit) != LSM_OK)
+	{
+		lsm_memtable_unref(mt);
+		mt = NULL;
+	}
+	return mt;
+}
+
 int
 lsm_stage_open(lsm_db *db, size_t buffer_bytes, lsm_stage **out)
 {
@@ -648,13 +748,15 @@ lsm_stage_open(lsm_db *db, size_t buffer_bytes, lsm_stage **out)
 		return lsm_err_set(&db->err, LSM_INVALID,
 						   "a stage buffer must be between 4 KiB and 16 GiB");
 	st = calloc(1, sizeof(*st));
-	if (st == NULL || (st->mem = lsm_memtable_new()) == NULL)
+	if (st == NULL)
+		return lsm_err_set(&db->err, LSM_NOMEM, "out of memory");
+	st->db = db;
+	st->limit = buffer_bytes ? buffer_bytes : db->opt.memtable_bytes;
+	if ((st->mem = new_buffer(st)) == NULL)
 	{
 		free(st);
 		return lsm_err_set(&db->err, LSM_NOMEM, "out of memory");
 	}
-	st->db = db;
-	st->limit = buffer_bytes ? buffer_bytes : db->opt.memtable_bytes;
 	st->lock_fd = -1;
 	st->next_number = 1;
 	db->open_stages++;
@@ -735,7 +837,7 @@ lsm_stage_runs(const lsm_stage *st)
 /* ---------- spilling ---------- */
 
 /*
- * Writes the buffer as a new run of one table (fsynced, invariant 8) and
+ * Writes the buffer as a new run (its tables fsynced, invariant 8) and
  * starts an empty buffer, then, with merge, merges runs if a tier is full.
  * On failure the stage is unchanged (no file of the failed run is left
  * behind); a merge that fails leaves the runs as they were, and is retried
@@ -744,12 +846,10 @@ lsm_stage_runs(const lsm_stage *st)
 static int
 spill(lsm_stage *st, bool merge, lsm_err *e)
 {
-	lsm_table_builder *b = NULL;
 	lsm_memtable *fresh;
 	lsm_iiter  *it;
-	stage_table *t = NULL;
+	table_list	out = {0};
 	stage_run  *r;
-	uint64_t	number = 0;
 	int			rc;
 
 	if (lsm_memtable_entries(st->mem) == 0)
@@ -759,56 +859,35 @@ spill(lsm_stage *st, bool merge, lsm_err *e)
 	if ((rc = reserve_run(st, e)) != LSM_OK)
 		return rc;
 	/* taken now so that nothing can fail once the run is written */
-	fresh = lsm_memtable_new();
-	r = &st->runs[st->nruns];
-	memset(r, 0, sizeof(*r));
-	r->tables = malloc(sizeof(stage_table *));
-	if (fresh == NULL || r->tables == NULL)
-	{
-		lsm_memtable_unref(fresh);
-		free(r->tables);
+	if ((fresh = new_buffer(st)) == NULL)
 		return LSM_NOMEM_ERR(e);
-	}
+	/* the newest version of each key, deletes kept: they delete the store's */
 	it = lsm_memtable_iter(st->mem, UINT64_MAX, e);
 	if (it == NULL)
 		rc = LSM_NOMEM_ERR(e);
 	else
-		rc = table_start(st, &b, &number, e);
-	/* the newest version of each key, deletes kept: they delete the store's */
-	if (rc == LSM_OK)
-		for (lsm_iiter_seek(it, NULL, 0); rc == LSM_OK && it->valid;
-			 lsm_iiter_next(it))
-			rc = lsm_table_builder_add(b, it->key, it->klen, it->seq, it->del,
-									   it->val, it->vlen, e);
+	{
+		/*
+		 * Cut at the store's file size: a later merge of runs that overlap
+		 * only at their edges rewrites no more than the tables there.
+		 */
+		lsm_iiter_seek(it, NULL, 0);
+		rc = write_tables(st, it, st->db->opt.file_bytes < st->limit ?
+						  st->db->opt.file_bytes : st->limit, &out, e);
+	}
 	lsm_iiter_destroy(it);
-	if (rc == LSM_OK)
-		rc = table_finish(st, b, number, &t, e);
-	else
-		lsm_table_builder_abandon(b);
 	if (rc != LSM_OK)
 	{
 		lsm_memtable_unref(fresh);
-		free(r->tables);
+		free(out.tables);
 		return rc;
 	}
+	r = &st->runs[st->nruns++];
 	r->tier = 0;
-	r->tables[0] = t;
-	r->ntables = 1;
+	r->tables = out.tables;
+	r->ntables = out.n;
 	run_bounds(r);
-	if (st->nruns == 0)
-	{
-		/* the first table: the range of all tables is its range */
-		st->have_range = true;
-		st->lo.len = st->hi.len = 0;
-		st->have_range =
-			lsm_buf_append(&st->lo, t->meta.smallest, t->meta.smallest_len) == LSM_OK &&
-			lsm_buf_append(&st->hi, t->meta.largest, t->meta.largest_len) == LSM_OK;
-		st->lo_fence = fence_of(st->lo.data, st->lo.len);
-		st->hi_fence = fence_of(st->hi.data, st->hi.len);
-	}
-	else
-		stage_extend_range(st, t);
-	st->nruns++;
+	stage_extend_range(st, r);
 	lsm_memtable_unref(st->mem);
 	st->mem = fresh;
 	if (merge)
@@ -861,7 +940,7 @@ lsm_stage_truncate(lsm_stage *st)
 
 	if (st == NULL)
 		return LSM_INVALID;
-	if ((fresh = lsm_memtable_new()) == NULL)
+	if ((fresh = new_buffer(st)) == NULL)
 		return lsm_err_set(&st->db->err, LSM_NOMEM, "out of memory");
 	for (i = 0; i < st->nruns; i++)
 	{
@@ -1002,7 +1081,9 @@ lsm_stage_get(lsm_stage *st, const void *key, size_t klen, void **val,
 		return lsm_err_set(&st->db->err, LSM_INVALID,
 						   "key of %zu bytes is longer than %d", klen,
 						   LSM_MAX_KEY_LEN);
-	if (lsm_memtable_get(st->mem, key, klen, UINT64_MAX, &kind, &mv, &mvlen,
+	h = lsm_key_hash(key, klen);
+	if (lsm_memtable_may_hold_key(st->mem, h) &&
+		lsm_memtable_get(st->mem, key, klen, UINT64_MAX, &kind, &mv, &mvlen,
 						 &mseq))
 		return stage_found(st, kind == LSM_KIND_DEL, mv, mvlen, val, vlen);
 	if (st->nruns == 0)
@@ -1017,7 +1098,6 @@ lsm_stage_get(lsm_stage *st, const void *key, size_t klen, void **val,
 	 * In each run (newest first) the one table that may hold the key; one
 	 * hash for all of them, and their filter lines fetched together.
 	 */
-	h = lsm_key_hash(key, klen);
 	for (i = st->nruns - 1; i >= 0; i--)
 	{
 		stage_table *t = run_find(&st->runs[i], kf, key, klen);
