@@ -787,6 +787,102 @@ TEST(ascending_runs)
 }
 
 /*
+ * Two writers of one shared region, taking turns as the holders of a
+ * store's write lock do, each with a finger (the position of its own last
+ * insert) that the other's inserts make stale: loads in ascending runs with
+ * jumps back and forth, keys between the fingers and newer versions.  The
+ * list stays ordered on every level and holds what a private memtable
+ * given the same inserts holds, version for version.
+ */
+TEST(stale_fingers)
+{
+	enum
+	{
+		N = 8000
+	};
+	size_t		size = (size_t) 8 << 20;
+	int			fd = memfd_create("fingers", 0);
+	uint8_t    *w1,
+			   *w2;
+	lsm_memtable *mt[2],
+			   *plain = lsm_memtable_new();
+	lsm_iiter  *a,
+			   *b;
+	lsm_err		e;
+	uint64_t	rng = harness_seed() ^ 0xf1e;
+	uint32_t	pos[2] = {0, 50000};	/* each writer's ascending run */
+	int			i,
+				n = 0;
+
+	lsm_err_clear(&e);
+	CHECK(fd >= 0 && plain != NULL);
+	CHECK(ftruncate(fd, (off_t) size) == 0);
+	w1 = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	w2 = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	CHECK(w1 != MAP_FAILED && w2 != MAP_FAILED);
+	mt[0] = lsm_memtable_format(w1, size, NULL);
+	CHECK(mt[0] != NULL);
+	mt[1] = lsm_memtable_attach(w2, size, true, NULL, &e);
+	CHECK_MSG(mt[1] != NULL, "attach: %s", e.msg);
+	for (i = 0; i < N; i++)
+	{
+		uint64_t	r = harness_rand64(&rng);
+		int			who = (int) (r >> 8 & 1);	/* takes the lock */
+		uint32_t	k;
+		uint8_t		kb[4];
+
+		if (r % 16 == 0)
+			pos[who] = (uint32_t) (harness_rand64(&rng) % 100000);	/* a jump */
+		if (r % 16 == 1)
+			k = (uint32_t) (harness_rand64(&rng) % 100000);	/* anywhere */
+		else
+			k = pos[who]++;		/* the run: often a key already there */
+		kb[0] = (uint8_t) (k >> 24);
+		kb[1] = (uint8_t) (k >> 16);
+		kb[2] = (uint8_t) (k >> 8);
+		kb[3] = (uint8_t) k;
+		CHECK_OK(lsm_memtable_add(mt[who], (uint64_t) i + 1,
+								  r % 5 == 0 ? LSM_KIND_DEL : LSM_KIND_PUT,
+								  kb, 4, kb, 4));
+		CHECK_OK(lsm_memtable_add(plain, (uint64_t) i + 1,
+								  r % 5 == 0 ? LSM_KIND_DEL : LSM_KIND_PUT,
+								  kb, 4, kb, 4));
+		if (i % 1000 == 999)
+		{
+			CHECK(lsm_memtable_check(mt[0]));
+			CHECK(lsm_memtable_check(mt[1]));
+		}
+	}
+	/* every version, in the same order, from both writers' handles */
+	for (i = 0; i < 2; i++)
+	{
+		a = lsm_memtable_iter(mt[i], UINT64_MAX, &e);
+		b = lsm_memtable_iter(plain, UINT64_MAX, &e);
+		CHECK(a != NULL && b != NULL);
+		lsm_iiter_seek(a, NULL, 0);
+		lsm_iiter_seek(b, NULL, 0);
+		for (n = 0; a->valid && b->valid; n++)
+		{
+			CHECK_MEMEQ(a->key, a->klen, b->key, b->klen);
+			CHECK_EQ_U(a->seq, b->seq);
+			CHECK_EQ(a->del, b->del);
+			lsm_iiter_next(a);
+			lsm_iiter_next(b);
+		}
+		CHECK(!a->valid && !b->valid);
+		lsm_iiter_destroy(a);
+		lsm_iiter_destroy(b);
+	}
+	CHECK_GT(n, N / 2);
+	lsm_memtable_unref(mt[0]);
+	lsm_memtable_unref(mt[1]);
+	lsm_memtable_unref(plain);
+	munmap(w1, size);
+	munmap(w2, size);
+	close(fd);
+}
+
+/*
  * Reference counting: an iterator holds a reference, so the memtable (and
  * its arena, which the iterator's key and value pointers point into) lives
  * until the last of the owner and the iterators lets go.  ASan reports any
@@ -2257,6 +2353,7 @@ main(int argc, char **argv)
 	RUN(big_entries);
 	RUN(many_entries);
 	RUN(ascending_runs);
+	RUN(stale_fingers);
 	RUN(refcount_lifetime);
 	RUN(merge_many_children);
 	RUN(reverse_against_model);

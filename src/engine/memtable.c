@@ -31,7 +31,10 @@
  *					next record)
  * The last node of every level is kept, so that a key past the last one (an
  * ascending load, or a lookup of a key it has not reached yet) needs one
- * comparison instead of a search.
+ * comparison instead of a search; and the writer's handle keeps where it
+ * inserted last (its "finger", at_finger), so that a key right after that
+ * one (a load in ascending runs that jumps now and then) needs a
+ * comparison or two per level of the new node.
  *
  * One writer, lock-free readers.  Only one thread of one process at a time
  * adds entries (the holder of the store's write lock, or the handle that
@@ -199,6 +202,7 @@ struct lsm_memtable
 	size_t		short_at;		/* reserved when blocks ahead were refused;
 								 * 0: never */
 	uint64_t	id;				/* unique in the process: hints name it */
+	lsm_memtable_hint finger;	/* the writer's last insert (at_finger) */
 };
 
 /* The last lsm_memtable id handed out. */
@@ -1107,6 +1111,42 @@ lsm_memtable_index_bytes(const lsm_memtable *mt)
 
 /* ---------- adding and finding ---------- */
 
+/*
+ * Whether (key, tag) goes right after the node the writer last inserted
+ * through this handle, with no node between them: then fills prev[0 ..
+ * levels) from the finger, the last node before the key on each level,
+ * and the insert needs no descent.  So a load in ascending runs, which
+ * jumps now and then (two interleaved ascending streams, heap pages filled
+ * out of order) and so rarely passes the tail, costs a comparison or two
+ * per level of the new node.  Every level is checked (before the key, the
+ * next one not), so a finger that another writer's inserts made stale
+ * only falls back to the descent.
+ */
+static bool
+at_finger(lsm_memtable *mt, const void *key, size_t klen, uint64_t tag,
+		  int levels, mt_node **prev)
+{
+	mt_node    *head = node_at(mt, mt->r->head);
+	int			l;
+
+	if (mt->finger.mt_id != mt->id)
+		return false;
+	for (l = 0; l < levels; l++)
+	{
+		mt_node    *x = node_at(mt, mt->finger.prev[l]),
+				   *n;
+
+		if (x == NULL || x->height <= l ||
+			(x != head && node_cmp(x, key, klen, tag) >= 0))
+			return false;
+		n = next_of(mt, x, l);
+		if (n != NULL && node_cmp(n, key, klen, tag) < 0)
+			return false;
+		prev[l] = x;
+	}
+	return true;
+}
+
 int
 lsm_memtable_reserve(lsm_memtable *mt, size_t entries, size_t bytes,
 					 lsm_err *e)
@@ -1162,6 +1202,7 @@ lsm_memtable_add_at(lsm_memtable *mt, uint64_t seq, int kind,
 	size_t		size;
 	int			h = random_height(mt);
 	int			height = (int) r->height;
+	int			located = height;	/* levels of prev[] found */
 	int			i;
 
 	LSM_ASSERT(mt->writable);
@@ -1192,8 +1233,12 @@ lsm_memtable_add_at(lsm_memtable *mt, uint64_t seq, int kind,
 					  lsm_key_hash(key, klen));
 	}
 	lsm_env_crash_point();		/* written, not linked (tests) */
-	find_ge_from(mt, key, klen, tag, prev,
-				 hint && hint->mt_id == mt->id ? hint : NULL);
+	if (hint != NULL && hint->mt_id == mt->id)
+		find_ge_from(mt, key, klen, tag, prev, hint);
+	else if (at_finger(mt, key, klen, tag, h < height ? h : height, prev))
+		located = h < height ? h : height;
+	else
+		find_ge_from(mt, key, klen, tag, prev, NULL);
 	if (h > height)
 	{
 		for (i = height; i < h; i++)
@@ -1218,6 +1263,10 @@ lsm_memtable_add_at(lsm_memtable *mt, uint64_t seq, int kind,
 	}
 	if (next0 != NULL && same_key(next0, n))
 		__atomic_store_n(&next0->shadowed, 1, __ATOMIC_RELAXED);
+	/* the next insert of a nearly ascending load goes after it */
+	mt->finger.mt_id = mt->id;
+	for (i = 0; i < h || i < located; i++)
+		mt->finger.prev[i] = off_of(mt, i < h ? n : prev[i]);
 	link_values(mt, n, nh);
 	__atomic_store_n(&r->entry_bytes,
 					 r->entry_bytes + ((size + UNIT - 1) & ~(size_t) (UNIT - 1)),

@@ -445,7 +445,8 @@ extern void LsmFdwPendingWrite(LsmFdwStore *s, const char *relname,
 							   const char *key, size_t klen,
 							   const char *val, size_t vlen, bool is_delete,
 							   LsmFdwBase base, CommandId cid);
-extern void LsmFdwPendingBulkLoad(LsmFdwStore *s, const char *relname);
+extern void LsmFdwPendingBulkLoad(LsmFdwStore *s, const char *relname,
+								  CommandId cid);
 extern bool LsmFdwPendingTruncate(LsmFdwStore *s, const char *relname);
 extern bool LsmFdwPendingTruncated(Oid relid);
 extern bool LsmFdwPendingAny(Oid relid);

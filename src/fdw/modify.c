@@ -346,7 +346,9 @@ lsmfdwBeginForeignInsert(ModifyTableState *mtstate, ResultRelInfo *rinfo)
 	rinfo->ri_FdwState = st;
 	/* COPY FROM (no plan): a bulk load */
 	if (plan == NULL)
-		LsmFdwPendingBulkLoad(st->store, st->table->relname);
+		LsmFdwPendingBulkLoad(st->store, st->table->relname,
+							  mtstate != NULL ? mtstate->ps.state->es_output_cid
+							  : GetCurrentCommandId(true));
 }
 
 /*
@@ -381,7 +383,8 @@ lsmfdwExecForeignInsert(EState *estate, ResultRelInfo *rinfo,
 	/* past bulk_insert_rows rows, the statement loads as COPY does */
 	if (st->inserted++ == (uint64) bulk_insert_rows && bulk_insert_rows > 0 &&
 		!st->do_nothing)
-		LsmFdwPendingBulkLoad(st->store, st->table->relname);
+		LsmFdwPendingBulkLoad(st->store, st->table->relname,
+							  estate->es_output_cid);
 	LsmFdwPendingWrite(st->store, st->table->relname, key.data, key.len,
 					   row.data, row.len, false,
 					   st->do_nothing ? LSMFDW_BASE_ABSENT_SKIP

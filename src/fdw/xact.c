@@ -281,6 +281,7 @@ static void report_prepared(PendingStore *ps, const char *key, size_t klen,
 			pg_attribute_noreturn();
 static char *describe_key(PendingStore *ps, const char *key, size_t klen);
 static void maybe_spill(CommandId cid);
+static void spill_store(PendingStore *ps, CommandId cid);
 static void open_stage(PendingStore *ps, lsm_stage **stage, Size share);
 static bool spillable(PendingKey *pk);
 static void spill_key(PendingStore *ps, lsm_stage *stage, PendingKey *pk);
@@ -540,13 +541,16 @@ LsmFdwPendingAny(Oid relid)
 }
 
 /*
- * Prepares a bulk load (COPY) into store s: opens its stage at once, so
- * that the rows it inserts go to the stage's sorted runs as they come
+ * Prepares a bulk load (COPY, or an INSERT past lsm_fdw.bulk_insert_rows
+ * rows) by command cid into store s: opens its stage at once, so that the
+ * rows it inserts go to the stage's sorted runs as they come
  * (PendingWrite says when they can), rather than into memory first and
- * then through a spill in hash order.
+ * then through a spill in hash order.  What can leave memory goes to the
+ * stage now, as a spill would move it (the rows the INSERT wrote so far),
+ * so that the new keys are not looked up in memory first.
  */
 void
-LsmFdwPendingBulkLoad(LsmFdwStore *s, const char *relname)
+LsmFdwPendingBulkLoad(LsmFdwStore *s, const char *relname, CommandId cid)
 {
 	MemoryContext oldcxt;
 	PendingStore *ps;
@@ -556,6 +560,12 @@ LsmFdwPendingBulkLoad(LsmFdwStore *s, const char *relname)
 	ps = get_pending_store(s, relname);
 	open_stage(ps, &ps->stage, 4);
 	MemoryContextSwitchTo(oldcxt);
+	if (marks == NIL && GetCurrentSubTransactionId() == TopSubTransactionId)
+	{
+		/* with no subtransaction, nothing in memory will be undone alone */
+		undo_len = 0;
+		spill_store(ps, cid);
+	}
 }
 
 /*
@@ -1145,18 +1155,25 @@ maybe_spill(CommandId cid)
 	undo_len = 0;
 	hash_seq_init(&status, pending_stores);
 	while ((ps = hash_seq_search(&status)) != NULL)
-	{
-		if (LsmFdwPendingDropped(ps->relid))
-			continue;
-		if (ps->cmd_stage != NULL && ps->cmd_cid < cid)
-			(void) fold_command(ps, false);
-		if (ps->store->scans == 0)
-			spill_older(ps, cid);
-		if ((ps->cmd_stage == NULL || ps->cmd_cid == cid) &&
-			LsmFdwScansWithin(ps->store, cid, cid))
-			spill_command(ps, cid);
-	}
+		if (!LsmFdwPendingDropped(ps->relid))
+			spill_store(ps, cid);
 	spill_floor = pending_bytes + limit / 4;
+}
+
+/*
+ * Moves what can leave memory of ps's writes to its stages, command cid
+ * running.  REQUIRES: no savepoint and an empty undo log (maybe_spill).
+ */
+static void
+spill_store(PendingStore *ps, CommandId cid)
+{
+	if (ps->cmd_stage != NULL && ps->cmd_cid < cid)
+		(void) fold_command(ps, false);
+	if (ps->store->scans == 0)
+		spill_older(ps, cid);
+	if ((ps->cmd_stage == NULL || ps->cmd_cid == cid) &&
+		LsmFdwScansWithin(ps->store, cid, cid))
+		spill_command(ps, cid);
 }
 
 /*
