@@ -856,6 +856,16 @@ lsm_memtable_may_hold_key(const lsm_memtable *mt, uint64_t h)
 	return lsm_bloom_may_match_shared(&f, h);
 }
 
+bool
+lsm_memtable_past_last(const lsm_memtable *mt, const void *key, size_t klen)
+{
+	mt_node    *head = node_at(mt, mt->r->head);
+	mt_node    *last = node_at(mt, load_off(&mt->r->tail[0]));
+
+	return last == head ||
+		lsm_key_cmp(node_key(last), last->klen, key, klen) < 0;
+}
+
 void
 lsm_memtable_prefetch_key(const lsm_memtable *mt, uint64_t h)
 {

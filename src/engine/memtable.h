@@ -131,6 +131,14 @@ int			lsm_memtable_filter_keys(lsm_memtable *mt, size_t budget);
  */
 bool		lsm_memtable_may_hold_key(const lsm_memtable *mt, uint64_t h);
 
+/*
+ * Is every key mt holds (of the entries published before the call) before
+ * key?  True for an empty memtable.  One comparison with the last node: an
+ * ascending load's lookups of new keys, cheaper than the key filter.
+ */
+bool		lsm_memtable_past_last(const lsm_memtable *mt, const void *key,
+								   size_t klen);
+
 /* Prefetches the key filter's line for hash h (for multi-gets). */
 void		lsm_memtable_prefetch_key(const lsm_memtable *mt, uint64_t h);
 

@@ -32,14 +32,14 @@
  * buffer: a lookup probes every run, and the glue looks a key up before
  * each INSERT.  Deletes are kept by merges: they delete the store's keys.
  *
- * Lookups probe the buffer (its key filter first: the keys an INSERT looks
- * up are new), then the runs newest first: the run's range,
- * then (binary search) the one table whose range may hold the key, then
- * its key filter, with the key hashed once and the filter lines of every
- * candidate table prefetched together.  Ranges are compared through the
- * first 8 bytes of the keys as integers ("fences"), and the stage keeps
- * the range of all its tables, so that a lookup outside it (every lookup
- * of an ascending load) touches no table.
+ * Lookups probe the buffer (unless the key is past its last one or its key
+ * filter rules the key out: the keys an INSERT looks up are new), then the
+ * runs newest first: the run's range, then (binary search) the one table
+ * whose range may hold the key, then its key filter, with the key hashed
+ * once and the filter lines of every candidate table prefetched together.
+ * Ranges are compared through the first 8 bytes of the keys as integers
+ * ("fences"), and the stage keeps the range of all its tables, so that a
+ * lookup outside it (every lookup of an ascending load) touches no table.
  *
  * Commit.  A stage that never spilled becomes one batch (lsm_write).  A
  * larger one writes its buffer as a last run, outside any lock, and hands
@@ -1082,7 +1082,8 @@ lsm_stage_get(lsm_stage *st, const void *key, size_t klen, void **val,
 						   "key of %zu bytes is longer than %d", klen,
 						   LSM_MAX_KEY_LEN);
 	h = lsm_key_hash(key, klen);
-	if (lsm_memtable_may_hold_key(st->mem, h) &&
+	if (!lsm_memtable_past_last(st->mem, key, klen) &&
+		lsm_memtable_may_hold_key(st->mem, h) &&
 		lsm_memtable_get(st->mem, key, klen, UINT64_MAX, &kind, &mv, &mvlen,
 						 &mseq))
 		return stage_found(st, kind == LSM_KIND_DEL, mv, mvlen, val, vlen);
