@@ -1088,6 +1088,30 @@ TEST(stage_tiers)
 }
 
 /*
+ * Every step-th key of stage_nearly_ascending's n holds its value, in
+ * stage st or, with st NULL, in the store.
+ */
+static void
+check_near_values(lsm_db *db, lsm_stage *st, int n, int step)
+{
+	int			i;
+
+	for (i = 0; i < n; i += step)
+	{
+		char		k[16],
+					v[24];
+		void	   *got;
+		size_t		glen;
+
+		sprintf(k, "n%08d", i);
+		CHECK_DB_OK(db, st ? lsm_stage_get(st, k, 9, &got, &glen) :
+					lsm_get(db, k, 9, &got, &glen));
+		CHECK_MEMEQ(got, glen, v, (size_t) sprintf(v, "value %d", i));
+		lsm_free(got);
+	}
+}
+
+/*
  * A nearly ascending load (keys shuffled within windows of 64, as rows
  * arrive from two interleaved ascending streams or heap pages filled out
  * of order) into a stage whose spills are cut into several tables: the
@@ -1149,18 +1173,7 @@ TEST(stage_nearly_ascending)
 			   order ? "windows of 64" : "ascending", lsm_stage_runs(st), n,
 			   written[order]);
 		CHECK_LE(lsm_stage_runs(st), 7 * 2 + 1);
-		for (i = 0; i < N; i += 7)
-		{
-			char		k[16],
-						v[24];
-			void	   *got;
-			size_t		glen;
-
-			sprintf(k, "n%08d", i);
-			CHECK_DB_OK(db, lsm_stage_get(st, k, 9, &got, &glen));
-			CHECK_MEMEQ(got, glen, v, (size_t) sprintf(v, "value %d", i));
-			lsm_free(got);
-		}
+		check_near_values(db, st, N, 7);
 		CHECK_DB_OK(db, lsm_stage_iter_open(st, &it));
 		for (lsm_iter_seek(it, NULL, 0), n = 0; lsm_iter_valid(it);
 			 lsm_iter_next(it), n++)
@@ -1175,18 +1188,7 @@ TEST(stage_nearly_ascending)
 		lsm_iter_close(it);
 		CHECK_EQ(n, N);
 		CHECK_DB_OK(db, lsm_stage_commit(st, LSM_WRITE_DEFAULT));
-		for (i = 0; i < N; i += 5)
-		{
-			char		k[16],
-						v[24];
-			void	   *got;
-			size_t		glen;
-
-			sprintf(k, "n%08d", i);
-			CHECK_DB_OK(db, lsm_get(db, k, 9, &got, &glen));
-			CHECK_MEMEQ(got, glen, v, (size_t) sprintf(v, "value %d", i));
-			lsm_free(got);
-		}
+		check_near_values(db, NULL, N, 5);
 		CHECK_DB_OK(db, lsm_verify(db));
 		CHECK_DB_OK(db, lsm_close(db));
 	}
