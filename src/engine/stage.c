@@ -1066,7 +1066,8 @@ lsm_stage_get(lsm_stage *st, const void *key, size_t klen, void **val,
 	size_t		mvlen;
 	uint64_t	mseq,
 				kf,
-				h;
+				h = 0;
+	bool		hashed = false;
 	lsm_err		e;
 	int			kind,
 				ncand = 0,
@@ -1081,12 +1082,16 @@ lsm_stage_get(lsm_stage *st, const void *key, size_t klen, void **val,
 		return lsm_err_set(&st->db->err, LSM_INVALID,
 						   "key of %zu bytes is longer than %d", klen,
 						   LSM_MAX_KEY_LEN);
-	h = lsm_key_hash(key, klen);
-	if (!lsm_memtable_past_last(st->mem, key, klen) &&
-		lsm_memtable_may_hold_key(st->mem, h) &&
-		lsm_memtable_get(st->mem, key, klen, UINT64_MAX, &kind, &mv, &mvlen,
-						 &mseq))
-		return stage_found(st, kind == LSM_KIND_DEL, mv, mvlen, val, vlen);
+	/* hashed only past the cheap checks: an ascending load's keys stop there */
+	if (!lsm_memtable_past_last(st->mem, key, klen))
+	{
+		h = lsm_key_hash(key, klen);
+		hashed = true;
+		if (lsm_memtable_may_hold_key(st->mem, h) &&
+			lsm_memtable_get(st->mem, key, klen, UINT64_MAX, &kind, &mv,
+							 &mvlen, &mseq))
+			return stage_found(st, kind == LSM_KIND_DEL, mv, mvlen, val, vlen);
+	}
 	if (st->nruns == 0)
 		return absent(st);
 	kf = fence_of(key, klen);
@@ -1099,6 +1104,8 @@ lsm_stage_get(lsm_stage *st, const void *key, size_t klen, void **val,
 	 * In each run (newest first) the one table that may hold the key; one
 	 * hash for all of them, and their filter lines fetched together.
 	 */
+	if (!hashed)
+		h = lsm_key_hash(key, klen);
 	for (i = st->nruns - 1; i >= 0; i--)
 	{
 		stage_table *t = run_find(&st->runs[i], kf, key, klen);
