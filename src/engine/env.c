@@ -380,6 +380,30 @@ lsm_env_fsync(int fd, const char *name, lsm_err *e)
 }
 
 int
+lsm_env_fsync_path(const char *path, lsm_err *e)
+{
+	int			fd,
+				rc;
+
+	/* opened for writing, as some systems refuse to fsync a read-only fd */
+	if ((rc = lsm_env_open(path, O_RDWR, 0, &fd, e)) != LSM_OK)
+		return rc;
+	rc = lsm_env_fsync(fd, path, e);
+	lsm_env_close(fd);
+	return rc;
+}
+
+void
+lsm_env_start_writeback(int fd)
+{
+#ifdef __linux__
+	(void) sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+#else
+	(void) fd;
+#endif
+}
+
+int
 lsm_env_fsync_dir(const char *dir, lsm_err *e)
 {
 	int			fd;

@@ -54,6 +54,17 @@ int			lsm_env_pread(int fd, void *buf, size_t n, off_t off,
 
 int			lsm_env_fsync(int fd, const char *name, lsm_err *e);
 int			lsm_env_fsync_dir(const char *dir, lsm_err *e);
+
+/* Opens the existing file path, fsyncs and closes it. */
+int			lsm_env_fsync_path(const char *path, lsm_err *e);
+
+/*
+ * Starts writing fd's dirty pages back without waiting (Linux
+ * sync_file_range; elsewhere nothing).  A hint: a later lsm_env_fsync then
+ * finds little left to wait for, and the page cache never holds much
+ * dirty data.  Durability still needs the fsync.
+ */
+void		lsm_env_start_writeback(int fd);
 int			lsm_env_ftruncate(int fd, off_t len, const char *name, lsm_err *e);
 int			lsm_env_rename(const char *from, const char *to, lsm_err *e);
 

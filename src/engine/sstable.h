@@ -97,13 +97,21 @@ int			lsm_table_builder_set_values(lsm_table_builder *b,
 										 const lsm_value_params *vp,
 										 lsm_err *e);
 
+/*
+ * Makes lsm_table_builder_finish start the file's write-back instead of
+ * waiting for it: the caller fsyncs the file (lsm_env_fsync_path) before
+ * anything durable names it.  For tables that may be deleted unread by
+ * others (a stage's), which then never wait on the disk.
+ */
+void		lsm_table_builder_defer_sync(lsm_table_builder *b);
+
 /* File bytes written or buffered so far. */
 uint64_t	lsm_table_builder_size(const lsm_table_builder *b);
 uint64_t	lsm_table_builder_entries(const lsm_table_builder *b);
 
 /*
- * Writes the filter, index, properties and footer, fsyncs and closes the
- * file, fills *meta (caller frees with lsm_table_meta_free) and frees b.  On
+ * Writes the filter, index, properties and footer, fsyncs (unless
+ * deferred) and closes the file, fills *meta (caller frees with lsm_table_meta_free) and frees b.  On
  * failure the file is removed and b freed.  A table without entries is
  * refused (LSM_INVALID).
  */

@@ -33,6 +33,7 @@ struct lsm_table_builder
 	char	   *path;
 	char		name[32];
 	int			fd;
+	bool		defer_sync;		/* lsm_table_builder_defer_sync */
 	uint64_t	number;
 	int			block_bytes;
 	int			bits_per_key;
@@ -244,6 +245,12 @@ lsm_table_builder_add(lsm_table_builder *b, const void *key, size_t klen,
 	return LSM_OK;
 }
 
+void
+lsm_table_builder_defer_sync(lsm_table_builder *b)
+{
+	b->defer_sync = true;
+}
+
 uint64_t
 lsm_table_builder_size(const lsm_table_builder *b)
 {
@@ -427,8 +434,9 @@ finish(lsm_table_builder *b, lsm_table_meta *meta, lsm_err *e)
 	if (rc != LSM_OK)
 		return rc;
 	/* invariant (1): the table is durable before any manifest names it */
-	rc = lsm_env_fsync(b->fd, b->name, e);
-	if (rc != LSM_OK)
+	if (b->defer_sync)
+		lsm_env_start_writeback(b->fd);
+	else if ((rc = lsm_env_fsync(b->fd, b->name, e)) != LSM_OK)
 		return rc;
 
 	memset(meta, 0, sizeof(*meta));

@@ -362,7 +362,7 @@ table_finish(lsm_stage *st, lsm_table_builder *b, uint64_t number,
 		lsm_table_builder_abandon(b);
 		return LSM_NOMEM_ERR(e);
 	}
-	/* fsynced: invariant (8) needs it before the commit can name it */
+	/* not fsynced yet: stage_tables does that for the ones a commit names */
 	rc = lsm_table_builder_finish(b, &t->meta, e);
 	if (rc != LSM_OK)
 	{
@@ -405,6 +405,8 @@ table_start(lsm_stage *st, lsm_table_builder **b, uint64_t *number,
 	(void) lsm_env_unlink(path, NULL);
 	rc = lsm_table_builder_open(path, *number, st->db->opt.block_bytes,
 								st->db->opt.key_bits_per_key, b, e);
+	if (rc == LSM_OK)
+		lsm_table_builder_defer_sync(*b);
 	if (rc == LSM_OK && (rc = lsm_db_value_params(st->db, *b, e)) != LSM_OK)
 	{
 		lsm_table_builder_abandon(*b);
@@ -837,7 +839,7 @@ lsm_stage_runs(const lsm_stage *st)
 /* ---------- spilling ---------- */
 
 /*
- * Writes the buffer as a new run (its tables fsynced, invariant 8) and
+ * Writes the buffer as a new run (its tables' write-back started) and
  * starts an empty buffer, then, with merge, merges runs if a tier is full.
  * On failure the stage is unchanged (no file of the failed run is left
  * behind); a merge that fails leaves the runs as they were, and is retried
@@ -1227,8 +1229,10 @@ buffer_batch(lsm_stage *st, lsm_batch **out, lsm_err *e)
 
 /*
  * The stage's tables, its buffer written as a last run first (outside any
- * lock, and not merged: compaction is about to merge everything anyway):
- * *metas (the stage's, not copies) and *run_of, n of them; the caller
+ * lock, and not merged: compaction is about to merge everything anyway),
+ * each fsynced (invariant 8: only now, so that tables merged away never
+ * waited on the disk, and the rest were written back while the load went
+ * on): *metas (the stage's, not copies) and *run_of, n of them; the caller
  * frees the two arrays.
  */
 static int
@@ -1253,6 +1257,11 @@ stage_tables(lsm_stage *st, lsm_table_meta **metas, int **run_of, int *n,
 	for (i = 0; i < st->nruns; i++)
 		for (j = 0; j < st->runs[i].ntables; j++)
 		{
+			char		path[4096 + 64];
+
+			path_in(st, st->runs[i].tables[j]->meta.number, path, sizeof(path));
+			if ((rc = lsm_env_fsync_path(path, e)) != LSM_OK)
+				return rc;
 			(*metas)[*n] = st->runs[i].tables[j]->meta;
 			(*run_of)[(*n)++] = i;
 		}
