@@ -85,6 +85,35 @@ SELECT dblink_exec('other', $$INSERT INTO t1 VALUES (102, 'theirs')$$);
 COMMIT;
 SELECT * FROM t1 WHERE k BETWEEN 101 AND 103 ORDER BY k;
 
+-- ON CONFLICT (key) DO UPDATE: the later of two transactions that update
+-- the same row fails at COMMIT, and so does one that found a key absent
+-- that another transaction inserted and committed first; the committed
+-- row stays, and a retry updates it
+BEGIN;
+INSERT INTO counters VALUES (7, 100)
+  ON CONFLICT (id) DO UPDATE SET n = counters.n + 1;
+SELECT dblink_exec('other', $$INSERT INTO counters VALUES (7, 100)
+  ON CONFLICT (id) DO UPDATE SET n = counters.n + 10$$);
+COMMIT;                                                     -- ERROR
+SELECT * FROM counters WHERE id = 7;
+BEGIN;
+INSERT INTO counters VALUES (60, 1)
+  ON CONFLICT (id) DO UPDATE SET n = counters.n + 1;
+SELECT dblink_exec('other', $$INSERT INTO counters VALUES (60, 1)
+  ON CONFLICT (id) DO UPDATE SET n = counters.n + 1$$);
+COMMIT;                                                     -- ERROR
+SELECT * FROM counters WHERE id = 60;
+INSERT INTO counters VALUES (60, 1)
+  ON CONFLICT (id) DO UPDATE SET n = counters.n + 1;
+SELECT * FROM counters WHERE id = 60;
+-- against a delete of the row it updates
+BEGIN;
+INSERT INTO counters VALUES (6, 1)
+  ON CONFLICT (id) DO UPDATE SET n = counters.n + 1;
+SELECT dblink_exec('other', $$DELETE FROM counters WHERE id = 6$$);
+COMMIT;                                                     -- ERROR
+SELECT * FROM counters WHERE id = 6;
+
 -- a failed check on one table leaves every table untouched
 BEGIN;
 INSERT INTO t1 VALUES (1, 'ours');

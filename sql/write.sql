@@ -17,15 +17,14 @@ INSERT INTO acc VALUES (2, 'bob again', 0);                 -- ERROR
 INSERT INTO acc VALUES (20, 'x', 0), (20, 'y', 0);          -- ERROR
 INSERT INTO acc VALUES (NULL, 'nobody', 0);                 -- ERROR
 SELECT count(*) FROM acc;                                   -- unchanged
--- ON CONFLICT DO NOTHING skips existing keys (no conflict target: the key
--- is not an index PostgreSQL knows about)
+-- ON CONFLICT DO NOTHING skips existing keys, with or without the key as
+-- the conflict target (DO UPDATE: upsert.sql)
 INSERT INTO acc VALUES (2, 'bob again', 0), (4, 'dee', 40)
   ON CONFLICT DO NOTHING RETURNING *;
 INSERT INTO acc VALUES (21, 'first', 0), (21, 'second', 0)
   ON CONFLICT DO NOTHING RETURNING *;
-INSERT INTO acc VALUES (2, 'bob', 0) ON CONFLICT (id) DO NOTHING;  -- ERROR
-INSERT INTO acc VALUES (2, 'bob', 0)
-  ON CONFLICT (id) DO UPDATE SET owner = 'x';               -- ERROR
+INSERT INTO acc VALUES (2, 'bob', 0) ON CONFLICT (id) DO NOTHING;
+INSERT INTO acc VALUES (2, 'bob', 0) ON CONFLICT (owner) DO NOTHING; -- ERROR
 SELECT * FROM acc WHERE id IN (2, 4, 21) ORDER BY id;
 
 -- UPDATE of value columns, by key and by scan

@@ -306,6 +306,8 @@ typedef enum LsmFdwBase
 	LSMFDW_BASE_ABSENT,			/* no row (INSERT): else unique_violation */
 	LSMFDW_BASE_ABSENT_SKIP,	/* no row (INSERT ... ON CONFLICT DO
 								 * NOTHING): else the write is dropped */
+	LSMFDW_BASE_ABSENT_UPSERT,	/* no row (INSERT ... ON CONFLICT DO
+								 * UPDATE): else serialization_failure */
 	LSMFDW_BASE_VERSION,		/* the row the statement read (UPDATE,
 								 * DELETE): else serialization_failure */
 	LSMFDW_BASE_ANY				/* not checked (TRUNCATE) */

@@ -22,7 +22,9 @@
  * LsmFdwPendingWrite) do.  The key is
  * unique: an INSERT fails with unique_violation if the key exists, in the
  * newest pending version or, if the transaction has not written it, in the
- * store; INSERT ... ON CONFLICT DO NOTHING skips the row instead.  An
+ * store; INSERT ... ON CONFLICT DO NOTHING skips the row instead, and ON
+ * CONFLICT (key) DO UPDATE updates the existing row (upsert; the planner
+ * is told that the key is the arbiter by accept_key_arbiters).  An
  * UPDATE that moves a row to a key another row still holds is checked at
  * the end of the statement, as the SQL standard has it: the row waits
  * until the statement moves or deletes the other row, so that "SET key =
@@ -51,13 +53,17 @@
 #include "access/sysattr.h"
 #include "access/table.h"
 #include "access/xact.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
+#include "commands/defrem.h"
 #include "executor/executor.h"
 #include "foreign/fdwapi.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "optimizer/appendinfo.h"
 #include "optimizer/optimizer.h"
+#include "optimizer/planner.h"
 #include "parser/parsetree.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
@@ -71,6 +77,10 @@ typedef struct LsmFdwModifyState
 	LsmFdwTable *table;
 	LsmFdwStore *store;			/* pinned until released */
 	bool		do_nothing;		/* ON CONFLICT DO NOTHING */
+	bool		do_update;		/* ON CONFLICT DO UPDATE (upsert) */
+	ModifyTableState *mtstate;	/* the node (NULL for COPY FROM): its
+								 * instrumentation counts conflicts, its
+								 * expression context evaluates DO UPDATE */
 	uint64		inserted;		/* rows this statement inserted */
 	bool		returns_ctid;	/* RETURNING reads ctid */
 	bool		changes_rows;	/* UPDATE or DELETE: counted in
@@ -164,11 +174,25 @@ static void check_partition(ResultRelInfo *rinfo, TupleTableSlot *slot,
 							EState *estate, bool update);
 static bool modified_by_command(LsmFdwModifyState *st, StringInfo key,
 								CommandId cid);
+static void write_update(LsmFdwModifyState *st, StringInfo oldkey,
+						 StringInfo key, StringInfo row, CommandId cid);
+static TupleTableSlot *upsert(LsmFdwModifyState *st, EState *estate,
+							  ResultRelInfo *rinfo, TupleTableSlot *proposed,
+							  StringInfo key, StringInfo row);
+static void accept_key_arbiters(Query *q);
+static void upper_paths_hook(PlannerInfo *root, UpperRelationKind stage,
+							 RelOptInfo *input_rel, RelOptInfo *output_rel,
+							 void *extra);
 static void report_duplicate(const LsmFdwTable *t, const char *key,
 							 size_t klen) pg_attribute_noreturn();
 static void truncate_one(Relation rel);
 
-/* Module initialisation (from _PG_init): the settings of writes. */
+static create_upper_paths_hook_type prev_upper_paths_hook = NULL;
+
+/*
+ * Module initialisation (from _PG_init): the settings of writes, and the
+ * planner hook that accepts ON CONFLICT (key).
+ */
 void
 LsmFdwInitModify(void)
 {
@@ -186,6 +210,8 @@ LsmFdwInitModify(void)
 							100, 1, 10000,
 							PGC_USERSET, 0,
 							NULL, NULL, NULL);
+	prev_upper_paths_hook = create_upper_paths_hook;
+	create_upper_paths_hook = upper_paths_hook;
 }
 
 /* Fills in the modification callbacks of the handler's FdwRoutine. */
@@ -255,8 +281,8 @@ lsmfdwAddForeignUpdateTargets(PlannerInfo *root, Index rtindex,
 
 /*
  * Passes ON CONFLICT DO NOTHING and whether RETURNING reads ctid to the
- * executor; refuses DO UPDATE, and RETURNING ctid of a table whose rows
- * have none.
+ * executor; refuses RETURNING ctid of a table whose rows have none.  (ON
+ * CONFLICT DO UPDATE gets here through accept_key_arbiters.)
  */
 static List *
 lsmfdwPlanForeignModify(PlannerInfo *root, ModifyTable *plan,
@@ -265,10 +291,6 @@ lsmfdwPlanForeignModify(PlannerInfo *root, ModifyTable *plan,
 	Bitmapset  *attrs = NULL;
 	bool		returns_ctid;
 
-	if (plan->onConflictAction == ONCONFLICT_UPDATE)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("ON CONFLICT DO UPDATE is not supported on lsm_fdw foreign tables")));
 	if (plan->returningLists != NIL)
 		pull_varattnos(list_nth(plan->returningLists, subplan_index),
 					   resultRelation, &attrs);
@@ -309,6 +331,9 @@ lsmfdwBeginForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo,
 					  mtstate->operation == CMD_INSERT);
 	st->returns_ctid = intVal(list_nth(fdw_private,
 									   LSMFDW_MODIFY_RETURNS_CTID)) != 0;
+	st->mtstate = mtstate;
+	st->do_update = ((ModifyTable *) mtstate->ps.plan)->onConflictAction ==
+		ONCONFLICT_UPDATE;
 	if (mtstate->operation == CMD_UPDATE || mtstate->operation == CMD_DELETE)
 	{
 		Plan	   *subplan = outerPlanState(mtstate)->plan;
@@ -343,6 +368,7 @@ lsmfdwBeginForeignInsert(ModifyTableState *mtstate, ResultRelInfo *rinfo)
 		do_nothing = (plan->onConflictAction == ONCONFLICT_NOTHING);
 	st = begin_modify(mtstate != NULL ? mtstate->ps.state : NULL,
 					  rinfo->ri_RelationDesc, do_nothing, true);
+	st->mtstate = mtstate;
 	rinfo->ri_FdwState = st;
 	/* COPY FROM (no plan): a bulk load */
 	if (plan == NULL)
@@ -353,7 +379,8 @@ lsmfdwBeginForeignInsert(ModifyTableState *mtstate, ResultRelInfo *rinfo)
 
 /*
  * Inserts the row in slot: fails on an existing key (returns NULL, nothing
- * inserted, under ON CONFLICT DO NOTHING).
+ * inserted, under ON CONFLICT DO NOTHING; updates the existing row under
+ * ON CONFLICT DO UPDATE, see upsert).
  */
 static TupleTableSlot *
 lsmfdwExecForeignInsert(EState *estate, ResultRelInfo *rinfo,
@@ -373,10 +400,18 @@ lsmfdwExecForeignInsert(EState *estate, ResultRelInfo *rinfo,
 	initStringInfo(&row);
 	LsmFdwEncodeRow(st->table, slot->tts_values, slot->tts_isnull, &key,
 					&row);
+	if (st->do_update)
+	{
+		slot = upsert(st, estate, rinfo, slot, &key, &row);
+		MemoryContextSwitchTo(oldcxt);
+		return slot;
+	}
 	if (LsmFdwKeyExists(st->store, st->table, key.data, key.len, &pending))
 	{
 		if (!st->do_nothing)
 			report_duplicate(st->table, key.data, key.len);
+		if (st->mtstate != NULL)
+			InstrCountTuples2(&st->mtstate->ps, 1);
 		MemoryContextSwitchTo(oldcxt);
 		return NULL;
 	}
@@ -398,7 +433,8 @@ lsmfdwExecForeignInsert(EState *estate, ResultRelInfo *rinfo,
  * Rows the executor gathers before inserting them (INSERT ... SELECT,
  * multi-row VALUES, COPY FROM, rows routed into a foreign partition), in
  * batches of lsm_fdw.insert_batch_size, unless each row's result is needed
- * at once: RETURNING, row triggers, WITH CHECK OPTION.
+ * at once: RETURNING, row triggers, WITH CHECK OPTION, ON CONFLICT DO
+ * UPDATE (a row may update one inserted just before).
  */
 static int
 lsmfdwGetForeignModifyBatchSize(ResultRelInfo *rinfo)
@@ -406,7 +442,7 @@ lsmfdwGetForeignModifyBatchSize(ResultRelInfo *rinfo)
 	TriggerDesc *trig = rinfo->ri_TrigDesc;
 
 	if (rinfo->ri_projectReturning != NULL ||
-		rinfo->ri_WithCheckOptions != NIL ||
+		rinfo->ri_WithCheckOptions != NIL || rinfo->ri_onConflict != NULL ||
 		(trig != NULL &&
 		 (trig->trig_insert_before_row || trig->trig_insert_after_row)))
 		return 1;
@@ -458,7 +494,6 @@ lsmfdwExecForeignUpdate(EState *estate, ResultRelInfo *rinfo,
 	StringInfoData oldkey;
 	StringInfoData key;
 	StringInfoData row;
-	bool		pending;
 
 	MemoryContextReset(st->row_cxt);
 	oldcxt = MemoryContextSwitchTo(st->row_cxt);
@@ -476,30 +511,125 @@ lsmfdwExecForeignUpdate(EState *estate, ResultRelInfo *rinfo,
 	initStringInfo(&row);
 	LsmFdwEncodeRow(t, slot->tts_values, slot->tts_isnull, &key, &row);
 
-	if (key.len == oldkey.len && memcmp(key.data, oldkey.data, key.len) == 0)
-		LsmFdwPendingWrite(st->store, t->relname, key.data, key.len,
-						   row.data, row.len, false, LSMFDW_BASE_VERSION,
-						   estate->es_output_cid);
-	else
-	{
-		bool		taken = LsmFdwKeyExists(st->store, t, key.data, key.len,
-											&pending);
-
-		/* the old row's version first: nothing written if it changed */
-		LsmFdwPendingWrite(st->store, t->relname, oldkey.data, oldkey.len,
-						   NULL, 0, true, LSMFDW_BASE_VERSION,
-						   estate->es_output_cid);
-		if (taken)
-			wait_for_key(st, &key, &row, estate->es_output_cid);
-		else
-			LsmFdwPendingWrite(st->store, t->relname, key.data, key.len,
-							   row.data, row.len, false, LSMFDW_BASE_ABSENT,
-							   estate->es_output_cid);
-		key_freed(st, &oldkey);
-	}
+	write_update(st, &oldkey, &key, &row, estate->es_output_cid);
 	set_ctid(st, slot, &key);
 	MemoryContextSwitchTo(oldcxt);
 	return slot;
+}
+
+/*
+ * Writes row, of key, in place of the row of oldkey, which the transaction
+ * sees: if the key changed, that is a delete of the old key and an insert
+ * of the new one, which must be free by the end of the statement.
+ */
+static void
+write_update(LsmFdwModifyState *st, StringInfo oldkey, StringInfo key,
+			 StringInfo row, CommandId cid)
+{
+	LsmFdwTable *t = st->table;
+	bool		pending;
+	bool		taken;
+
+	if (key->len == oldkey->len && memcmp(key->data, oldkey->data, key->len) == 0)
+	{
+		LsmFdwPendingWrite(st->store, t->relname, key->data, key->len,
+						   row->data, row->len, false, LSMFDW_BASE_VERSION,
+						   cid);
+		return;
+	}
+	taken = LsmFdwKeyExists(st->store, t, key->data, key->len, &pending);
+	/* the old row's version first: nothing written if it changed */
+	LsmFdwPendingWrite(st->store, t->relname, oldkey->data, oldkey->len,
+					   NULL, 0, true, LSMFDW_BASE_VERSION, cid);
+	if (taken)
+		wait_for_key(st, key, row, cid);
+	else
+		LsmFdwPendingWrite(st->store, t->relname, key->data, key->len,
+						   row->data, row->len, false, LSMFDW_BASE_ABSENT,
+						   cid);
+	key_freed(st, oldkey);
+}
+
+/*
+ * INSERT ... ON CONFLICT (key) DO UPDATE of the proposed row, encoded in
+ * key and row.  If the transaction sees no row of the key, the row is
+ * inserted; if another transaction commits one first, the commit fails
+ * with serialization_failure (a heap would wait for it and update it).
+ * Else, as for a heap: the existing row is the scan tuple and the proposed
+ * one the inner tuple (EXCLUDED) of the action's WHERE, which may reject
+ * it (NULL returned), and of its SET list, whose row replaces the existing
+ * one as an UPDATE does (the commit checks that row's version); a row the
+ * command inserted or updated already is an error.
+ */
+static TupleTableSlot *
+upsert(LsmFdwModifyState *st, EState *estate, ResultRelInfo *rinfo,
+	   TupleTableSlot *proposed, StringInfo key, StringInfo row)
+{
+	LsmFdwTable *t = st->table;
+	OnConflictSetState *oc = rinfo->ri_onConflict;
+	ExprContext *econtext = st->mtstate->ps.ps_ExprContext;
+	TupleTableSlot *existing = oc->oc_Existing;
+	TupleTableSlot *updated;
+	LsmFdwPendingRow p;
+	CommandId	cid;
+	char	   *old = NULL;
+	size_t		oldlen = 0;
+	StringInfoData newkey;
+	StringInfoData newrow;
+
+	if (LsmFdwPendingLookup(t->relid, key->data, key->len, InvalidCommandId,
+							&p, &cid))
+	{
+		if (!p.is_delete && cid == estate->es_output_cid)
+			ereport(ERROR,
+					(errcode(ERRCODE_CARDINALITY_VIOLATION),
+					 errmsg("ON CONFLICT DO UPDATE command cannot affect row a second time"),
+					 errhint("Ensure that no rows proposed for insertion within the same command have duplicate constrained values.")));
+		if (!p.is_delete)
+		{
+			old = (char *) p.val;
+			oldlen = p.vlen;
+		}
+	}
+	else if (LsmFdwGet(st->store, t->relname, key->data, key->len, &old,
+					   &oldlen))
+		LsmFdwNoteRead(st->store, key->data, key->len, old, oldlen);
+
+	if (old == NULL)
+	{
+		LsmFdwPendingWrite(st->store, t->relname, key->data, key->len,
+						   row->data, row->len, false,
+						   LSMFDW_BASE_ABSENT_UPSERT, estate->es_output_cid);
+		set_ctid(st, proposed, key);
+		return proposed;
+	}
+
+	InstrCountTuples2(&st->mtstate->ps, 1);
+	ExecClearTuple(existing);
+	LsmFdwDecodeRow(t, key->data, key->len, old, oldlen, NULL, 0,
+					existing->tts_values, existing->tts_isnull, NULL);
+	ExecStoreVirtualTuple(existing);
+	set_ctid(st, existing, key);
+	econtext->ecxt_scantuple = existing;
+	econtext->ecxt_innertuple = proposed;
+	econtext->ecxt_outertuple = NULL;
+	if (!ExecQual(oc->oc_WhereClause, econtext))
+	{
+		InstrCountFiltered1(&st->mtstate->ps, 1);
+		return NULL;
+	}
+	if (rinfo->ri_WithCheckOptions != NIL)
+		ExecWithCheckOptions(WCO_RLS_CONFLICT_CHECK, rinfo, existing, estate);
+	updated = ExecProject(oc->oc_ProjInfo);
+	slot_getallattrs(updated);
+	check_partition(rinfo, updated, estate, true);
+	initStringInfo(&newkey);
+	initStringInfo(&newrow);
+	LsmFdwEncodeRow(t, updated->tts_values, updated->tts_isnull, &newkey,
+					&newrow);
+	write_update(st, key, &newkey, &newrow, estate->es_output_cid);
+	set_ctid(st, updated, &newkey);
+	return updated;
 }
 
 /*
@@ -875,4 +1005,78 @@ truncate_one(Relation rel)
 		LsmFdwUnpinStore(s);
 	}
 	PG_END_TRY();
+}
+
+/*
+ * create_upper_paths_hook: at the final stage of planning a query (each
+ * data-modifying WITH query has its own), before the planner makes the
+ * plan that looks for the ON CONFLICT arbiter, accepts ON CONFLICT (key)
+ * on an lsm_fdw table (accept_key_arbiters).  Installed when the library
+ * is loaded: by a statement that planned a scan of an lsm_fdw table
+ * earlier in the session, or before, or in this very planning.
+ */
+static void
+upper_paths_hook(PlannerInfo *root, UpperRelationKind stage,
+				 RelOptInfo *input_rel, RelOptInfo *output_rel, void *extra)
+{
+	if (prev_upper_paths_hook != NULL)
+		prev_upper_paths_hook(root, stage, input_rel, output_rel, extra);
+	if (stage == UPPERREL_FINAL)
+		accept_key_arbiters(root->parse);
+}
+
+/*
+ * ON CONFLICT with an inference specification in q, an INSERT into an
+ * lsm_fdw table.  PostgreSQL
+ * infers the arbiter from the target's unique indexes, and a foreign table
+ * has none; its key is its one unique constraint.  So a specification
+ * naming the key column (as often as it likes, under the column's
+ * collation and default operator class, without a WHERE) is accepted, and
+ * removed: the planner then takes ON CONFLICT as applying to any conflict,
+ * which for these tables is a conflict on the key.  Any other is refused
+ * as PostgreSQL refuses one that matches no unique index.
+ */
+static void
+accept_key_arbiters(Query *q)
+{
+	OnConflictExpr *oc = q->onConflict;
+	RangeTblEntry *rte;
+	Relation	rel;
+	LsmFdwTable *t;
+	LsmFdwColumn *keycol;
+	ListCell   *lc;
+	bool		match;
+
+	if (q->commandType != CMD_INSERT || oc == NULL || oc->arbiterElems == NIL)
+		return;
+	rte = rt_fetch(q->resultRelation, q->rtable);
+	if (rte->relkind != RELKIND_FOREIGN_TABLE || !LsmFdwIsOurTable(rte->relid))
+		return;
+
+	rel = table_open(rte->relid, NoLock);
+	t = LsmFdwGetTable(rel);
+	keycol = &t->cols[t->keyattno - 1];
+	match = oc->arbiterWhere == NULL;
+	foreach(lc, oc->arbiterElems)
+	{
+		InferenceElem *elem = lfirst_node(InferenceElem, lc);
+		Var		   *var = (Var *) elem->expr;
+
+		if (!IsA(var, Var) || var->varattno != t->keyattno ||
+			(OidIsValid(elem->infercollid) &&
+			 elem->infercollid != keycol->collation) ||
+			(OidIsValid(elem->inferopclass) &&
+			 elem->inferopclass != GetDefaultOpClass(keycol->typid,
+													 BTREE_AM_OID)))
+			match = false;
+	}
+	table_close(rel, NoLock);
+	if (!match)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_COLUMN_REFERENCE),
+				 errmsg("there is no unique or exclusion constraint matching the ON CONFLICT specification"),
+				 errdetail("The only unique constraint of foreign table \"%s\" is its key column \"%s\".",
+						   t->relname, keycol->name),
+				 errhint("Write ON CONFLICT (%s).", keycol->name)));
+	oc->arbiterElems = NIL;
 }

@@ -1007,6 +1007,7 @@ key_condition(PendingKey *pk, uint64 *seq, uint64 *hash)
 		case LSMFDW_BASE_VERSION:
 			return LSM_IF_VALUE;
 		case LSMFDW_BASE_ABSENT:
+		case LSMFDW_BASE_ABSENT_UPSERT:
 			return pk->newest->is_delete ? 0 : LSM_IF_ABSENT;
 		case LSMFDW_BASE_ABSENT_SKIP:
 			return pk->newest->is_delete ? 0 : LSM_IF_ABSENT_SKIP;
@@ -1056,10 +1057,21 @@ check_key(PendingStore *ps, const char *key, size_t klen, int cond,
 static void
 report_conflict(PendingStore *ps, const lsm_conflict *c)
 {
+	PendingKey *pk;
+
 	if (c->cond == 0)
 		report_prepared(ps, c->key, c->klen, c->owner);
 	if (c->cond == LSM_IF_VALUE)
 		report_concurrent_change(ps, c->key, c->klen, c->present);
+	if ((pk = find_key(ps->relid, c->key, c->klen)) != NULL &&
+		pk->base == LSMFDW_BASE_ABSENT_UPSERT)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not serialize access due to concurrent insert"),
+				 errdetail("%s was inserted by another transaction after this transaction's INSERT ... ON CONFLICT DO UPDATE found it absent.",
+						   describe_key(ps, c->key, c->klen)),
+				 errhint("Retry the transaction."),
+				 errcontext("foreign table \"%s\"", ps->relname)));
 	report_duplicate(ps, c->key, c->klen);
 }
 
@@ -1542,8 +1554,8 @@ fold_into_stage(PendingStore *ps)
 	while ((pk = hash_seq_search(&status)) != NULL)
 	{
 		PendingVersion *v = pk->newest;
-		bool		inserted = pk->base == LSMFDW_BASE_ABSENT ||
-			pk->base == LSMFDW_BASE_ABSENT_SKIP;
+		bool		inserted = pk->base != LSMFDW_BASE_VERSION &&
+			pk->base != LSMFDW_BASE_ANY;
 		char	   *row;
 		size_t		rowlen;
 

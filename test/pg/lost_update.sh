@@ -22,6 +22,10 @@
 #                        deletes it meanwhile: the row may only come back
 #                        if the DELETE failed (whatever the order of the
 #                        two, a committed DELETE leaves no row).
+#   upsert_counters      4 sessions x 200 autocommit INSERT ... ON CONFLICT
+#                        (id) DO UPDATE SET n = n + 1 of one key that does
+#                        not exist at first: final n = the upserts that
+#                        succeeded (the first inserts n = 1);
 #   noted_version_*      a key lookup notes the version of the row it read;
 #                        an UPDATE through a range scan after another
 #                        session's commit must not take that stale version
@@ -84,6 +88,37 @@ test_counter_increments() {
 		"$successes committed without error, errors: ${errors:-none};" \
 		"final n = $n ($((successes - n)) lost)"
 	check counter_increments \
+		"0 sessions failed; n = $successes; errors other than 40001: none" \
+		"$nfailed sessions failed; n = $n; errors other than 40001: $(other_errors "$errors")"
+}
+
+# upsert_counters: as counter_increments, through upserts of key 11, which
+# starts absent, so that the first ones race to insert it.  Each session
+# loads the library first (LOAD), as the user guide says a session whose
+# first statement is an upsert must.
+test_upsert_counters() {
+	local s i nfailed=0 n res successes errors
+
+	for ((s = 1; s <= nsessions; s++)); do
+		{
+			echo '\set ON_ERROR_STOP 0'
+			echo "LOAD 'fdw';"
+			for ((i = 0; i < increments; i++)); do
+				echo "INSERT INTO counters VALUES (11, 1)" \
+					"ON CONFLICT (id) DO UPDATE SET n = counters.n + 1;"
+				printf '%s\n' '\echo :SQLSTATE :ROW_COUNT'
+			done
+		} >"$work/ups.$s.sql"
+	done
+	run_sessions "$db" ups "$nsessions" || nfailed=$?
+	n=$(sql "$db" "SELECT coalesce(sum(n), 0) FROM counters WHERE id = 11")
+	res=$(outcomes "$work"/ups.*.out)
+	successes=${res%%|*}
+	errors=${res#*|}
+	diag "upsert_counters: $((nsessions * increments)) upserts," \
+		"$successes committed without error, errors: ${errors:-none};" \
+		"final n = $n ($((successes - n)) lost)"
+	check upsert_counters \
 		"0 sessions failed; n = $successes; errors other than 40001: none" \
 		"$nfailed sessions failed; n = $n; errors other than 40001: $(other_errors "$errors")"
 }
@@ -178,6 +213,7 @@ main() {
 	sql "$db" "CREATE FOREIGN TABLE counters (id int4 OPTIONS (key 'true'),
 		n int8) SERVER lsm"
 	test_counter_increments
+	test_upsert_counters
 	test_two_sessions
 	test_delete_stays
 	test_noted_version "REPEATABLE READ" 4
