@@ -2,8 +2,8 @@
 #
 # test/bench/sql/run.sh
 #	The foreign table of lsm_fdw against native PostgreSQL heap tables on the
-#	same rows, in one run, on a throwaway cluster: point selects (pgbench
-#	TPS), equality on a non-key column (every value search strategy, a full
+#	same rows, in one run, on a throwaway cluster: point selects and
+#	upserts by key (pgbench TPS), equality on a non-key column (every value search strategy, a full
 #	scan, heap sequential scan, btree and bloom indexes), COPY FROM (time
 #	and peak memory of the loading backend), bytes on disk, a nested loop
 #	join by key, pages of ten rows in key order, ascending and
@@ -42,7 +42,7 @@
 #   SQLBENCH_SECONDS   seconds of each pgbench run (default 30)
 #   SQLBENCH_RUNS      runs of each workload (default 3)
 #   SQLBENCH_COPY_RUNS runs of each COPY of up to 1M rows (default: RUNS)
-#   SQLBENCH_SECTIONS  which of "disk point eq join order scan insert" to run after the COPYs
+#   SQLBENCH_SECTIONS  which of "disk point eq join order scan upsert insert" to run after the COPYs
 #                      (default all; the COPYs always run: they load the
 #                      tables), e.g. SQLBENCH_SECTIONS=point
 #   SQLBENCH_QUIET_WAIT  seconds to wait, before each timed step, for other
@@ -89,7 +89,7 @@ seconds=${SQLBENCH_SECONDS:-30}
 runs=${SQLBENCH_RUNS:-3}
 big_runs=${SQLBENCH_BIG_RUNS:-1}
 copy_runs=${SQLBENCH_COPY_RUNS:-$runs}
-sections=" ${SQLBENCH_SECTIONS:-disk point eq join order scan insert} "
+sections=" ${SQLBENCH_SECTIONS:-disk point eq join order scan upsert insert} "
 execs=${SQLBENCH_EXECS:-200}
 slow_execs=${SQLBENCH_SLOW_EXECS:-20}
 max_mem_gb=${SQLBENCH_MAX_MEM_GB:-8}
@@ -495,6 +495,49 @@ copy_section() {
 	fi
 }
 
+# Workload 1b: upserts by key (pgbench): INSERT ... ON CONFLICT (id) DO
+# UPDATE of random keys, half of them new, against the heap's primary key.
+# The sessions load the library first (PGOPTIONS session_preload_libraries,
+# as docs/user-guide.md "Upsert" says); a serialization failure between the
+# clients is retried (--max-tries) and counted.
+upsert_section() {
+	local r c side tps first
+	local -A res
+
+	section "workload 1b: upserts by key, pgbench -M prepared, ${seconds} s per run"
+	for side in lsm pk; do
+		printf '%s\n' '\set id random(1, 2 * :rows)' \
+			"INSERT INTO t_$side (id, usr, lang, ts) VALUES (:id, 'u' || :id, 'en', now())" \
+			"  ON CONFLICT (id) DO UPDATE SET usr = excluded.usr, ts = t_$side.ts + interval '1 second';" \
+			>"$work/upsert_$side.pgbench"
+	done
+	cat "$work/upsert_lsm.pgbench"
+	PGOPTIONS="$PGOPTIONS -c session_preload_libraries=fdw" \
+		psql_show -c "EXPLAIN (COSTS OFF) INSERT INTO t_lsm (id) VALUES (1)
+		ON CONFLICT (id) DO UPDATE SET usr = excluded.usr"
+	for r in $(seq "$runs"); do
+		for c in 1 2; do
+			if [ $(((r + c) % 2)) -eq 0 ]; then first="lsm pk"; else first="pk lsm"; fi
+			for side in $first; do
+				wait_quiet
+				read -r tps noise < <(PGOPTIONS="$PGOPTIONS -c session_preload_libraries=fdw" \
+					pgbench_tps "$work/upsert_$side.pgbench" "$c" "$seconds" --max-tries=100)
+				[ -n "$tps" ] || die "pgbench gave no TPS"
+				res[$side$c]+="$tps "
+				printf 'run %s  %s client(s)  %-8s %10.0f tps  %s retried  (other work %s cores)\n' "$r" "$c" \
+					"$(target_label "$side")" "$tps" \
+					"$(sed -n 's/^number of transactions retried: \([0-9]*\).*/\1/p' "$work/pgbench.out")" "$noise"
+			done
+		done
+	done
+	for c in 1 2; do
+		result "$(printf 'upsert_%sc         lsm %6.0f tps   heap %6.0f tps   lsm/heap %.2fx   (runs: lsm %s, heap %s)' \
+			"$c" "$(median "${res[lsm$c]}")" "$(median "${res[pk$c]}")" \
+			"$(calc '%f' "$(median "${res[lsm$c]}") / $(median "${res[pk$c]}")")" \
+			"$(range "${res[lsm$c]}" | sed 's/\.[0-9]*//g')" "$(range "${res[pk$c]}" | sed 's/\.[0-9]*//g')")"
+	done
+}
+
 # Workload 3b: INSERT INTO t SELECT * FROM an unindexed heap table holding
 # the $1 rows of the file, into the foreign table and a heap with a primary
 # key; run last, since it loads t_lsm and t_pk again.
@@ -634,13 +677,14 @@ disk_section() {
 # ---------------------------------------------------------------------------
 # Workload 1: point selects (pgbench)
 
-# Prints the TPS of one pgbench run of script $1 with $2 clients.
+# Prints the TPS of one pgbench run of script $1 with $2 clients for $3
+# seconds; more pgbench options may follow.
 pgbench_tps() {
 	local out=$work/pgbench.out
 
 	noise_begin
 	if ! pgbench -n -M prepared -f "$1" -c "$2" -j "$2" -T "$3" -D rows="$query_rows" \
-		>"$out" 2>&1; then
+		"${@:4}" >"$out" 2>&1; then
 		cat "$out" >&2
 		die "pgbench failed"
 	fi
@@ -1037,6 +1081,8 @@ main() {
 	[[ "$sections" != *" join "* ]] || join_section
 	[[ "$sections" != *" order "* ]] || order_section
 	[[ "$sections" != *" scan "* ]] || scan_section
+	# changes t_lsm and t_pk: after the sections that compare them
+	[[ "$sections" != *" upsert "* ]] || upsert_section
 	[[ "$sections" != *" insert "* ]] || insert_section "$query_rows"
 
 	section "summary ($size, $query_rows rows; see docs/benchmarks-sql.md for the targets)"
