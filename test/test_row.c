@@ -337,6 +337,43 @@ TEST(invalid_args)
 	CHECK_EQ(lsm_row_nfields(NULL, 0), 0);
 }
 
+/*
+ * lsm_row_encode_to: the size asked with no room, nothing written into a
+ * buffer one byte short, and the bytes lsm_row_encode makes into one that
+ * fits; bad arguments refused.
+ */
+TEST(encode_into_buffer)
+{
+	uint8_t		big[300];
+	uint8_t		buf[400];
+	lsm_field	f[4];
+	void	   *row;
+	size_t		len,
+				need;
+
+	memset(big, 'x', sizeof(big));
+	f[0] = bytes_field("key", 3);
+	f[1].data = NULL;
+	f[1].len = 0;
+	f[1].is_null = 1;
+	f[2] = bytes_field(big, sizeof(big));	/* a two-byte tag */
+	f[3] = bytes_field("", 0);
+	CHECK_OK(lsm_row_encode(f, 4, &row, &len));
+	CHECK_OK(lsm_row_encode_to(f, 4, NULL, 0, &need));
+	CHECK_EQ(need, len);
+	memset(buf, 0xAB, sizeof(buf));
+	CHECK_OK(lsm_row_encode_to(f, 4, buf, need - 1, &need));
+	CHECK_EQ(need, len);
+	CHECK_EQ(buf[0], 0xAB);		/* nothing written */
+	CHECK_OK(lsm_row_encode_to(f, 4, buf, need, &need));
+	CHECK_MEMEQ(buf, need, row, len);
+	CHECK_EQ(buf[need], 0xAB);	/* nothing past the row */
+	free(row);
+	CHECK_RC(LSM_INVALID, lsm_row_encode_to(f, 4, NULL, 10, &need));
+	CHECK_RC(LSM_INVALID, lsm_row_encode_to(f, 4, buf, sizeof(buf), NULL));
+	CHECK_RC(LSM_INVALID, lsm_row_encode_to(NULL, 1, buf, sizeof(buf), &need));
+}
+
 /* Encodes a row with a mix of fields for the malformed-row tests. */
 static void *
 sample_row(int which, size_t *len)
@@ -689,6 +726,7 @@ main(int argc, char **argv)
 	RUN(binary_fields);
 	RUN(many_fields);
 	RUN(invalid_args);
+	RUN(encode_into_buffer);
 	RUN(truncated_row_fields_corrupt);
 	RUN(truncated_row_nfields_zero);
 	RUN(malformed_never_crash);

@@ -683,6 +683,14 @@ int			lsm_row_encode(const lsm_field *fields, int nfields,
 						   void **row, size_t *rowlen);
 
 /*
+ * The same into the caller's buf of cap bytes: sets *rowlen, and writes
+ * the row only if it fits (cap >= *rowlen; else LSM_OK with nothing
+ * written, and the caller calls again with room for *rowlen bytes).
+ */
+int			lsm_row_encode_to(const lsm_field *fields, int nfields,
+							  void *buf, size_t cap, size_t *rowlen);
+
+/*
  * Decodes field i of a row; out->data points into row.  A field past the end
  * is null.  LSM_CORRUPTION if the row is malformed.
  */

@@ -25,16 +25,15 @@
 #include "util.h"
 
 int
-lsm_row_encode(const lsm_field *fields, int nfields, void **row,
-			   size_t *rowlen)
+lsm_row_encode_to(const lsm_field *fields, int nfields, void *buf,
+				  size_t cap, size_t *rowlen)
 {
 	size_t		n;
-	uint8_t    *p,
-			   *q;
+	uint8_t    *q;
 	int			i;
 
-	if (row == NULL || rowlen == NULL || nfields < 0 ||
-		(nfields > 0 && fields == NULL))
+	if (rowlen == NULL || nfields < 0 || (nfields > 0 && fields == NULL) ||
+		(buf == NULL && cap > 0))
 		return LSM_INVALID;
 	n = (size_t) lsm_varint_len((uint64_t) nfields);
 	for (i = 0; i < nfields; i++)
@@ -48,10 +47,11 @@ lsm_row_encode(const lsm_field *fields, int nfields, void **row,
 	}
 	if (n > LSM_MAX_VALUE_LEN)
 		return LSM_INVALID;
-	p = malloc(n + 1);
-	if (p == NULL)
-		return LSM_NOMEM;
-	q = p + lsm_put_varint(p, (uint64_t) nfields);
+	*rowlen = n;
+	if (cap < n)
+		return LSM_OK;
+	q = buf;
+	q += lsm_put_varint(q, (uint64_t) nfields);
 	for (i = 0; i < nfields; i++)
 		q += lsm_put_varint(q, fields[i].is_null ? 0 : fields[i].len + 1);
 	for (i = 0; i < nfields; i++)
@@ -60,6 +60,24 @@ lsm_row_encode(const lsm_field *fields, int nfields, void **row,
 			memcpy(q, fields[i].data, fields[i].len);
 			q += fields[i].len;
 		}
+	return LSM_OK;
+}
+
+int
+lsm_row_encode(const lsm_field *fields, int nfields, void **row,
+			   size_t *rowlen)
+{
+	size_t		n;
+	uint8_t    *p;
+	int			rc;
+
+	if (row == NULL || rowlen == NULL)
+		return LSM_INVALID;
+	if ((rc = lsm_row_encode_to(fields, nfields, NULL, 0, &n)) != LSM_OK)
+		return rc;
+	if ((p = malloc(n + 1)) == NULL)
+		return LSM_NOMEM;
+	(void) lsm_row_encode_to(fields, nfields, p, n, &n);
 	p[n] = '\0';
 	*row = p;
 	*rowlen = n;

@@ -78,6 +78,9 @@
 /* First byte of every text, varchar and bytea key. */
 #define LSMFDW_VARKEY_MARKER	0x01
 
+/* Fields of a row encoded or decoded without an allocation (most have fewer) */
+#define LSMFDW_LOCAL_FIELDS 32
+
 /* The integer keys a ctid holds (see the file header) */
 #define CTID_KEY_BITS	47
 #define CTID_KEY_MIN	(-((int64) 1 << (CTID_KEY_BITS - 1)))
@@ -654,9 +657,10 @@ LsmFdwEncodeRow(LsmFdwTable *t, Datum *values, bool *nulls,
 {
 	LsmFdwColumn *keycol = &t->cols[t->keyattno - 1];
 	StringInfoData data;
-	lsm_field  *fields;
-	size_t	   *offsets;
-	void	   *row = NULL;
+	lsm_field	local_fields[LSMFDW_LOCAL_FIELDS];
+	size_t		local_offsets[LSMFDW_LOCAL_FIELDS];
+	lsm_field  *fields = local_fields;
+	size_t	   *offsets = local_offsets;
 	size_t		rowlen = 0;
 	NeutralIo	io;
 	int			rc;
@@ -679,8 +683,13 @@ LsmFdwEncodeRow(LsmFdwTable *t, Datum *values, bool *nulls,
 
 	/* encode every field into one buffer, then point the fields into it */
 	initStringInfo(&data);
-	fields = palloc0(sizeof(lsm_field) * Max(t->nfields, 1));
-	offsets = palloc0(sizeof(size_t) * Max(t->nfields, 1));
+	if (t->nfields > LSMFDW_LOCAL_FIELDS)
+	{
+		fields = palloc(sizeof(lsm_field) * t->nfields);
+		offsets = palloc(sizeof(size_t) * t->nfields);
+	}
+	memset(fields, 0, sizeof(lsm_field) * t->nfields);
+	memset(offsets, 0, sizeof(size_t) * t->nfields);
 	if (!neutral_io_begin(t, &io))
 		encode_fields(t, values, nulls, &data, fields, offsets);
 	else
@@ -701,24 +710,22 @@ LsmFdwEncodeRow(LsmFdwTable *t, Datum *values, bool *nulls,
 		if (!fields[i].is_null)
 			fields[i].data = data.data + offsets[i];
 
-	rc = lsm_row_encode(fields, t->nfields, &row, &rowlen);
+	/* sized first, then written straight into rowbuf */
+	rc = lsm_row_encode_to(fields, t->nfields, NULL, 0, &rowlen);
 	if (rc != LSM_OK)
 		LsmFdwReportError(rc, NULL, t->relname, "encode a row of");
-
-	/* the engine's allocation must not leak if the copy fails */
-	PG_TRY();
-	{
-		appendBinaryStringInfo(rowbuf, row, rowlen);
-	}
-	PG_FINALLY();
-	{
-		lsm_free(row);
-	}
-	PG_END_TRY();
+	enlargeStringInfo(rowbuf, (int) rowlen);
+	(void) lsm_row_encode_to(fields, t->nfields, rowbuf->data + rowbuf->len,
+							 rowlen, &rowlen);
+	rowbuf->len += (int) rowlen;
+	rowbuf->data[rowbuf->len] = '\0';
 
 	pfree(data.data);
-	pfree(fields);
-	pfree(offsets);
+	if (fields != local_fields)
+	{
+		pfree(fields);
+		pfree(offsets);
+	}
 }
 
 /*
@@ -822,9 +829,6 @@ encode_fields(LsmFdwTable *t, Datum *values, bool *nulls, StringInfo data,
 	}
 }
 
-/* Fields of a row decoded without an allocation (most tables have fewer) */
-#define LSMFDW_DECODE_FIELDS 32
-
 /* The attributes of LsmFdwDecodeRow, with where kept up to date. */
 static void
 decode_fields(LsmFdwTable *t, const char *key, size_t klen,
@@ -832,7 +836,7 @@ decode_fields(LsmFdwTable *t, const char *key, size_t klen,
 			  Datum *values, bool *nulls, DecodeErrorContext *where,
 			  StringInfo arena)
 {
-	lsm_field	local[LSMFDW_DECODE_FIELDS];
+	lsm_field	local[LSMFDW_LOCAL_FIELDS];
 	lsm_field  *fields = NULL;
 	int			k;
 
@@ -861,7 +865,7 @@ decode_fields(LsmFdwTable *t, const char *key, size_t klen,
 		/* every field in one pass: one lsm_row_field each is quadratic */
 		if (fields == NULL)
 		{
-			fields = t->nfields <= LSMFDW_DECODE_FIELDS ? local
+			fields = t->nfields <= LSMFDW_LOCAL_FIELDS ? local
 				: palloc(sizeof(lsm_field) * t->nfields);
 			rc = lsm_row_fields(row, rowlen, fields, t->nfields);
 			if (rc != LSM_OK)
