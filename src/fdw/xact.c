@@ -218,6 +218,7 @@ typedef struct DirRemoval
  */
 static MemoryContext xact_cxt = NULL;
 static HTAB *pending_stores = NULL; /* PendingStore by relid */
+static PendingStore *last_store = NULL; /* find_store's last answer */
 static PendingVersion **undo_log = NULL;
 static int	undo_len = 0;
 static int	undo_size = 0;
@@ -249,6 +250,7 @@ static bool atomic_commit = true;
 static void ensure_xact_state(void);
 static PendingStore *get_pending_store(LsmFdwStore *s, const char *relname);
 static PendingVersion *visible_version(PendingKey *pk, CommandId curcid);
+static PendingStore *find_store(Oid relid);
 static PendingKey *find_key(Oid relid, const char *key, size_t klen);
 static int	pending_row_cmp(const void *a, const void *b);
 static void record_mark(void);
@@ -524,8 +526,7 @@ LsmFdwPendingTruncated(Oid relid)
 {
 	PendingStore *ps;
 
-	return pending_stores != NULL &&
-		(ps = hash_search(pending_stores, &relid, HASH_FIND, NULL)) != NULL &&
+	return (ps = find_store(relid)) != NULL &&
 		lsm_stage_truncated(ps->stage);
 }
 
@@ -536,8 +537,7 @@ LsmFdwPendingTruncated(Oid relid)
 bool
 LsmFdwPendingAny(Oid relid)
 {
-	return pending_stores != NULL &&
-		hash_search(pending_stores, &relid, HASH_FIND, NULL) != NULL;
+	return find_store(relid) != NULL;
 }
 
 /*
@@ -606,8 +606,7 @@ LsmFdwPendingLookup(Oid relid, const char *key, size_t klen,
 	 * The stages: the writes of the command moved out of memory while it
 	 * ran, which only later commands see, then older commands' writes.
 	 */
-	if (pending_stores == NULL ||
-		(ps = hash_search(pending_stores, &relid, HASH_FIND, NULL)) == NULL)
+	if ((ps = find_store(relid)) == NULL)
 		return false;
 	if (command_visible(ps, curcid))
 	{
@@ -649,8 +648,7 @@ LsmFdwPendingVisible(Oid relid, CommandId curcid, int *n)
 	int			count = 0;
 
 	*n = 0;
-	if (pending_stores == NULL ||
-		(ps = hash_search(pending_stores, &relid, HASH_FIND, NULL)) == NULL)
+	if ((ps = find_store(relid)) == NULL)
 		return NULL;
 	rows = palloc(sizeof(LsmFdwPendingRow) *
 				  Max(hash_get_num_entries(ps->keys), 1));
@@ -702,8 +700,7 @@ LsmFdwPendingStageIter(Oid relid, CommandId curcid)
 	lsm_iter   *it;
 	int			rc;
 
-	if (pending_stores == NULL ||
-		(ps = hash_search(pending_stores, &relid, HASH_FIND, NULL)) == NULL)
+	if ((ps = find_store(relid)) == NULL)
 		return NULL;
 	if (command_visible(ps, curcid) && !fold_command(ps, false))
 		ereport(ERROR,
@@ -791,7 +788,7 @@ get_pending_store(LsmFdwStore *s, const char *relname)
 		pending_stores = hash_create("lsm_fdw pending stores", 8, &ctl,
 									 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	}
-	ps = hash_search(pending_stores, &s->relid, HASH_FIND, NULL);
+	ps = find_store(s->relid);
 	if (ps == NULL)
 	{
 		HTAB	   *keys;
@@ -835,14 +832,30 @@ visible_version(PendingKey *pk, CommandId curcid)
 }
 
 /* Returns the pending key of relation relid, or NULL. */
+/*
+ * The pending writes of relation relid, or NULL.  Every row of a statement
+ * asks for the same table's, so the last answer is kept (entries of
+ * pending_stores never move, and none is removed before the end of the
+ * transaction).
+ */
+static PendingStore *
+find_store(Oid relid)
+{
+	if (last_store != NULL && last_store->relid == relid)
+		return last_store;
+	if (pending_stores == NULL)
+		return NULL;
+	last_store = hash_search(pending_stores, &relid, HASH_FIND, NULL);
+	return last_store;
+}
+
 static PendingKey *
 find_key(Oid relid, const char *key, size_t klen)
 {
 	PendingStore *ps;
 	LsmFdwKeyRef ref;
 
-	if (pending_stores == NULL ||
-		(ps = hash_search(pending_stores, &relid, HASH_FIND, NULL)) == NULL)
+	if ((ps = find_store(relid)) == NULL)
 		return NULL;
 	if (hash_get_num_entries(ps->keys) == 0)
 		return NULL;			/* e.g. every key spilled to the stage */
@@ -2151,6 +2164,7 @@ end_xact(bool commit)
 
 	xact_cxt = NULL;
 	pending_stores = NULL;
+	last_store = NULL;
 	undo_log = NULL;
 	undo_len = 0;
 	undo_size = 0;
