@@ -501,8 +501,7 @@ copy_section() {
 # as docs/user-guide.md "Upsert" says); a serialization failure between the
 # clients is retried (--max-tries) and counted.
 upsert_section() {
-	local r c side tps first
-	local -A res
+	local side
 
 	section "workload 1b: upserts by key, pgbench -M prepared, ${seconds} s per run"
 	for side in lsm pk; do
@@ -515,27 +514,7 @@ upsert_section() {
 	PGOPTIONS="$PGOPTIONS -c session_preload_libraries=fdw" \
 		psql_show -c "EXPLAIN (COSTS OFF) INSERT INTO t_lsm (id) VALUES (1)
 		ON CONFLICT (id) DO UPDATE SET usr = excluded.usr"
-	for r in $(seq "$runs"); do
-		for c in 1 2; do
-			if [ $(((r + c) % 2)) -eq 0 ]; then first="lsm pk"; else first="pk lsm"; fi
-			for side in $first; do
-				wait_quiet
-				read -r tps noise < <(PGOPTIONS="$PGOPTIONS -c session_preload_libraries=fdw" \
-					pgbench_tps "$work/upsert_$side.pgbench" "$c" "$seconds" --max-tries=100)
-				[ -n "$tps" ] || die "pgbench gave no TPS"
-				res[$side$c]+="$tps "
-				printf 'run %s  %s client(s)  %-8s %10.0f tps  %s retried  (other work %s cores)\n' "$r" "$c" \
-					"$(target_label "$side")" "$tps" \
-					"$(sed -n 's/^number of transactions retried: \([0-9]*\).*/\1/p' "$work/pgbench.out")" "$noise"
-			done
-		done
-	done
-	for c in 1 2; do
-		result "$(printf 'upsert_%sc         lsm %6.0f tps   heap %6.0f tps   lsm/heap %.2fx   (runs: lsm %s, heap %s)' \
-			"$c" "$(median "${res[lsm$c]}")" "$(median "${res[pk$c]}")" \
-			"$(calc '%f' "$(median "${res[lsm$c]}") / $(median "${res[pk$c]}")")" \
-			"$(range "${res[lsm$c]}" | sed 's/\.[0-9]*//g')" "$(range "${res[pk$c]}" | sed 's/\.[0-9]*//g')")"
-	done
+	PGOPTIONS="$PGOPTIONS -c session_preload_libraries=fdw" tps_runs upsert --max-tries=100
 }
 
 # Workload 3b: INSERT INTO t SELECT * FROM an unindexed heap table holding
@@ -696,16 +675,47 @@ pgbench_tps() {
 	echo "$(sed -n 's/^tps = \([0-9.]*\) (without initial connection time)/\1/p' "$out") $noise"
 }
 
-point_section() {
-	local r c side tps first
+# tps_runs NAME [PGBENCH OPTION...]: $runs runs of the pgbench scripts
+# $work/NAME_lsm.pgbench and $work/NAME_pk.pgbench with 1 and 2 clients,
+# the sides alternating which goes first; prints each run (with the
+# transactions retried, if any) and a result line NAME_<clients>c of the
+# medians.
+tps_runs() {
+	local name=$1 r c side tps first retried
 	local -A res
+
+	shift
+	for r in $(seq "$runs"); do
+		for c in 1 2; do
+			if [ $(((r + c) % 2)) -eq 0 ]; then first="lsm pk"; else first="pk lsm"; fi
+			for side in $first; do
+				wait_quiet
+				read -r tps noise < <(pgbench_tps "$work/${name}_$side.pgbench" "$c" "$seconds" "$@")
+				[ -n "$tps" ] || die "pgbench gave no TPS"
+				res[$side$c]+="$tps "
+				retried=$(sed -n 's/^number of transactions retried: \([0-9]*\).*/, \1 retried/p' "$work/pgbench.out")
+				printf 'run %s  %s client(s)  %-8s %10.0f tps%s  (other work %s cores)\n' "$r" "$c" \
+					"$(target_label "$side")" "$tps" "$retried" "$noise"
+			done
+		done
+	done
+	for c in 1 2; do
+		result "$(printf '%-17s lsm %6.0f tps   heap %6.0f tps   lsm/heap %.2fx   (runs: lsm %s, heap %s)' \
+			"${name}_${c}c" "$(median "${res[lsm$c]}")" "$(median "${res[pk$c]}")" \
+			"$(calc '%f' "$(median "${res[lsm$c]}") / $(median "${res[pk$c]}")")" \
+			"$(range "${res[lsm$c]}" | sed 's/\.[0-9]*//g')" "$(range "${res[pk$c]}" | sed 's/\.[0-9]*//g')")"
+	done
+}
+
+point_section() {
+	local side
 
 	section "workload 1: point selects by key, pgbench -M prepared, ${seconds} s per run"
 	for side in lsm pk; do
 		printf '\\set id random(1, :rows)\nSELECT * FROM t_%s WHERE id = :id;\n' "$side" \
-			>"$work/point_$side.pgbench"
+			>"$work/point_select_$side.pgbench"
 	done
-	cat "$work/point_lsm.pgbench"
+	cat "$work/point_select_lsm.pgbench"
 	echo "EXPLAIN, a literal and the generic plan of the prepared statement:"
 	for side in lsm pk; do
 		psql_show -c "EXPLAIN SELECT * FROM t_$side WHERE id = 42" \
@@ -717,28 +727,9 @@ point_section() {
 	sql "SELECT pg_prewarm('t_pk'), pg_prewarm('t_pk_pkey')" >/dev/null
 	find "$(sql "SELECT lsm_store_path('t_lsm')")" -type f -exec cat {} + >/dev/null
 	echo "warm-up: 5 s of each, untimed"
-	pgbench_tps "$work/point_lsm.pgbench" 1 5 >/dev/null
-	pgbench_tps "$work/point_pk.pgbench" 1 5 >/dev/null
-	for r in $(seq "$runs"); do
-		for c in 1 2; do
-			# alternate which side goes first
-			if [ $(((r + c) % 2)) -eq 0 ]; then first="lsm pk"; else first="pk lsm"; fi
-			for side in $first; do
-				wait_quiet
-				read -r tps noise < <(pgbench_tps "$work/point_$side.pgbench" "$c" "$seconds")
-				[ -n "$tps" ] || die "pgbench gave no TPS"
-				res[$side$c]+="$tps "
-				printf 'run %s  %s client(s)  %-8s %10.0f tps  (other work %s cores)\n' "$r" "$c" \
-					"$(target_label "$side")" "$tps" "$noise"
-			done
-		done
-	done
-	for c in 1 2; do
-		result "$(printf 'point_select_%sc   lsm %6.0f tps   heap %6.0f tps   lsm/heap %.2fx   (runs: lsm %s, heap %s)' \
-			"$c" "$(median "${res[lsm$c]}")" "$(median "${res[pk$c]}")" \
-			"$(calc '%f' "$(median "${res[lsm$c]}") / $(median "${res[pk$c]}")")" \
-			"$(range "${res[lsm$c]}" | sed 's/\.[0-9]*//g')" "$(range "${res[pk$c]}" | sed 's/\.[0-9]*//g')")"
-	done
+	pgbench_tps "$work/point_select_lsm.pgbench" 1 5 >/dev/null
+	pgbench_tps "$work/point_select_pk.pgbench" 1 5 >/dev/null
+	tps_runs point_select
 
 	# the answers: 1000 random keys (and 100 absent) by the same query,
 	# server-side, on both tables
