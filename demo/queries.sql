@@ -81,7 +81,7 @@ FROM unnest(ARRAY[7, 42, 999, :lookup_id, :rows]::int8[]) AS want(id)
 ORDER BY t.id;
 
 \echo
-\echo '=== 4. a rolled-back update ==='
+\echo '=== 4. a rolled-back update, an upsert ==='
 \echo 'A transaction''s writes stay in its backend until commit, when they reach the'
 \echo 'store as one atomic batch: the transaction sees its own update, another'
 \echo 'session does not, and a rollback just forgets it.'
@@ -95,3 +95,15 @@ SELECT id, body FROM tweets WHERE id = :lookup_id;
 \! psql -X -P pager=off -c "SELECT id, body FROM tweets WHERE id = $DEMO_LOOKUP_ID"
 ROLLBACK;
 SELECT id, body FROM tweets WHERE id = :lookup_id;
+\echo
+\echo 'INSERT ... ON CONFLICT (key) DO UPDATE updates the row of an existing key'
+\echo '(excluded is the row proposed) and inserts the others, as with a primary'
+\echo 'key; rolled back here too.'
+\echo
+BEGIN;
+INSERT INTO tweets (id, usr, body, lang)
+VALUES (:lookup_id, 'demo', 'upserted', 'en'), (:rows + 1, 'demo', 'new', 'en')
+ON CONFLICT (id) DO UPDATE
+  SET body = excluded.body || ' (was: ' || left(tweets.body, 24) || '...)'
+RETURNING id, usr, body;
+ROLLBACK;
