@@ -609,7 +609,9 @@ upsert(LsmFdwModifyState *st, EState *estate, ResultRelInfo *rinfo,
 	LsmFdwDecodeRow(t, key->data, key->len, old, oldlen, NULL, 0,
 					existing->tts_values, existing->tts_isnull, NULL);
 	ExecStoreVirtualTuple(existing);
-	set_ctid(st, existing, key);
+	/* RETURNING reads the new row: no error here for a key without ctid */
+	if (!LsmFdwKeyToCtid(t, key->data, key->len, &existing->tts_tid))
+		ItemPointerSetInvalid(&existing->tts_tid);
 	econtext->ecxt_scantuple = existing;
 	econtext->ecxt_innertuple = proposed;
 	econtext->ecxt_outertuple = NULL;
