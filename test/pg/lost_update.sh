@@ -65,31 +65,41 @@ other_errors() {
 	echo "${e:-none}"
 }
 
-# counter_increments: the brief's test, 4 sessions of 200 increments.
-test_counter_increments() {
-	local s i nfailed=0 n res successes errors
+# concurrent_increments NAME ID FIRST STATEMENT: $nsessions sessions run
+# FIRST once and then STATEMENT, which adds 1 to n of row ID, $increments
+# times each, in autocommit: every statement that succeeded must be in the
+# final n, and every error must be 40001.
+concurrent_increments() {
+	local name=$1 id=$2 first=$3 stmt=$4 s i nfailed=0 n res successes errors
 
-	sql "$db" "INSERT INTO counters VALUES (1, 0)"
 	for ((s = 1; s <= nsessions; s++)); do
 		{
 			echo '\set ON_ERROR_STOP 0'
+			echo "$first"
 			for ((i = 0; i < increments; i++)); do
-				echo "UPDATE counters SET n = n + 1 WHERE id = 1;"
+				echo "$stmt"
 				printf '%s\n' '\echo :SQLSTATE :ROW_COUNT'
 			done
-		} >"$work/inc.$s.sql"
+		} >"$work/$name.$s.sql"
 	done
-	run_sessions "$db" inc "$nsessions" || nfailed=$?
-	n=$(sql "$db" "SELECT n FROM counters WHERE id = 1")
-	res=$(outcomes "$work"/inc.*.out)
+	run_sessions "$db" "$name" "$nsessions" || nfailed=$?
+	n=$(sql "$db" "SELECT coalesce(sum(n), 0) FROM counters WHERE id = $id")
+	res=$(outcomes "$work/$name".*.out)
 	successes=${res%%|*}
 	errors=${res#*|}
-	diag "counter_increments: $((nsessions * increments)) increments," \
+	diag "$name: $((nsessions * increments)) statements," \
 		"$successes committed without error, errors: ${errors:-none};" \
 		"final n = $n ($((successes - n)) lost)"
-	check counter_increments \
+	check "$name" \
 		"0 sessions failed; n = $successes; errors other than 40001: none" \
 		"$nfailed sessions failed; n = $n; errors other than 40001: $(other_errors "$errors")"
+}
+
+# counter_increments: the brief's test, 4 sessions of 200 increments.
+test_counter_increments() {
+	sql "$db" "INSERT INTO counters VALUES (1, 0)"
+	concurrent_increments counter_increments 1 "" \
+		"UPDATE counters SET n = n + 1 WHERE id = 1;"
 }
 
 # upsert_counters: as counter_increments, through upserts of key 11, which
@@ -97,30 +107,8 @@ test_counter_increments() {
 # loads the library first (LOAD), as the user guide says a session whose
 # first statement is an upsert must.
 test_upsert_counters() {
-	local s i nfailed=0 n res successes errors
-
-	for ((s = 1; s <= nsessions; s++)); do
-		{
-			echo '\set ON_ERROR_STOP 0'
-			echo "LOAD 'fdw';"
-			for ((i = 0; i < increments; i++)); do
-				echo "INSERT INTO counters VALUES (11, 1)" \
-					"ON CONFLICT (id) DO UPDATE SET n = counters.n + 1;"
-				printf '%s\n' '\echo :SQLSTATE :ROW_COUNT'
-			done
-		} >"$work/ups.$s.sql"
-	done
-	run_sessions "$db" ups "$nsessions" || nfailed=$?
-	n=$(sql "$db" "SELECT coalesce(sum(n), 0) FROM counters WHERE id = 11")
-	res=$(outcomes "$work"/ups.*.out)
-	successes=${res%%|*}
-	errors=${res#*|}
-	diag "upsert_counters: $((nsessions * increments)) upserts," \
-		"$successes committed without error, errors: ${errors:-none};" \
-		"final n = $n ($((successes - n)) lost)"
-	check upsert_counters \
-		"0 sessions failed; n = $successes; errors other than 40001: none" \
-		"$nfailed sessions failed; n = $n; errors other than 40001: $(other_errors "$errors")"
+	concurrent_increments upsert_counters 11 "LOAD 'fdw';" \
+		"INSERT INTO counters VALUES (11, 1) ON CONFLICT (id) DO UPDATE SET n = counters.n + 1;"
 }
 
 # two_sessions: A increments in a transaction that stays open a second; B
