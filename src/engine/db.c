@@ -2715,7 +2715,7 @@ lsm_share(lsm_db *db, int max_parts, void **view, size_t *len)
 	lsm_version *v;
 	lsm_buf		b = {0};
 	uint8_t		hdr[VIEW_HEADER];
-	uint8_t		n4[4];
+	uint8_t		n4[4] = {0};
 	lsm_err		e;
 	bool		mem;
 	int			rc;

@@ -147,9 +147,8 @@ lsm_err_corrupt_at(lsm_err *e, const char *file, int line, const char *fmt,...)
 }
 
 int
-lsm_buf_reserve(lsm_buf *b, size_t extra)
+lsm_buf_grow(lsm_buf *b, size_t need)
 {
-	size_t		need = b->len + extra;
 	size_t		cap;
 	uint8_t    *p;
 
@@ -163,17 +162,6 @@ lsm_buf_reserve(lsm_buf *b, size_t extra)
 		return LSM_NOMEM;
 	b->data = p;
 	b->cap = cap;
-	return LSM_OK;
-}
-
-int
-lsm_buf_append(lsm_buf *b, const void *p, size_t n)
-{
-	if (lsm_buf_reserve(b, n) != LSM_OK)
-		return LSM_NOMEM;
-	if (n)
-		memcpy(b->data + b->len, p, n);
-	b->len += n;
 	return LSM_OK;
 }
 

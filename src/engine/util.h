@@ -247,9 +247,33 @@ typedef struct lsm_buf
 	size_t		cap;
 } lsm_buf;
 
-/* Ensures room for extra more bytes; LSM_NOMEM on failure. */
-int			lsm_buf_reserve(lsm_buf *b, size_t extra);
-int			lsm_buf_append(lsm_buf *b, const void *p, size_t n);
+/* Grows b to hold need bytes (util.c); LSM_NOMEM on failure. */
+int			lsm_buf_grow(lsm_buf *b, size_t need);
+
+/*
+ * Ensures room for extra more bytes; LSM_NOMEM on failure.  Inline, as is
+ * lsm_buf_append: the builders append a few bytes per entry (a hash, a
+ * block number), and a copy of a constant size then compiles to a store.
+ */
+static inline int
+lsm_buf_reserve(lsm_buf *b, size_t extra)
+{
+	if (b->len + extra <= b->cap)
+		return LSM_OK;
+	return lsm_buf_grow(b, b->len + extra);
+}
+
+static inline int
+lsm_buf_append(lsm_buf *b, const void *p, size_t n)
+{
+	if (lsm_buf_reserve(b, n) != LSM_OK)
+		return LSM_NOMEM;
+	if (n)
+		memcpy(b->data + b->len, p, n);
+	b->len += n;
+	return LSM_OK;
+}
+
 int			lsm_buf_append_varint(lsm_buf *b, uint64_t v);
 void		lsm_buf_free(lsm_buf *b);
 

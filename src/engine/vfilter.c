@@ -124,6 +124,9 @@ lsm_value_hashes(const uint8_t *row, size_t rowlen, uint64_t unindexed,
 	/* one pass over the fields (a malformed row has none) */
 	if (lsm_row_cursor_init(&c, row, rowlen, &nf) != LSM_OK || nf > INT32_MAX)
 		return LSM_OK;
+	/* room for every field's hash (init checked a tag byte per field) */
+	if (lsm_buf_reserve(out, nf * sizeof(uint64_t)) != LSM_OK)
+		return LSM_NOMEM;
 	for (f = 0; lsm_row_cursor_next(&c, &fv); f++)
 	{
 		uint64_t	h;
@@ -131,8 +134,8 @@ lsm_value_hashes(const uint8_t *row, size_t rowlen, uint64_t unindexed,
 		if ((f < 64 && (unindexed >> f) & 1) || fv.is_null)
 			continue;
 		h = lsm_value_hash((int) f, fv.data, fv.len);
-		if (lsm_buf_append(out, &h, sizeof(h)) != LSM_OK)
-			return LSM_NOMEM;
+		memcpy(out->data + out->len, &h, sizeof(h));
+		out->len += sizeof(h);
 	}
 	return LSM_OK;
 }
