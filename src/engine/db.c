@@ -4909,6 +4909,19 @@ lsm_last_sequence(lsm_db *db)
 }
 
 int
+lsm_view_is_empty(lsm_db *db)
+{
+	int			l;
+
+	if (db == NULL || lsm_memtable_entries(db->mem) > 0)
+		return 0;
+	for (l = 0; l < LSM_MAX_LEVELS; l++)
+		if (db->current->nfiles[l] > 0)
+			return 0;
+	return 1;
+}
+
+int
 lsm_db_value_params(lsm_db *db, lsm_table_builder *b, lsm_err *e)
 {
 	lsm_value_params vp;

@@ -854,6 +854,15 @@ int			lsm_level_files(lsm_db *db, int level);
 uint64_t	lsm_last_sequence(lsm_db *db);
 
 /*
+ * 1 if the handle's reads see no entry at all: no table in its view and
+ * an empty memtable.  Then every lsm_get finds nothing until the handle
+ * catches up (a write, lsm_refresh, lsm_lock): what other handles write
+ * meanwhile is newer than its view.  0 if not, for NULL, and when unsure
+ * (the shared memtable holds entries, seen or not).  No I/O, no locks.
+ */
+int			lsm_view_is_empty(lsm_db *db);
+
+/*
  * Nonzero if another handle (in any process) is compacting the store right
  * now, i.e. holds LOCK.compact (probed with a non-blocking flock, released
  * at once).  Zero on a read-only handle, and between lsm_lock and
