@@ -710,13 +710,17 @@ LsmFdwEncodeRow(LsmFdwTable *t, Datum *values, bool *nulls,
 		if (!fields[i].is_null)
 			fields[i].data = data.data + offsets[i];
 
-	/* sized first, then written straight into rowbuf */
-	rc = lsm_row_encode_to(fields, t->nfields, NULL, 0, &rowlen);
+	/* written straight into rowbuf: sized first only if it has no room */
+	rc = lsm_row_encode_to(fields, t->nfields, rowbuf->data + rowbuf->len,
+						   rowbuf->maxlen - rowbuf->len - 1, &rowlen);
 	if (rc != LSM_OK)
 		LsmFdwReportError(rc, NULL, t->relname, "encode a row of");
-	enlargeStringInfo(rowbuf, (int) rowlen);
-	(void) lsm_row_encode_to(fields, t->nfields, rowbuf->data + rowbuf->len,
-							 rowlen, &rowlen);
+	if (rowlen > (size_t) (rowbuf->maxlen - rowbuf->len - 1))
+	{
+		enlargeStringInfo(rowbuf, (int) rowlen);
+		(void) lsm_row_encode_to(fields, t->nfields,
+								 rowbuf->data + rowbuf->len, rowlen, &rowlen);
+	}
 	rowbuf->len += (int) rowlen;
 	rowbuf->data[rowbuf->len] = '\0';
 

@@ -432,6 +432,7 @@ extern uint64 LsmFdwRowVersion(const char *row, size_t rowlen);
 extern bool LsmFdwGet(LsmFdwStore *s, const char *relname,
 					  const char *key, size_t klen,
 					  char **val, size_t *vlen);
+extern bool LsmFdwStoreLooksEmpty(LsmFdwStore *s);
 extern void LsmFdwRemoveStoreDir(Oid relid, const char *path);
 extern LsmFdwStoreSize LsmFdwGetStoreSize(LsmFdwStore *s,
 										  const char *relname);
@@ -595,8 +596,6 @@ extern void LsmFdwSetScanRoutines(struct FdwRoutine *routine);
 /* modify.c */
 extern void LsmFdwInitModify(void);
 extern void LsmFdwSetModifyRoutines(struct FdwRoutine *routine);
-extern bool LsmFdwKeyExists(LsmFdwStore *s, LsmFdwTable *t,
-							const char *key, size_t klen, bool *pending);
 
 /* analyze.c */
 extern void LsmFdwSetAnalyzeRoutines(struct FdwRoutine *routine);

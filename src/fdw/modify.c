@@ -83,6 +83,8 @@ typedef struct LsmFdwModifyState
 								 * expression context evaluates DO UPDATE */
 	uint64		inserted;		/* rows this statement inserted */
 	bool		returns_ctid;	/* RETURNING reads ctid */
+	bool		store_empty;	/* the store held no row when the
+								 * statement began (see begin_modify) */
 	bool		changes_rows;	/* UPDATE or DELETE: counted in
 								 * store->modifying */
 	AttrNumber	key_junk;		/* the old key in the plan's output */
@@ -111,8 +113,13 @@ typedef struct WaitingRow
  */
 static int	bulk_insert_rows = 1000;
 
-/* lsm_fdw.insert_batch_size: rows the executor gathers per batch insert */
-static int	insert_batch_size = 100;
+/*
+ * lsm_fdw.insert_batch_size: rows the executor gathers per batch insert.
+ * One by one by default: to gather a batch the executor copies each row
+ * (and pins its source buffer), which costs more than the batch saves a
+ * wrapper that writes in-process (docs/benchmarks-sql.md, session 22).
+ */
+static int	insert_batch_size = 1;
 
 /* Items of the fdw_private list made by PlanForeignModify */
 enum LsmFdwModifyPrivate
@@ -205,9 +212,9 @@ LsmFdwInitModify(void)
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("lsm_fdw.insert_batch_size",
 							"Rows the executor gathers before it inserts them into an lsm_fdw table.",
-							"INSERT ... SELECT, multi-row VALUES, COPY FROM and rows routed into foreign partitions are inserted in batches of this many rows (1: one by one), unless RETURNING, row triggers or WITH CHECK OPTION need each row's result at once.",
+							"INSERT ... SELECT, multi-row VALUES, COPY FROM and rows routed into foreign partitions are inserted in batches of this many rows (1, the default: one by one), unless RETURNING, row triggers or WITH CHECK OPTION need each row's result at once.",
 							&insert_batch_size,
-							100, 1, 10000,
+							1, 1, 10000,
 							PGC_USERSET, 0,
 							NULL, NULL, NULL);
 	prev_upper_paths_hook = create_upper_paths_hook;
@@ -234,12 +241,14 @@ LsmFdwSetModifyRoutines(FdwRoutine *routine)
 
 /*
  * Returns whether key exists for the transaction: in its newest pending
- * write of the key if it has one (*pending set), else in the store.
+ * write of the key if it has one (*pending set), else in the store (not
+ * looked at if it was empty when the statement began: see begin_modify).
  */
-bool
-LsmFdwKeyExists(LsmFdwStore *s, LsmFdwTable *t, const char *key,
-				size_t klen, bool *pending)
+static bool
+key_exists(LsmFdwModifyState *st, const char *key, size_t klen,
+		   bool *pending)
 {
+	LsmFdwTable *t = st->table;
 	LsmFdwPendingRow p;
 	char	   *row;
 	size_t		rowlen;
@@ -248,7 +257,8 @@ LsmFdwKeyExists(LsmFdwStore *s, LsmFdwTable *t, const char *key,
 								   &p, NULL);
 	if (*pending)
 		return !p.is_delete;
-	if (LsmFdwGet(s, t->relname, key, klen, &row, &rowlen))
+	if (!st->store_empty &&
+		LsmFdwGet(st->store, t->relname, key, klen, &row, &rowlen))
 	{
 		pfree(row);
 		return true;
@@ -406,7 +416,7 @@ lsmfdwExecForeignInsert(EState *estate, ResultRelInfo *rinfo,
 		MemoryContextSwitchTo(oldcxt);
 		return slot;
 	}
-	if (LsmFdwKeyExists(st->store, st->table, key.data, key.len, &pending))
+	if (key_exists(st, key.data, key.len, &pending))
 	{
 		if (!st->do_nothing)
 			report_duplicate(st->table, key.data, key.len);
@@ -424,7 +434,12 @@ lsmfdwExecForeignInsert(EState *estate, ResultRelInfo *rinfo,
 					   row.data, row.len, false,
 					   st->do_nothing ? LSMFDW_BASE_ABSENT_SKIP
 					   : LSMFDW_BASE_ABSENT, estate->es_output_cid);
-	set_ctid(st, slot, &key);
+	/* the ctid for those who may read it (a load's rows need none) */
+	if (rinfo->ri_projectReturning != NULL || rinfo->ri_TrigDesc != NULL ||
+		rinfo->ri_WithCheckOptions != NIL)
+		set_ctid(st, slot, &key);
+	else
+		ItemPointerSetInvalid(&slot->tts_tid);
 	MemoryContextSwitchTo(oldcxt);
 	return slot;
 }
@@ -537,7 +552,7 @@ write_update(LsmFdwModifyState *st, StringInfo oldkey, StringInfo key,
 						   cid);
 		return;
 	}
-	taken = LsmFdwKeyExists(st->store, t, key->data, key->len, &pending);
+	taken = key_exists(st, key->data, key->len, &pending);
 	/* the old row's version first: nothing written if it changed */
 	LsmFdwPendingWrite(st->store, t->relname, oldkey->data, oldkey->len,
 					   NULL, 0, true, LSMFDW_BASE_VERSION, cid);
@@ -761,6 +776,14 @@ begin_modify(EState *estate, Relation rel, bool do_nothing, bool refresh)
 										ALLOCSET_DEFAULT_SIZES);
 	st->store = LsmFdwOpenStore(st->table, refresh);
 	LsmFdwPinStore(st->store);
+
+	/*
+	 * An empty store (a table being loaded) need not be asked for each new
+	 * key: its handle shows nothing until it catches up, which the
+	 * statement's writes do not make it do.  (A key another transaction
+	 * commits meanwhile fails this one's commit, as it would anyway.)
+	 */
+	st->store_empty = LsmFdwStoreLooksEmpty(st->store);
 	st->released = false;
 	st->cleanup.func = release_modify;
 	st->cleanup.arg = st;
@@ -939,8 +962,7 @@ place_waiting_rows(LsmFdwModifyState *st)
 	hash_seq_init(&status, st->waiting);
 	while ((w = hash_seq_search(&status)) != NULL)
 	{
-		if (LsmFdwKeyExists(st->store, st->table, w->key.data, w->key.len,
-							&pending))
+		if (key_exists(st, w->key.data, w->key.len, &pending))
 		{
 			hash_seq_term(&status);
 			report_duplicate(st->table, w->key.data, w->key.len);

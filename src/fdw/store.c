@@ -521,6 +521,18 @@ LsmFdwReadVersion(LsmFdwStore *s, const char *key, size_t klen,
 }
 
 /*
+ * Whether the committed state of s, as its handle shows it now, holds no
+ * row: LsmFdwGet then finds nothing until the handle catches up with other
+ * processes' commits (at the next statement, or the next transaction under
+ * REPEATABLE READ).
+ */
+bool
+LsmFdwStoreLooksEmpty(LsmFdwStore *s)
+{
+	return lsm_view_is_empty(s->db) != 0;
+}
+
+/*
  * Looks key up in the committed state of s.  Returns false if it is absent;
  * else true with a palloc'd copy of the row in *val (NUL-terminated) and
  * its length in *vlen.  Raises an error on an engine failure.
