@@ -279,6 +279,13 @@ SELECT line FROM (SELECT regexp_replace(l, '[0-9]+', 'N', 'g') AS line
   FROM (SELECT * FROM explain_lines('SELECT x, count(*), sum(y) FROM ta_many GROUP BY x')) e(l)) s
   WHERE line LIKE '%Passes%';
 SELECT same('SELECT x, count(*), sum(y) FROM ta_many GROUP BY x');
+-- ... each pass over the same key range
+SELECT pushed('SELECT x, count(*) FROM ta_many WHERE id < 20000 GROUP BY x');
+SELECT line FROM (SELECT regexp_replace(l, '[0-9]+', 'N', 'g') AS line
+  FROM (SELECT * FROM explain_lines('SELECT x, count(*) FROM ta_many WHERE id < 20000 GROUP BY x')) e(l)) s
+  WHERE line LIKE '%Passes%';
+SELECT same('SELECT x, count(*) FROM ta_many WHERE id < 20000 GROUP BY x');
+SELECT same('SELECT x, count(*) FROM ta_many WHERE id BETWEEN 100 AND 25000 GROUP BY x');
 BEGIN;
 DELETE FROM ta_many WHERE id % 3 = 0;
 DELETE FROM ta_many_native WHERE id % 3 = 0;

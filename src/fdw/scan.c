@@ -916,6 +916,8 @@ start_range(ForeignScanState *node, LsmFdwScanState *st)
 
 	resetStringInfo(&st->lower);
 	resetStringInfo(&st->upper);
+	st->lower_enc = LSMFDW_BOUND_NONE;
+	st->upper_enc = LSMFDW_BOUND_NONE;
 	forboth(lc1, st->value_states, lc2, st->bounds)
 	{
 		LsmFdwBound kind = lfirst_int(lc2);
