@@ -494,7 +494,8 @@ LsmFdwGetAggregatePlan(PlannerInfo *root, ForeignPath *best_path,
 	List	   *bounds;
 	List	   *private;
 
-	bounds = LsmFdwRangeBounds(root, base, base->baserestrictinfo, &fdw_exprs);
+	bounds = LsmFdwRangeBounds(root, base, base->baserestrictinfo, &fdw_exprs,
+							   NULL);
 	private = list_make4(makeInteger(LSMFDW_ACCESS_AGGREGATE),
 						 lfourth(fdw_private), NIL, bounds);
 	private = lappend(private, makeInteger(-1));	/* field */

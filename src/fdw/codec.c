@@ -78,6 +78,14 @@
 /* First byte of every text, varchar and bytea key. */
 #define LSMFDW_VARKEY_MARKER	0x01
 
+/* How a value is encoded as (part of) a key: see encode_key_part */
+typedef enum KeyForm
+{
+	KEY_WHOLE,					/* a one-column key */
+	KEY_PART,					/* a part of a composite key, not the last */
+	KEY_LAST					/* the last part of a composite key */
+} KeyForm;
+
 /* Fields of a row encoded or decoded without an allocation (most have fewer) */
 #define LSMFDW_LOCAL_FIELDS 32
 
@@ -126,6 +134,13 @@ static int64 integer_datum(Datum value, Oid valtype);
 static bool ctid_to_key(const LsmFdwTable *t, ItemPointer tid,
 						StringInfo buf);
 static bool type_has_send(Oid typid);
+static bool key_successor(StringInfo b);
+static bool composite_key_ok(const LsmFdwTable *t, const char *key,
+							 size_t klen);
+static bool encode_key_part(const LsmFdwColumn *col, Datum value,
+							Oid valtype, KeyForm form, StringInfo buf);
+static Datum decode_key_part(const LsmFdwTable *t, const LsmFdwColumn *col,
+							 const char **p, const char *end, bool last);
 
 /*
  * Chooses the codec of a column from its (base) type, which the caller has
@@ -287,13 +302,53 @@ bool
 LsmFdwEncodeKey(const LsmFdwTable *t, Datum value, Oid valtype,
 				StringInfo buf)
 {
-	const LsmFdwColumn *key = &t->cols[t->keyattno - 1];
-
 	if (valtype == TIDOID)
 		return LsmFdwKeyHasCtid(t) &&
 			ctid_to_key(t, (ItemPointer) DatumGetPointer(value), buf);
+	if (t->nkeys != 1)
+		elog(ERROR, "lsm_fdw: a key of %d columns encoded from one value",
+			 t->nkeys);
+	return encode_key_part(&t->cols[t->keyattno - 1], value, valtype,
+						   KEY_WHOLE, buf);
+}
 
-	switch (key->codec)
+/*
+ * Appends to buf the key of table t whose key columns have values (one per
+ * key column, in key order, none null), of base types valtypes (as for
+ * LsmFdwEncodeKey).  Returns false if no key can have them: a value out of
+ * its column's range, or a key longer than the engine allows.
+ */
+bool
+LsmFdwEncodeKeyValues(const LsmFdwTable *t, const Datum *values,
+					  const Oid *valtypes, StringInfo buf)
+{
+	int			start = buf->len;
+	int			k;
+
+	if (t->nkeys == 1)
+		return encode_key_part(&t->cols[t->keyattno - 1], values[0],
+							   valtypes[0], KEY_WHOLE, buf);
+	for (k = 0; k < t->nkeys; k++)
+		if (!encode_key_part(&t->cols[t->keyattnos[k] - 1], values[k],
+							 valtypes[k],
+							 k == t->nkeys - 1 ? KEY_LAST : KEY_PART, buf))
+			return false;
+	return buf->len - start <= LSM_MAX_KEY_LEN;
+}
+
+/*
+ * Appends to buf the encoding of value (of base type valtype) as part of a
+ * key in column col (see the file header): the whole key of a one-column
+ * key (text with its marker), a part of a composite key followed by
+ * others (text escaped and terminated), or its last part (text as it is).
+ * Returns false if no key can have the value: an integer out of the
+ * column's range, or (a whole key) a value longer than a key can be.
+ */
+static bool
+encode_key_part(const LsmFdwColumn *col, Datum value, Oid valtype,
+				KeyForm form, StringInfo buf)
+{
+	switch (col->codec)
 	{
 		case LSMFDW_CODEC_INT2:
 		case LSMFDW_CODEC_INT4:
@@ -301,12 +356,12 @@ LsmFdwEncodeKey(const LsmFdwTable *t, Datum value, Oid valtype,
 			{
 				int64		v = integer_datum(value, valtype);
 
-				if ((key->codec == LSMFDW_CODEC_INT2 &&
+				if ((col->codec == LSMFDW_CODEC_INT2 &&
 					 (v < PG_INT16_MIN || v > PG_INT16_MAX)) ||
-					(key->codec == LSMFDW_CODEC_INT4 &&
+					(col->codec == LSMFDW_CODEC_INT4 &&
 					 (v < PG_INT32_MIN || v > PG_INT32_MAX)))
 					return false;
-				put_int(buf, v, codec_width(key->codec));
+				put_int(buf, v, codec_width(col->codec));
 				return true;
 			}
 		case LSMFDW_CODEC_DATE:
@@ -324,16 +379,41 @@ LsmFdwEncodeKey(const LsmFdwTable *t, Datum value, Oid valtype,
 		case LSMFDW_CODEC_BYTEA:
 			{
 				struct varlena *v = PG_DETOAST_DATUM_PACKED(value);
+				const char *p = VARDATA_ANY(v);
 				size_t		len = VARSIZE_ANY_EXHDR(v);
 
-				if (len + 1 > LSM_MAX_KEY_LEN)
+				if (form == KEY_WHOLE)
+				{
+					if (len + 1 > LSM_MAX_KEY_LEN)
+						return false;
+					appendStringInfoChar(buf, LSMFDW_VARKEY_MARKER);
+				}
+				if (form != KEY_PART)
+				{
+					if (len > LSM_MAX_KEY_LEN)
+						return false;
+					appendBinaryStringInfo(buf, p, len);
+					return true;
+				}
+				if (len > LSM_MAX_KEY_LEN)
 					return false;
-				appendStringInfoChar(buf, LSMFDW_VARKEY_MARKER);
-				appendBinaryStringInfo(buf, VARDATA_ANY(v), len);
+				/* each zero byte as 0x00 0xFF, then 0x00 0x00 */
+				while (len > 0)
+				{
+					const char *z = memchr(p, '\0', len);
+					size_t		n = z != NULL ? z - p + 1 : len;
+
+					appendBinaryStringInfo(buf, p, n);
+					if (z != NULL)
+						appendStringInfoChar(buf, (char) 0xFF);
+					p += n;
+					len -= n;
+				}
+				appendBinaryStringInfo(buf, "\0\0", 2);
 				return true;
 			}
 		default:
-			elog(ERROR, "unexpected key codec %d", (int) key->codec);
+			elog(ERROR, "unexpected key codec %d", (int) col->codec);
 	}
 	return false;				/* keep the compiler quiet */
 }
@@ -414,6 +494,9 @@ LsmFdwEncodeKeyBound(const LsmFdwTable *t, Datum value, Oid valtype,
 	LsmFdwBoundEnc enc = strict ? LSMFDW_BOUND_EXCLUSIVE
 		: LSMFDW_BOUND_INCLUSIVE;
 
+	if (t->nkeys != 1)
+		elog(ERROR, "lsm_fdw: a bound of a composite key from one value");
+
 	switch (key->codec)
 	{
 		case LSMFDW_CODEC_INT2:
@@ -463,6 +546,105 @@ LsmFdwEncodeKeyBound(const LsmFdwTable *t, Datum value, Oid valtype,
 }
 
 /*
+ * Appends to buf part k of a key of composite-key table t: the encoding of
+ * value (of base type valtype) in key column k, as encode_key_part does.
+ * Returns false if no key can hold it there (an integer out of range).
+ */
+bool
+LsmFdwEncodeKeyPart(const LsmFdwTable *t, int k, Datum value, Oid valtype,
+					StringInfo buf)
+{
+	return encode_key_part(&t->cols[t->keyattnos[k] - 1], value, valtype,
+						   k == t->nkeys - 1 ? KEY_LAST : KEY_PART, buf);
+}
+
+/*
+ * For a scan of composite-key table t by a prefix of its key: prefix
+ * holds the first k parts (LsmFdwEncodeKeyPart), and value, if not NULL,
+ * bounds column k by "column <kind> value".  Appends to buf a bound (lower
+ * for GE and GT, upper for LE and LT) that holds every key with that
+ * prefix whose column k satisfies the qual, and returns whether it is
+ * inclusive or exclusive, or LSMFDW_BOUND_NONE (buf untouched) if no bound
+ * narrows the keys.  Keys with the prefix are bounded exactly (its parts
+ * are self-delimiting, or the whole key when k = nkeys); the bound on
+ * column k may let through a key that does not satisfy the qual (a value
+ * too long for a key, a prefix of a text), so the executor checks it
+ * again.
+ */
+LsmFdwBoundEnc
+LsmFdwEncodePrefixBound(const LsmFdwTable *t, const char *prefix, int plen,
+						int k, const Datum *value, Oid valtype,
+						LsmFdwBound kind, StringInfo buf)
+{
+	bool		upper = (kind == LSMFDW_BOUND_LE || kind == LSMFDW_BOUND_LT);
+	StringInfoData b;
+
+	initStringInfo(&b);
+	appendBinaryStringInfo(&b, prefix, plen);
+	if (value != NULL && k < t->nkeys &&
+		LsmFdwEncodeKeyPart(t, k, *value, valtype, &b))
+	{
+		if (b.len > LSM_MAX_KEY_LEN)
+		{
+			/* no key is longer: a lower bound cut there still holds them */
+			if (!upper)
+			{
+				appendBinaryStringInfo(buf, b.data, LSM_MAX_KEY_LEN);
+				return LSMFDW_BOUND_INCLUSIVE;
+			}
+		}
+		else if (!upper)
+		{
+			appendBinaryStringInfo(buf, b.data, b.len);
+			return LSMFDW_BOUND_INCLUSIVE;
+		}
+		else if (key_successor(&b))
+		{
+			appendBinaryStringInfo(buf, b.data, b.len);
+			return LSMFDW_BOUND_EXCLUSIVE;
+		}
+		resetStringInfo(&b);
+		appendBinaryStringInfo(&b, prefix, plen);
+	}
+
+	/* the prefix's own bounds: from it, to the first key past all it starts */
+	if (plen == 0)
+		return LSMFDW_BOUND_NONE;
+	if (!upper)
+	{
+		appendBinaryStringInfo(buf, prefix, plen);
+		return LSMFDW_BOUND_INCLUSIVE;
+	}
+	if (k >= t->nkeys)
+	{
+		/* a whole key: a text last part may be the start of longer ones */
+		appendBinaryStringInfo(buf, prefix, plen);
+		return LSMFDW_BOUND_INCLUSIVE;
+	}
+	if (!key_successor(&b))
+		return LSMFDW_BOUND_NONE;
+	appendBinaryStringInfo(buf, b.data, b.len);
+	return LSMFDW_BOUND_EXCLUSIVE;
+}
+
+/*
+ * Turns the bytes of b into the least byte string greater than every
+ * string they begin: the last byte below 0xFF incremented, what follows it
+ * dropped.  Returns false if there is none (every byte is 0xFF).
+ */
+static bool
+key_successor(StringInfo b)
+{
+	while (b->len > 0 && (uint8) b->data[b->len - 1] == 0xFF)
+		b->len--;
+	if (b->len == 0)
+		return false;
+	b->data[b->len - 1] = (char) ((uint8) b->data[b->len - 1] + 1);
+	b->data[b->len] = '\0';
+	return true;
+}
+
+/*
  * Appends to buf the field encoding of value, compared for equality with
  * column col: what a row holding an equal value has in the column's field,
  * for a value search.  valtype is value's (base) type: the column's, an
@@ -500,11 +682,64 @@ Datum
 LsmFdwDecodeKey(const LsmFdwTable *t, const char *key, size_t klen)
 {
 	const LsmFdwColumn *col = &t->cols[t->keyattno - 1];
+	const char *end = key + klen;
+
+	if (t->nkeys != 1)
+		elog(ERROR, "lsm_fdw: a key of %d columns decoded as one value",
+			 t->nkeys);
+	if (col->codec == LSMFDW_CODEC_TEXT || col->codec == LSMFDW_CODEC_BYTEA)
+	{
+		if (klen < 1 || key[0] != LSMFDW_VARKEY_MARKER)
+			report_bad_field(t, col, klen);
+		key++;
+	}
+	return decode_key_part(t, col, &key, end, true);
+}
+
+/*
+ * Decodes the key of table t into the values of its key columns, in key
+ * order (values[k]: key column k), in the current memory context.  Raises
+ * a data-corruption error if the bytes cannot be such a key.
+ */
+void
+LsmFdwDecodeKeyValues(const LsmFdwTable *t, const char *key, size_t klen,
+					  Datum *values)
+{
+	const char *p = key;
+	const char *end = key + klen;
+	int			k;
+
+	if (t->nkeys == 1)
+	{
+		values[0] = LsmFdwDecodeKey(t, key, klen);
+		return;
+	}
+	for (k = 0; k < t->nkeys; k++)
+		values[k] = decode_key_part(t, &t->cols[t->keyattnos[k] - 1], &p, end,
+									k == t->nkeys - 1);
+}
+
+/*
+ * Decodes the part of a key for column col that begins at *p (before end),
+ * and moves *p past it: a fixed-width value, text or bytea up to its
+ * terminator (unescaped), or, the last part, up to end (a text or bytea
+ * one-column key without its marker).  Raises a data-corruption error if
+ * the bytes do not fit.
+ */
+static Datum
+decode_key_part(const LsmFdwTable *t, const LsmFdwColumn *col,
+				const char **p, const char *end, bool last)
+{
 	int			width = codec_width(col->codec);
+	const char *key = *p;
+	size_t		avail = end - key;
 
-	if (width > 0 && klen != (size_t) width)
-		report_bad_field(t, col, klen);
-
+	if (width > 0)
+	{
+		if (avail < (size_t) width || (last && avail != (size_t) width))
+			report_bad_field(t, col, avail);
+		*p += width;
+	}
 	switch (col->codec)
 	{
 		case LSMFDW_CODEC_INT2:
@@ -527,13 +762,40 @@ LsmFdwDecodeKey(const LsmFdwTable *t, const char *key, size_t klen)
 		case LSMFDW_CODEC_TEXT:
 		case LSMFDW_CODEC_BYTEA:
 			{
-				struct varlena *v;
+				struct varlena *v = palloc(VARHDRSZ + avail);
+				char	   *out = VARDATA(v);
+				size_t		len = 0;
+				size_t		i;
 
-				if (klen < 1 || key[0] != LSMFDW_VARKEY_MARKER)
-					report_bad_field(t, col, klen);
-				v = palloc(VARHDRSZ + klen - 1);
-				SET_VARSIZE(v, VARHDRSZ + klen - 1);
-				memcpy(VARDATA(v), key + 1, klen - 1);
+				if (last)
+				{
+					memcpy(out, key, avail);
+					len = avail;
+					*p = end;
+				}
+				else
+				{
+					/* 0x00 0xFF is a zero byte, 0x00 0x00 the end */
+					for (i = 0;; i++)
+					{
+						if (i >= avail)
+							report_bad_field(t, col, avail);
+						if (key[i] != '\0')
+						{
+							out[len++] = key[i];
+							continue;
+						}
+						if (i + 1 >= avail ||
+							(key[i + 1] != '\0' && (uint8) key[i + 1] != 0xFF))
+							report_bad_field(t, col, avail);
+						if (key[i + 1] == '\0')
+							break;
+						out[len++] = '\0';
+						i++;
+					}
+					*p = key + i + 2;
+				}
+				SET_VARSIZE(v, VARHDRSZ + len);
 				return PointerGetDatum(v);
 			}
 		default:
@@ -549,6 +811,8 @@ LsmFdwDecodeKey(const LsmFdwTable *t, const char *key, size_t klen)
 bool
 LsmFdwKeyHasCtid(const LsmFdwTable *t)
 {
+	if (t->nkeys != 1)
+		return false;			/* a composite key is no integer */
 	switch (t->cols[t->keyattno - 1].codec)
 	{
 		case LSMFDW_CODEC_INT2:
@@ -597,6 +861,14 @@ LsmFdwReportNoCtid(const LsmFdwTable *t, const char *key, size_t klen)
 {
 	const LsmFdwColumn *col = &t->cols[t->keyattno - 1];
 
+	if (key == NULL && t->nkeys > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("rows of foreign table \"%s\" have no ctid",
+						t->relname),
+				 errdetail("The ctid of an lsm_fdw row is its key, which must then be one column of type smallint, integer, bigint or date; the table has a key of %d columns.",
+						   t->nkeys),
+				 errhint("Address rows by their key columns.")));
 	if (key == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -655,7 +927,6 @@ void
 LsmFdwEncodeRow(LsmFdwTable *t, Datum *values, bool *nulls,
 				StringInfo keybuf, StringInfo rowbuf)
 {
-	LsmFdwColumn *keycol = &t->cols[t->keyattno - 1];
 	StringInfoData data;
 	lsm_field	local_fields[LSMFDW_LOCAL_FIELDS];
 	size_t		local_offsets[LSMFDW_LOCAL_FIELDS];
@@ -666,20 +937,34 @@ LsmFdwEncodeRow(LsmFdwTable *t, Datum *values, bool *nulls,
 	int			rc;
 	int			i;
 
-	if (nulls[t->keyattno - 1])
-		ereport(ERROR,
-				(errcode(ERRCODE_NOT_NULL_VIOLATION),
-				 errmsg("null value in key column \"%s\" of foreign table \"%s\"",
-						keycol->name, t->relname),
-				 errdetail("The key column of an lsm_fdw table cannot be null.")));
-	if (!LsmFdwEncodeKey(t, values[t->keyattno - 1], keycol->basetypid,
-						 keybuf))
+	Datum		keyvals[LSMFDW_MAX_KEYS];
+	Oid			keytypes[LSMFDW_MAX_KEYS];
+	int			k;
+
+	for (k = 0; k < t->nkeys; k++)
+	{
+		LsmFdwColumn *keycol = &t->cols[t->keyattnos[k] - 1];
+
+		if (nulls[keycol->attnum - 1])
+			ereport(ERROR,
+					(errcode(ERRCODE_NOT_NULL_VIOLATION),
+					 errmsg("null value in key column \"%s\" of foreign table \"%s\"",
+							keycol->name, t->relname),
+					 t->nkeys == 1 ?
+					 errdetail("The key column of an lsm_fdw table cannot be null.") :
+					 errdetail("The key columns of an lsm_fdw table cannot be null.")));
+		keyvals[k] = values[keycol->attnum - 1];
+		keytypes[k] = keycol->basetypid;
+	}
+	if (!LsmFdwEncodeKeyValues(t, keyvals, keytypes, keybuf))
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("key value too long for foreign table \"%s\"",
 						t->relname),
-				 errdetail("Keys are limited to %d bytes.",
-						   LSM_MAX_KEY_LEN - 1)));
+				 errdetail("Keys are limited to %d bytes%s.",
+						   LSM_MAX_KEY_LEN - (t->nkeys == 1 ? 1 : 0),
+						   t->nkeys == 1 ? "" :
+						   ", and a text or bytea column of a composite key other than the last takes 2 bytes more, and 1 more per zero byte")));
 
 	/* encode every field into one buffer, then point the fields into it */
 	initStringInfo(&data);
@@ -842,6 +1127,8 @@ decode_fields(LsmFdwTable *t, const char *key, size_t klen,
 {
 	lsm_field	local[LSMFDW_LOCAL_FIELDS];
 	lsm_field  *fields = NULL;
+	Datum		keyvals[LSMFDW_MAX_KEYS];
+	bool		key_decoded = false;
 	int			k;
 
 	for (k = 0; k < t->natts; k++)
@@ -862,7 +1149,14 @@ decode_fields(LsmFdwTable *t, const char *key, size_t klen,
 			continue;
 		if (col->field < 0)
 		{
-			values[i] = LsmFdwDecodeKey(t, key, klen);
+			/* a composite key's columns all at once, when one is asked for */
+			if (t->nkeys > 1 && !key_decoded)
+			{
+				LsmFdwDecodeKeyValues(t, key, klen, keyvals);
+				key_decoded = true;
+			}
+			values[i] = t->nkeys > 1 ? keyvals[LsmFdwKeyIndex(t, col->attnum)]
+				: LsmFdwDecodeKey(t, key, klen);
 			nulls[i] = false;
 			continue;
 		}
@@ -981,9 +1275,10 @@ LsmFdwKeyToString(const LsmFdwTable *t, const char *key, size_t klen)
 	bool		isvarlena;
 
 	/* a malformed key is shown as bytes rather than raising another error */
-	if ((width > 0 && klen != (size_t) width) ||
-		((col->codec == LSMFDW_CODEC_TEXT || col->codec == LSMFDW_CODEC_BYTEA) &&
-		 (klen < 1 || key[0] != LSMFDW_VARKEY_MARKER)))
+	if (t->nkeys > 1 ? !composite_key_ok(t, key, klen) :
+		((width > 0 && klen != (size_t) width) ||
+		 ((col->codec == LSMFDW_CODEC_TEXT || col->codec == LSMFDW_CODEC_BYTEA) &&
+		  (klen < 1 || key[0] != LSMFDW_VARKEY_MARKER))))
 	{
 		StringInfoData s;
 		size_t		i;
@@ -994,8 +1289,69 @@ LsmFdwKeyToString(const LsmFdwTable *t, const char *key, size_t klen)
 			appendStringInfo(&s, "%02x", (unsigned char) key[i]);
 		return s.data;
 	}
+	if (t->nkeys > 1)
+	{
+		Datum		values[LSMFDW_MAX_KEYS];
+		StringInfoData s;
+		int			k;
+
+		LsmFdwDecodeKeyValues(t, key, klen, values);
+		initStringInfo(&s);
+		for (k = 0; k < t->nkeys; k++)
+		{
+			col = &t->cols[t->keyattnos[k] - 1];
+			getTypeOutputInfo(col->typid, &outfunc, &isvarlena);
+			appendStringInfo(&s, "%s%s", k > 0 ? ", " : "",
+							 OidOutputFunctionCall(outfunc, values[k]));
+		}
+		return s.data;
+	}
 	getTypeOutputInfo(col->typid, &outfunc, &isvarlena);
 	return OidOutputFunctionCall(outfunc, LsmFdwDecodeKey(t, key, klen));
+}
+
+/*
+ * Whether key (klen bytes) splits into the parts of the composite key of
+ * t, as decode_key_part reads them, without raising an error.
+ */
+static bool
+composite_key_ok(const LsmFdwTable *t, const char *key, size_t klen)
+{
+	size_t		at = 0;
+	int			k;
+
+	for (k = 0; k < t->nkeys; k++)
+	{
+		const LsmFdwColumn *col = &t->cols[t->keyattnos[k] - 1];
+		int			width = codec_width(col->codec);
+		bool		last = (k == t->nkeys - 1);
+
+		if (width > 0)
+		{
+			if (klen - at < (size_t) width ||
+				(last && klen - at != (size_t) width))
+				return false;
+			at += width;
+			continue;
+		}
+		if (last)
+			return true;
+		for (;; at++)
+		{
+			if (at >= klen)
+				return false;
+			if (key[at] != '\0')
+				continue;
+			if (at + 1 >= klen ||
+				(key[at + 1] != '\0' && (uint8) key[at + 1] != 0xFF))
+				return false;
+			at += 2;
+			if (key[at - 1] == '\0')
+				break;
+			at--;
+		}
+	}
+	return at == klen;
 }
 
 /*

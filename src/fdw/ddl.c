@@ -372,7 +372,7 @@ act_on_table(const Touched *touch)
 			LsmFdwLayoutCheckAtCommit(t->relid);
 			break;
 		case LSMFDW_LAYOUT_INCOMPATIBLE:
-			if (meta.keyattno != InvalidAttrNumber &&
+			if (meta.nkeys > 0 &&
 				LsmFdwStoreHoldsRows(t, true))
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -768,7 +768,7 @@ decide_layouts(void)
 		 * new layout meanwhile (a catalog it reads from a file that lags),
 		 * writing the file first: then the file says so.
 		 */
-		if (meta.keyattno != InvalidAttrNumber &&
+		if (meta.nkeys > 0 &&
 			LsmFdwStoreHoldsRows(t, false))
 		{
 			resetStringInfo(&why);

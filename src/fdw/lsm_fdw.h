@@ -103,6 +103,9 @@ typedef enum LsmFdwCodec
 	LSMFDW_CODEC_TEXTIO			/* the type's text output/input */
 } LsmFdwCodec;
 
+/* Columns of a composite key, at most (as an index's, INDEX_MAX_KEYS) */
+#define LSMFDW_MAX_KEYS 32
+
 /* One attribute of a foreign table, as the codec sees it. */
 typedef struct LsmFdwColumn
 {
@@ -135,10 +138,13 @@ typedef struct LsmFdwTable
 	Oid			relid;
 	char	   *relname;
 	int			natts;			/* attributes, dropped ones included */
-	AttrNumber	keyattno;		/* InvalidAttrNumber only from
+	AttrNumber	keyattno;		/* the key column, the first of a composite
+								 * key; InvalidAttrNumber only from
 								 * LsmFdwGetTableLenient: no usable key */
+	int			nkeys;			/* key columns (0 with no usable key) */
+	AttrNumber	keyattnos[LSMFDW_MAX_KEYS];	/* in key order */
 	LsmFdwColumn *cols;			/* natts entries, cols[attnum - 1] */
-	int			nfields;		/* fields per row: natts - 1 */
+	int			nfields;		/* fields per row: natts - nkeys */
 	bool		has_io;			/* a live column of codec SEND or TEXTIO */
 	bool		has_textio;		/* ... of codec TEXTIO */
 	char	   *path;			/* store directory */
@@ -172,8 +178,9 @@ typedef struct LsmFdwMeta
 	TransactionId stamp;		/* the table's creation (LsmFdwTableStamp) */
 	TimestampTz created;		/* when the store was created, for messages */
 	/* layout: how its rows are stored */
-	AttrNumber	keyattno;		/* InvalidAttrNumber: no layout yet (the
-								 * table never had a usable key) */
+	int			nkeys;			/* key columns; 0: no layout yet (the table
+								 * never had a usable key) */
+	AttrNumber	keyattnos[LSMFDW_MAX_KEYS];	/* in key order */
 	int			natts;
 	LsmFdwStoredColumn *cols;	/* natts entries, cols[attnum - 1] */
 } LsmFdwMeta;
@@ -281,7 +288,10 @@ typedef enum LsmFdwBound
 	LSMFDW_BOUND_GE,			/* key >= value */
 	LSMFDW_BOUND_GT,			/* key > value */
 	LSMFDW_BOUND_LE,			/* key <= value */
-	LSMFDW_BOUND_LT				/* key < value */
+	LSMFDW_BOUND_LT,			/* key < value */
+	LSMFDW_BOUND_EQ				/* column k of a composite key = value,
+								 * for a prefix (kinds: EQ * k, then
+								 * bounds of column k) */
 } LsmFdwBound;
 
 /* What LsmFdwEncodeKeyBound made of a bound (codec.c) */
@@ -353,6 +363,8 @@ extern bool LsmFdwBoolOption(const DefElem *def);
 extern void LsmFdwInitTables(void);
 extern LsmFdwTable *LsmFdwGetTable(Relation rel);
 extern LsmFdwTable *LsmFdwGetTableLenient(Relation rel);
+extern int	LsmFdwKeyIndex(const LsmFdwTable *t, AttrNumber attnum);
+extern char *LsmFdwKeyColumnNames(const LsmFdwTable *t);
 extern char *LsmFdwStorePath(Oid relid, bool *is_default);
 extern char *LsmFdwServerDirectory(Oid serverid);
 
@@ -366,6 +378,12 @@ extern bool LsmFdwEncodeKey(const LsmFdwTable *t, Datum value, Oid valtype,
 							StringInfo buf);
 extern Datum LsmFdwDecodeKey(const LsmFdwTable *t, const char *key,
 							 size_t klen);
+extern bool LsmFdwEncodeKeyValues(const LsmFdwTable *t, const Datum *values,
+								  const Oid *valtypes, StringInfo buf);
+extern void LsmFdwDecodeKeyValues(const LsmFdwTable *t, const char *key,
+								  size_t klen, Datum *values);
+extern bool LsmFdwEncodeKeyPart(const LsmFdwTable *t, int k, Datum value,
+								Oid valtype, StringInfo buf);
 extern void LsmFdwEncodeRow(LsmFdwTable *t, Datum *values, bool *nulls,
 							StringInfo keybuf, StringInfo rowbuf);
 extern void LsmFdwDecodeRow(LsmFdwTable *t, const char *key, size_t klen,
@@ -383,6 +401,11 @@ extern struct HTAB *LsmFdwKeyTableCreate(const char *name, Size entrysize,
 extern LsmFdwBoundEnc LsmFdwEncodeKeyBound(const LsmFdwTable *t,
 										   Datum value, Oid valtype,
 										   LsmFdwBound kind, StringInfo buf);
+extern LsmFdwBoundEnc LsmFdwEncodePrefixBound(const LsmFdwTable *t,
+											  const char *prefix, int plen,
+											  int k, const Datum *value,
+											  Oid valtype, LsmFdwBound kind,
+											  StringInfo buf);
 extern bool LsmFdwKeyHasCtid(const LsmFdwTable *t);
 extern bool LsmFdwKeyToCtid(const LsmFdwTable *t, const char *key,
 							size_t klen, ItemPointer tid);
@@ -566,7 +589,7 @@ extern bool LsmFdwAllRangeBounds(struct PlannerInfo *root,
 								 struct RelOptInfo *baserel, double *sel);
 extern List *LsmFdwRangeBounds(struct PlannerInfo *root,
 							   struct RelOptInfo *baserel, List *rinfos,
-							   List **fdw_exprs);
+							   List **fdw_exprs, List **served);
 
 /* agg.c */
 typedef struct LsmFdwAgg LsmFdwAgg;

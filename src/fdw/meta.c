@@ -42,6 +42,10 @@
  *	3 text 25 25 -1
  *	checksum 1f2e3d4c
  *
+ * A composite key makes it version 2, whose key line lists the key columns
+ * in key order ("key 3 1"); a single key column keeps version 1, so that
+ * the releases before composite keys still open such stores.
+ *
  * It is replaced atomically: written to lsm_fdw.meta.tmp.<pid>, fsynced,
  * renamed over lsm_fdw.meta, and the directory fsynced (durable_rename).
  * A directory that holds nothing but such a temporary file is one whose
@@ -77,10 +81,17 @@
 #define META_FILE		"lsm_fdw.meta"
 #define META_TMP_PREFIX	"lsm_fdw.meta.tmp"
 #define META_MAGIC		"lsm_fdw store"
-#define META_VERSION	1
+/*
+ * Version 2 lists several key columns; a store keyed by one column keeps
+ * writing version 1, which the releases before composite keys read.
+ */
+#define META_VERSION	2
 #define META_MAX_SIZE	(1024 * 1024)
 
 static char *format_meta(const LsmFdwMeta *meta);
+static bool is_key(const LsmFdwMeta *meta, AttrNumber attnum);
+static char *key_description(const LsmFdwColumn *cols, int nkeys,
+							 const AttrNumber *attnos);
 static bool parse_meta(char *text, size_t len, LsmFdwMeta *meta,
 					   char **problem);
 static LsmFdwMetaState directory_state(const char *dir, int elevel);
@@ -145,7 +156,8 @@ LsmFdwMetaForTable(const LsmFdwTable *t)
 	meta->relid = t->relid;
 	meta->stamp = LsmFdwTableStamp(t->relid);
 	meta->created = GetCurrentTimestamp();
-	meta->keyattno = t->keyattno;
+	meta->nkeys = t->nkeys;
+	memcpy(meta->keyattnos, t->keyattnos, sizeof(AttrNumber) * t->nkeys);
 	meta->natts = t->natts;
 	meta->cols = palloc0(sizeof(LsmFdwStoredColumn) * Max(t->natts, 1));
 	for (i = 0; i < t->natts; i++)
@@ -325,18 +337,29 @@ LsmFdwCompareLayout(const LsmFdwMeta *meta, const LsmFdwTable *t,
 	LsmFdwLayoutMatch result = LSMFDW_LAYOUT_EQUAL;
 	int			i;
 
-	if (meta->keyattno != t->keyattno)
+	if (meta->nkeys != t->nkeys ||
+		memcmp(meta->keyattnos, t->keyattnos,
+			   sizeof(AttrNumber) * t->nkeys) != 0)
 	{
-		if (meta->keyattno == InvalidAttrNumber)
+		if (meta->nkeys == 0)
 			appendStringInfoString(why, "The store was created while the table had no key column.");
-		else if (meta->keyattno > t->natts ||
-				 t->cols[meta->keyattno - 1].dropped)
-			appendStringInfo(why, "The rows are stored by a dropped key column; the key is now column \"%s\".",
-							 t->cols[t->keyattno - 1].name);
 		else
-			appendStringInfo(why, "The rows are stored by key column \"%s\"; the key is now column \"%s\".",
-							 t->cols[meta->keyattno - 1].name,
-							 t->cols[t->keyattno - 1].name);
+		{
+			for (i = 0; i < meta->nkeys; i++)
+				if (meta->keyattnos[i] > t->natts ||
+					t->cols[meta->keyattnos[i] - 1].dropped)
+					break;
+			if (i < meta->nkeys)
+				appendStringInfo(why, "The rows are stored by a dropped key column; the key is now %s.",
+								 key_description(t->cols, t->nkeys,
+												 t->keyattnos));
+			else
+				appendStringInfo(why, "The rows are stored by key %s; the key is now %s.",
+								 key_description(t->cols, meta->nkeys,
+												 meta->keyattnos),
+								 key_description(t->cols, t->nkeys,
+												 t->keyattnos));
+		}
 		return LSMFDW_LAYOUT_INCOMPATIBLE;
 	}
 	if (meta->natts > t->natts)
@@ -477,6 +500,36 @@ text_length_bound(Oid typid, int32 typmod)
 	return PG_INT64_MAX;
 }
 
+/* Whether attnum is one of the key columns meta records. */
+static bool
+is_key(const LsmFdwMeta *meta, AttrNumber attnum)
+{
+	int			i;
+
+	for (i = 0; i < meta->nkeys; i++)
+		if (meta->keyattnos[i] == attnum)
+			return true;
+	return false;
+}
+
+/*
+ * "column "a"" or "columns "a", "b"" (attnos of cols), for messages, in a
+ * new palloc'd string.
+ */
+static char *
+key_description(const LsmFdwColumn *cols, int nkeys, const AttrNumber *attnos)
+{
+	StringInfoData buf;
+	int			i;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, nkeys == 1 ? "column " : "columns ");
+	for (i = 0; i < nkeys; i++)
+		appendStringInfo(&buf, "%s\"%s\"", i > 0 ? ", " : "",
+						 cols[attnos[i] - 1].name);
+	return buf.data;
+}
+
 /* The SQL name of the type a column is stored as ("character varying(3)"). */
 static char *
 stored_type_name(const LsmFdwStoredColumn *col)
@@ -497,13 +550,19 @@ format_meta(const LsmFdwMeta *meta)
 	int			i;
 
 	initStringInfo(&buf);
-	appendStringInfo(&buf, "%s %d\n", META_MAGIC, META_VERSION);
+	/* version 1 where it says it all: the previous release reads it */
+	appendStringInfo(&buf, "%s %d\n", META_MAGIC,
+					 meta->nkeys > 1 ? META_VERSION : 1);
 	appendStringInfo(&buf, "system " UINT64_FORMAT "\n", meta->sysid);
 	appendStringInfo(&buf, "database %u\n", meta->dboid);
 	appendStringInfo(&buf, "table %u\n", meta->relid);
 	appendStringInfo(&buf, "stamp %u\n", meta->stamp);
 	appendStringInfo(&buf, "created " INT64_FORMAT "\n", meta->created);
-	appendStringInfo(&buf, "key %d\n", (int) meta->keyattno);
+	appendStringInfoString(&buf, "key");
+	for (i = 0; i < Max(meta->nkeys, 1); i++)
+		appendStringInfo(&buf, " %d",
+						 meta->nkeys > 0 ? (int) meta->keyattnos[i] : 0);
+	appendStringInfoChar(&buf, '\n');
 	appendStringInfo(&buf, "attributes %d\n", meta->natts);
 	for (i = 0; i < meta->natts; i++)
 	{
@@ -539,6 +598,7 @@ parse_meta(char *text, size_t len, LsmFdwMeta *meta, char **problem)
 	long long	created;
 	int			version;
 	int			key;
+	char	   *keys;
 	int			n = 0;
 	int			i;
 
@@ -586,7 +646,7 @@ parse_meta(char *text, size_t len, LsmFdwMeta *meta, char **problem)
 		*problem = pstrdup("it is not an lsm_fdw metadata file");
 		return false;
 	}
-	if (version != META_VERSION)
+	if (version < 1 || version > META_VERSION)
 	{
 		*problem = psprintf("unknown format version %d", version);
 		return false;
@@ -614,8 +674,19 @@ parse_meta(char *text, size_t len, LsmFdwMeta *meta, char **problem)
 		goto bad;
 	meta->created = (TimestampTz) created;
 	ADVANCE();
-	if (NEXT_LINE() == NULL ||
-		sscanf(line, "key %d%n", &key, &n) != 1 || line[n] != '\0')
+	/* "key 0" (no layout), "key a" or, in version 2, "key a b ..." */
+	if (NEXT_LINE() == NULL || strncmp(line, "key", 3) != 0)
+		goto bad;
+	for (keys = line + 3; *keys != '\0'; keys += n)
+	{
+		if (sscanf(keys, " %d%n", &key, &n) != 1 || keys[0] != ' ' ||
+			meta->nkeys == LSMFDW_MAX_KEYS || key < 0 ||
+			(key == 0 && (meta->nkeys > 0 || keys[n] != '\0')))
+			goto bad;
+		if (key > 0)
+			meta->keyattnos[meta->nkeys++] = (AttrNumber) key;
+	}
+	if (keys == line + 3 || (version == 1 && meta->nkeys > 1))
 		goto bad;
 	ADVANCE();
 	if (NEXT_LINE() == NULL ||
@@ -624,9 +695,16 @@ parse_meta(char *text, size_t len, LsmFdwMeta *meta, char **problem)
 		meta->natts > MaxHeapAttributeNumber)
 		goto bad;
 	ADVANCE();
-	if (key < 0 || key > meta->natts)
-		goto bad;
-	meta->keyattno = (AttrNumber) key;
+	for (i = 0; i < meta->nkeys; i++)
+	{
+		int			j;
+
+		if (meta->keyattnos[i] > meta->natts)
+			goto bad;
+		for (j = 0; j < i; j++)
+			if (meta->keyattnos[j] == meta->keyattnos[i])
+				goto bad;
+	}
 	meta->cols = palloc0(sizeof(LsmFdwStoredColumn) * Max(meta->natts, 1));
 	for (i = 0; i < meta->natts; i++)
 	{
@@ -650,7 +728,7 @@ parse_meta(char *text, size_t len, LsmFdwMeta *meta, char **problem)
 						&col->basetypid, &col->typmod, &m) != 3 ||
 				 line[n + m] != '\0')
 			goto bad;
-		if (attnum != i + 1 || (col->dropped && i + 1 == key))
+		if (attnum != i + 1 || (col->dropped && is_key(meta, i + 1)))
 			goto bad;
 		ADVANCE();
 	}

@@ -87,7 +87,8 @@ typedef struct LsmFdwModifyState
 								 * statement began (see begin_modify) */
 	bool		changes_rows;	/* UPDATE or DELETE: counted in
 								 * store->modifying */
-	AttrNumber	key_junk;		/* the old key in the plan's output */
+	AttrNumber	key_junk[LSMFDW_MAX_KEYS];	/* the old key's columns in the
+											 * plan's output, in key order */
 	HTAB	   *waiting;		/* rows an UPDATE moved to keys other rows
 								 * still held (WaitingRow), or NULL */
 	MemoryContext cxt;			/* the statement's (es_query_cxt) */
@@ -165,7 +166,7 @@ static void lsmfdwEndForeignInsert(EState *estate, ResultRelInfo *rinfo);
 static void lsmfdwExecForeignTruncate(List *rels, DropBehavior behavior,
 									  bool restart_seqs);
 
-static char *row_identity_name(Relation rel, const LsmFdwTable *t);
+static char *row_identity_name(Relation rel, AttrNumber attnum);
 static LsmFdwModifyState *begin_modify(EState *estate, Relation rel,
 									   bool do_nothing, bool refresh);
 static void release_modify(void *arg);
@@ -267,8 +268,8 @@ key_exists(LsmFdwModifyState *st, const char *key, size_t klen,
 }
 
 /*
- * Asks the scan under an UPDATE or DELETE for the key column, the row
- * identity, as a junk column.  Its name carries the column's number and
+ * Asks the scan under an UPDATE or DELETE for the key columns, the row
+ * identity, as junk columns.  Their names carry the column's number and
  * type because tables of an inheritance tree share the junk columns of
  * equal names.  (Nothing else: not ctid, which the scan would then have to
  * compute for every row.)
@@ -279,14 +280,19 @@ lsmfdwAddForeignUpdateTargets(PlannerInfo *root, Index rtindex,
 							  Relation target_relation)
 {
 	LsmFdwTable *t = LsmFdwGetTable(target_relation);
-	Form_pg_attribute attr = TupleDescAttr(RelationGetDescr(target_relation),
-										   t->keyattno - 1);
-	Var		   *var;
+	int			k;
 
-	var = makeVar(rtindex, t->keyattno, attr->atttypid, attr->atttypmod,
-				  attr->attcollation, 0);
-	add_row_identity_var(root, var, rtindex,
-						 row_identity_name(target_relation, t));
+	for (k = 0; k < t->nkeys; k++)
+	{
+		Form_pg_attribute attr = TupleDescAttr(RelationGetDescr(target_relation),
+											   t->keyattnos[k] - 1);
+		Var		   *var;
+
+		var = makeVar(rtindex, attr->attnum, attr->atttypid, attr->atttypmod,
+					  attr->attcollation, 0);
+		add_row_identity_var(root, var, rtindex,
+							 row_identity_name(target_relation, attr->attnum));
+	}
 }
 
 /*
@@ -347,12 +353,18 @@ lsmfdwBeginForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo,
 	if (mtstate->operation == CMD_UPDATE || mtstate->operation == CMD_DELETE)
 	{
 		Plan	   *subplan = outerPlanState(mtstate)->plan;
-		char	   *name = row_identity_name(rinfo->ri_RelationDesc,
-											 st->table);
+		int			k;
 
-		st->key_junk = ExecFindJunkAttributeInTlist(subplan->targetlist, name);
-		if (!AttributeNumberIsValid(st->key_junk))
-			elog(ERROR, "could not find junk column \"%s\"", name);
+		for (k = 0; k < st->table->nkeys; k++)
+		{
+			char	   *name = row_identity_name(rinfo->ri_RelationDesc,
+												 st->table->keyattnos[k]);
+
+			st->key_junk[k] = ExecFindJunkAttributeInTlist(subplan->targetlist,
+														   name);
+			if (!AttributeNumberIsValid(st->key_junk[k]))
+				elog(ERROR, "could not find junk column \"%s\"", name);
+		}
 		/* the handle keeps showing what the scan reads (see file header) */
 		st->changes_rows = true;
 		st->store->modifying++;
@@ -740,16 +752,16 @@ lsmfdwExecForeignTruncate(List *rels, DropBehavior behavior,
 }
 
 /*
- * The name of the junk column holding the old key: lsm_key_<attnum>_<type>
- * _<typmod>_<collation>, unique for the Var it stands for.
+ * The name of the junk column holding the old value of key column attnum
+ * of rel: lsm_key_<attnum>_<type>_<typmod>_<collation>, unique for the Var
+ * it stands for.
  */
 static char *
-row_identity_name(Relation rel, const LsmFdwTable *t)
+row_identity_name(Relation rel, AttrNumber attnum)
 {
-	Form_pg_attribute attr = TupleDescAttr(RelationGetDescr(rel),
-										   t->keyattno - 1);
+	Form_pg_attribute attr = TupleDescAttr(RelationGetDescr(rel), attnum - 1);
 
-	return psprintf("lsm_key_%d_%u_%d_%u", t->keyattno, attr->atttypid,
+	return psprintf("lsm_key_%d_%u_%d_%u", attnum, attr->atttypid,
 					attr->atttypmod, attr->attcollation);
 }
 
@@ -770,7 +782,6 @@ begin_modify(EState *estate, Relation rel, bool do_nothing, bool refresh)
 	st->released = true;
 	st->table = LsmFdwGetTable(rel);
 	st->do_nothing = do_nothing;
-	st->key_junk = InvalidAttrNumber;
 	st->cxt = cxt;
 	st->row_cxt = AllocSetContextCreate(cxt, "lsm_fdw row",
 										ALLOCSET_DEFAULT_SIZES);
@@ -814,13 +825,21 @@ static void
 old_key(LsmFdwModifyState *st, TupleTableSlot *planSlot, StringInfo buf)
 {
 	LsmFdwTable *t = st->table;
-	Datum		value;
-	bool		isnull;
+	Datum		values[LSMFDW_MAX_KEYS] = {0};
+	Oid			types[LSMFDW_MAX_KEYS] = {0};
+	int			k;
 
-	value = ExecGetJunkAttribute(planSlot, st->key_junk, &isnull);
-	if (isnull)
-		elog(ERROR, "key of the row to modify in \"%s\" is null", t->relname);
-	if (!LsmFdwEncodeKey(t, value, t->cols[t->keyattno - 1].basetypid, buf))
+	for (k = 0; k < t->nkeys; k++)
+	{
+		bool		isnull;
+
+		values[k] = ExecGetJunkAttribute(planSlot, st->key_junk[k], &isnull);
+		if (isnull)
+			elog(ERROR, "key of the row to modify in \"%s\" is null",
+				 t->relname);
+		types[k] = t->cols[t->keyattnos[k] - 1].basetypid;
+	}
+	if (!LsmFdwEncodeKeyValues(t, values, types, buf))
 		elog(ERROR, "key of the row to modify in \"%s\" cannot be encoded",
 			 t->relname);
 }
@@ -984,7 +1003,7 @@ report_duplicate(const LsmFdwTable *t, const char *key, size_t klen)
 			 errmsg("duplicate key value violates the key of foreign table \"%s\"",
 					t->relname),
 			 errdetail("Key (%s)=(%s) already exists.",
-					   t->cols[t->keyattno - 1].name,
+					   LsmFdwKeyColumnNames(t),
 					   LsmFdwKeyToString(t, key, klen))));
 }
 
@@ -1067,9 +1086,11 @@ accept_key_arbiters(Query *q)
 	RangeTblEntry *rte;
 	Relation	rel;
 	LsmFdwTable *t;
-	LsmFdwColumn *keycol;
 	ListCell   *lc;
+	bool		named[LSMFDW_MAX_KEYS] = {0};
 	bool		match;
+	char	   *keys;
+	int			k;
 
 	if (q->commandType != CMD_INSERT || oc == NULL || oc->arbiterElems == NIL)
 		return;
@@ -1079,28 +1100,46 @@ accept_key_arbiters(Query *q)
 
 	rel = table_open(rte->relid, NoLock);
 	t = LsmFdwGetTable(rel);
-	keycol = &t->cols[t->keyattno - 1];
 	match = oc->arbiterWhere == NULL;
 	foreach(lc, oc->arbiterElems)
 	{
 		InferenceElem *elem = lfirst_node(InferenceElem, lc);
 		Var		   *var = (Var *) elem->expr;
+		LsmFdwColumn *keycol;
 
-		if (!IsA(var, Var) || var->varattno != t->keyattno ||
-			(OidIsValid(elem->infercollid) &&
+		k = IsA(var, Var) ? LsmFdwKeyIndex(t, var->varattno) : -1;
+		if (k < 0)
+		{
+			match = false;
+			continue;
+		}
+		keycol = &t->cols[var->varattno - 1];
+		if ((OidIsValid(elem->infercollid) &&
 			 elem->infercollid != keycol->collation) ||
 			(OidIsValid(elem->inferopclass) &&
 			 elem->inferopclass != GetDefaultOpClass(keycol->typid,
 													 BTREE_AM_OID)))
 			match = false;
+		named[k] = true;
 	}
+	for (k = 0; k < t->nkeys; k++)
+		if (!named[k])
+			match = false;
+	keys = LsmFdwKeyColumnNames(t);
 	table_close(rel, NoLock);
-	if (!match)
+	if (!match && t->nkeys == 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_COLUMN_REFERENCE),
 				 errmsg("there is no unique or exclusion constraint matching the ON CONFLICT specification"),
 				 errdetail("The only unique constraint of foreign table \"%s\" is its key column \"%s\".",
-						   t->relname, keycol->name),
-				 errhint("Write ON CONFLICT (%s).", keycol->name)));
+						   t->relname, keys),
+				 errhint("Write ON CONFLICT (%s).", keys)));
+	if (!match)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_COLUMN_REFERENCE),
+				 errmsg("there is no unique or exclusion constraint matching the ON CONFLICT specification"),
+				 errdetail("The only unique constraint of foreign table \"%s\" is its key, columns %s.",
+						   t->relname, keys),
+				 errhint("Write ON CONFLICT (%s).", keys)));
 	oc->arbiterElems = NIL;
 }

@@ -42,6 +42,8 @@
  */
 #include "postgres.h"
 
+#include <ctype.h>
+
 #include "access/reloptions.h"
 #include "catalog/pg_attribute.h"
 #include "catalog/pg_foreign_server.h"
@@ -110,7 +112,9 @@ static char *format_bytes(int bytes);
 static void check_value_filter_size(List *options);
 static int	value_filter_limit(List *options, bool *given);
 static LsmFdwTable *build_table(Relation rel, bool strict);
-static AttrNumber find_key_column(Relation rel, bool strict);
+static int	find_key_columns(Relation rel, bool strict, AttrNumber *attnos);
+static char *column_list(TupleDesc tupdesc, int n, const AttrNumber *attnos);
+static bool split_key_names(const char *value, List **names);
 
 PG_FUNCTION_INFO_V1(lsm_fdw_validator);
 
@@ -361,20 +365,22 @@ check_directory(const DefElem *def)
 }
 
 /*
- * Checks the table option key: a column name, which cannot be empty.  That
- * the column exists is checked when the table's store is opened.
+ * Checks the table option key: a column name, or several separated by
+ * commas (split_key_names), none empty.  That the columns exist is checked
+ * when the table's store is opened.
  */
 static void
 check_column(const DefElem *def)
 {
 	char	   *value = defGetString((DefElem *) def);
+	List	   *names;
 
-	if (value[0] == '\0')
+	if (!split_key_names(value, &names))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid value for option \"%s\": \"%s\"",
 						def->defname, value),
-				 errdetail("The option names the key column of the table.")));
+				 errdetail("The option names the key column of the table, or its key columns separated by commas, each as written or in double quotes.")));
 }
 
 /*
@@ -587,6 +593,35 @@ LsmFdwGetTableLenient(Relation rel)
 	return build_table(rel, false);
 }
 
+/* The position of attnum in the key of t (0: first), or -1 if not in it. */
+int
+LsmFdwKeyIndex(const LsmFdwTable *t, AttrNumber attnum)
+{
+	int			i;
+
+	for (i = 0; i < t->nkeys; i++)
+		if (t->keyattnos[i] == attnum)
+			return i;
+	return -1;
+}
+
+/*
+ * "a, b": the names of the key columns of t in key order, for messages and
+ * EXPLAIN, in a new palloc'd string.
+ */
+char *
+LsmFdwKeyColumnNames(const LsmFdwTable *t)
+{
+	StringInfoData buf;
+	int			k;
+
+	initStringInfo(&buf);
+	for (k = 0; k < t->nkeys; k++)
+		appendStringInfo(&buf, "%s%s", k > 0 ? ", " : "",
+						 t->cols[t->keyattnos[k] - 1].name);
+	return buf.data;
+}
+
 /* LsmFdwGetTable (strict) or LsmFdwGetTableLenient (!strict). */
 static LsmFdwTable *
 build_table(Relation rel, bool strict)
@@ -597,12 +632,12 @@ build_table(Relation rel, bool strict)
 	LsmFdwTable *t = palloc0(sizeof(LsmFdwTable));
 	uint64		unindexed = 0;
 	ListCell   *cell;
+	int			field;
 	int			i;
 
 	t->relid = relid;
 	t->relname = pstrdup(RelationGetRelationName(rel));
 	t->natts = tupdesc->natts;
-	t->nfields = tupdesc->natts - 1;
 	t->cols = palloc0(sizeof(LsmFdwColumn) * Max(t->natts, 1));
 	t->create_subid = rel->rd_createSubid;
 	t->path = LsmFdwStorePath(relid, &t->default_location);
@@ -636,7 +671,8 @@ build_table(Relation rel, bool strict)
 			t->opts.value_filter_bits = (uint32) limit;
 	}
 
-	t->keyattno = find_key_column(rel, strict);
+	t->nkeys = find_key_columns(rel, strict, t->keyattnos);
+	t->keyattno = t->nkeys > 0 ? t->keyattnos[0] : InvalidAttrNumber;
 
 	for (i = 0; i < t->natts; i++)
 	{
@@ -654,9 +690,25 @@ build_table(Relation rel, bool strict)
 		col->basetypid = getBaseTypeAndTypmod(attr->atttypid, &col->typmod);
 		col->collation = attr->attcollation;
 		LsmFdwSetupColumn(col);
-		if (col->attnum == t->keyattno &&
+		if (LsmFdwKeyIndex(t, col->attnum) >= 0 &&
 			!LsmFdwCheckKeyColumn(col, t->relname, strict))
-			t->keyattno = InvalidAttrNumber;
+			t->nkeys = 0;
+	}
+	if (t->nkeys == 0)
+		t->keyattno = InvalidAttrNumber;
+	t->nfields = t->natts - Max(t->nkeys, 1);
+
+	/* field numbers never change: dropped columns keep theirs */
+	for (i = 0, field = 0; i < t->natts; i++)
+	{
+		LsmFdwColumn *col = &t->cols[i];
+
+		if (t->nkeys == 0)
+			col->field = i;		/* no key: no rows either */
+		else if (LsmFdwKeyIndex(t, col->attnum) >= 0)
+			col->field = -1;
+		else
+			col->field = field++;
 	}
 
 	for (i = 0; i < t->natts; i++)
@@ -664,13 +716,6 @@ build_table(Relation rel, bool strict)
 		LsmFdwColumn *col = &t->cols[i];
 		bool		indexed = true;
 
-		/* field numbers never change: dropped columns keep theirs */
-		if (col->attnum == t->keyattno)
-			col->field = -1;
-		else
-			col->field = col->attnum < t->keyattno ? i : i - 1;
-		if (t->keyattno == InvalidAttrNumber)
-			col->field = i;		/* no key: no rows either */
 		if (col->dropped)
 			continue;
 		if (col->codec == LSMFDW_CODEC_SEND || col->codec == LSMFDW_CODEC_TEXTIO)
@@ -700,23 +745,97 @@ build_table(Relation rel, bool strict)
 }
 
 /*
- * Returns the attribute number of the key column of rel: the column named by
- * the table option key, or the one column with the column option key 'true'
- * (both may be given if they agree).  If there is none, more than one, or
- * the names disagree: raises an error if strict, else returns
- * InvalidAttrNumber.
+ * Splits the value of the table option key, "a" or "a, b, ...", into
+ * column names (a List of palloc'd strings): items separated by commas,
+ * blanks around them ignored, each a name as written (no case folding) or
+ * double-quoted ("a, b" with "" for a quote).  Returns false if an item is
+ * empty or a quote is not closed.
  */
+static bool
+split_key_names(const char *value, List **names)
+{
+	const char *p = value;
+
+	*names = NIL;
+	for (;;)
+	{
+		StringInfoData name;
+
+		initStringInfo(&name);
+		while (isspace((unsigned char) *p))
+			p++;
+		if (*p == '"')
+		{
+			for (p++;; p++)
+			{
+				if (*p == '\0')
+					return false;
+				if (*p == '"' && p[1] != '"')
+					break;
+				if (*p == '"')
+					p++;
+				appendStringInfoChar(&name, *p);
+			}
+			p++;
+			while (isspace((unsigned char) *p))
+				p++;
+		}
+		else
+		{
+			while (*p != ',' && *p != '\0')
+				appendStringInfoChar(&name, *p++);
+			while (name.len > 0 && isspace((unsigned char) name.data[name.len - 1]))
+				name.data[--name.len] = '\0';
+		}
+		if (name.len == 0 || (*p != ',' && *p != '\0'))
+			return false;
+		*names = lappend(*names, name.data);
+		if (*p == '\0')
+			return true;
+		p++;
+	}
+}
+
+/* The attribute number of the live column called name of tupdesc, or 0. */
 static AttrNumber
-find_key_column(Relation rel, bool strict)
+column_by_name(TupleDesc tupdesc, const char *name)
+{
+	int			i;
+
+	for (i = 0; i < tupdesc->natts; i++)
+	{
+		Form_pg_attribute attr = TupleDescAttr(tupdesc, i);
+
+		if (!attr->attisdropped && strcmp(NameStr(attr->attname), name) == 0)
+			return attr->attnum;
+	}
+	return InvalidAttrNumber;
+}
+
+/*
+ * Finds the key columns of rel, in key order, into attnos (room for
+ * LSMFDW_MAX_KEYS) and returns how many: the columns the table option key
+ * names ("id", or "tenant, ts" for a composite key), or those with the
+ * column option key 'true', in attribute number order (both may be given
+ * if they name the same columns; the table option's order wins).  If there
+ * is none, a name is not a column, a column comes twice, there are too
+ * many, or the two options disagree: raises an error if strict, else
+ * returns 0.
+ */
+static int
+find_key_columns(Relation rel, bool strict, AttrNumber *attnos)
 {
 	Oid			relid = RelationGetRelid(rel);
 	TupleDesc	tupdesc = RelationGetDescr(rel);
 	const char *relname = RelationGetRelationName(rel);
 	const char *keyname = NULL;
-	AttrNumber	by_table = InvalidAttrNumber;
-	AttrNumber	by_column = InvalidAttrNumber;
+	List	   *names = NIL;
+	AttrNumber	by_column[LSMFDW_MAX_KEYS];
+	int			ntable = 0;
+	int			ncolumn = 0;
 	ListCell   *cell;
-	int			i;
+	int			i,
+				j;
 
 	foreach(cell, GetForeignTable(relid)->options)
 	{
@@ -726,14 +845,60 @@ find_key_column(Relation rel, bool strict)
 			keyname = defGetString(def);
 	}
 
+	/* the table option: one column's exact name, or a list of names */
+	if (keyname != NULL)
+	{
+		if (column_by_name(tupdesc, keyname) != InvalidAttrNumber)
+			names = list_make1(pstrdup(keyname));
+		else if (!split_key_names(keyname, &names))
+			names = list_make1(pstrdup(keyname));	/* reported below */
+		if (list_length(names) > LSMFDW_MAX_KEYS)
+		{
+			if (!strict)
+				return 0;
+			ereport(ERROR,
+					(errcode(ERRCODE_TOO_MANY_COLUMNS),
+					 errmsg("foreign table \"%s\" names %d key columns",
+							relname, list_length(names)),
+					 errdetail("A key has at most %d columns.", LSMFDW_MAX_KEYS)));
+		}
+		foreach(cell, names)
+		{
+			const char *name = lfirst(cell);
+			AttrNumber	attnum = column_by_name(tupdesc, name);
+
+			if (attnum == InvalidAttrNumber)
+			{
+				if (!strict)
+					return 0;
+				ereport(ERROR,
+						(errcode(ERRCODE_UNDEFINED_COLUMN),
+						 errmsg("key column \"%s\" of foreign table \"%s\" does not exist",
+								name, relname),
+						 errhint("Set the table option key to the name of a column of the table, or to a list of them separated by commas.")));
+			}
+			for (j = 0; j < ntable; j++)
+				if (attnos[j] == attnum)
+				{
+					if (!strict)
+						return 0;
+					ereport(ERROR,
+							(errcode(ERRCODE_DUPLICATE_COLUMN),
+							 errmsg("key column \"%s\" of foreign table \"%s\" is named twice",
+									name, relname),
+							 errhint("Name each key column once in the table option key.")));
+				}
+			attnos[ntable++] = attnum;
+		}
+	}
+
+	/* the column options, in attribute number order */
 	for (i = 0; i < tupdesc->natts; i++)
 	{
 		Form_pg_attribute attr = TupleDescAttr(tupdesc, i);
 
 		if (attr->attisdropped)
 			continue;
-		if (keyname != NULL && strcmp(NameStr(attr->attname), keyname) == 0)
-			by_table = attr->attnum;
 		foreach(cell, GetForeignColumnOptions(relid, attr->attnum))
 		{
 			DefElem    *def = (DefElem *) lfirst(cell);
@@ -741,52 +906,70 @@ find_key_column(Relation rel, bool strict)
 			if (strcmp(def->defname, LSMFDW_OPT_KEY) != 0 ||
 				!LsmFdwBoolOption(def))
 				continue;
-			if (by_column != InvalidAttrNumber && !strict)
-				return InvalidAttrNumber;
-			if (by_column != InvalidAttrNumber)
+			if (ncolumn == LSMFDW_MAX_KEYS)
+			{
+				if (!strict)
+					return 0;
 				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-						 errmsg("foreign table \"%s\" has more than one key column",
-								relname),
-						 errdetail("Columns \"%s\" and \"%s\" both have the option key 'true'.",
-								   NameStr(TupleDescAttr(tupdesc, by_column - 1)->attname),
-								   NameStr(attr->attname)),
-						 errhint("An lsm_fdw table is stored by exactly one key column.")));
-			by_column = attr->attnum;
+						(errcode(ERRCODE_TOO_MANY_COLUMNS),
+						 errmsg("foreign table \"%s\" has more than %d key columns",
+								relname, LSMFDW_MAX_KEYS),
+						 errdetail("A key has at most %d columns.", LSMFDW_MAX_KEYS)));
+			}
+			by_column[ncolumn++] = attr->attnum;
 		}
 	}
 
-	if (!strict &&
-		((keyname != NULL && by_table == InvalidAttrNumber) ||
-		 (by_table != InvalidAttrNumber && by_column != InvalidAttrNumber &&
-		  by_table != by_column)))
-		return InvalidAttrNumber;
-	if (keyname != NULL && by_table == InvalidAttrNumber)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_COLUMN),
-				 errmsg("key column \"%s\" of foreign table \"%s\" does not exist",
-						keyname, relname),
-				 errhint("Set the table option key to the name of a column of the table.")));
-	if (by_table != InvalidAttrNumber && by_column != InvalidAttrNumber &&
-		by_table != by_column)
+	if (ntable > 0 && ncolumn > 0)
 	{
-		Form_pg_attribute other = TupleDescAttr(tupdesc, by_column - 1);
+		bool		same = (ntable == ncolumn);
 
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-				 errmsg("foreign table \"%s\" names two different key columns",
-						relname),
-				 errdetail("The table option key names column \"%s\", but column \"%s\" has the option key 'true'.",
-						   keyname, NameStr(other->attname)),
-				 errhint("Drop one of the two options.")));
+		for (i = 0; same && i < ncolumn; i++)
+		{
+			for (j = 0; j < ntable && attnos[j] != by_column[i]; j++)
+				;
+			same = (j < ntable);
+		}
+		if (!same)
+		{
+			if (!strict)
+				return 0;
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 errmsg("foreign table \"%s\" names two different keys",
+							relname),
+					 errdetail("The table option key names %s, but the columns with the option key 'true' are %s.",
+							   column_list(tupdesc, ntable, attnos),
+							   column_list(tupdesc, ncolumn, by_column)),
+					 errhint("Drop one of the two options.")));
+		}
 	}
-	if (by_table == InvalidAttrNumber && by_column == InvalidAttrNumber &&
-		strict)
+	if (ntable == 0 && ncolumn == 0)
+	{
+		if (!strict)
+			return 0;
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
 				 errmsg("foreign table \"%s\" has no key column", relname),
-				 errdetail("Every lsm_fdw table is stored by a key column."),
-				 errhint("Give the key column the option key 'true', or name it with the table option key.")));
+				 errdetail("Every lsm_fdw table is stored by a key: one column, or several."),
+				 errhint("Give the key column the option key 'true', or name it (or several, separated by commas) with the table option key.")));
+	}
+	if (ntable > 0)
+		return ntable;
+	memcpy(attnos, by_column, sizeof(AttrNumber) * ncolumn);
+	return ncolumn;
+}
 
-	return by_table != InvalidAttrNumber ? by_table : by_column;
+/* "\"a\", \"b\"": the names of the n columns attnos of tupdesc. */
+static char *
+column_list(TupleDesc tupdesc, int n, const AttrNumber *attnos)
+{
+	StringInfoData buf;
+	int			i;
+
+	initStringInfo(&buf);
+	for (i = 0; i < n; i++)
+		appendStringInfo(&buf, "%s\"%s\"", i > 0 ? ", " : "",
+						 NameStr(TupleDescAttr(tupdesc, attnos[i] - 1)->attname));
+	return buf.data;
 }

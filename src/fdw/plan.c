@@ -136,8 +136,8 @@ typedef struct LsmFdwRelInfo
 	double		pages;			/* the store's size in BLCKSZ pages */
 	double		memtable_entries;
 	double		files;			/* SSTables */
-	RestrictInfo *key_rinfo;	/* a restriction "key = value" */
-	Expr	   *key_value;		/* ... its value */
+	List	   *key_rinfos;		/* restrictions "key = value", one per key
+								 * column in key order, or NIL */
 	Cost		startup;		/* of every path: the quals' startup cost */
 	Cost		per_tuple;		/* per row returned or examined */
 } LsmFdwRelInfo;
@@ -159,13 +159,19 @@ static bool is_column_var(Node *node, Index relid, AttrNumber *attno);
 static bool value_type_ok(const LsmFdwColumn *col, Oid valtype);
 static Oid	btree_family(const LsmFdwColumn *col);
 static int	column_strategy(const LsmFdwColumn *col, Oid opno);
-static Expr *key_equality_value(PlannerInfo *root, RelOptInfo *baserel,
-								const LsmFdwTable *t, RestrictInfo *rinfo);
+static List *key_equality_rinfos(PlannerInfo *root, RelOptInfo *baserel,
+								 const LsmFdwTable *t);
+static int	key_part_equality(const LsmFdwTable *t, const ColumnQual *q,
+							  Oid inputcollid);
 static bool is_key_operand(const LsmFdwTable *t, AttrNumber attno);
 static bool key_equality_ok(const LsmFdwTable *t, const ColumnQual *q,
 							Oid inputcollid);
 static bool key_range_ok(const LsmFdwTable *t, const ColumnQual *q,
 						 Oid inputcollid, int *strategy);
+static bool key_part_range_ok(const LsmFdwTable *t, const ColumnQual *q,
+							  Oid inputcollid, int k, int *strategy);
+static List *composite_key_pathkeys(PlannerInfo *root, RelOptInfo *baserel,
+									const LsmFdwTable *t, int strategy);
 static bool value_search_ok(const LsmFdwTable *t, const ColumnQual *q,
 							Oid inputcollid);
 static Expr *key_list_array(PlannerInfo *root, RelOptInfo *baserel,
@@ -186,8 +192,15 @@ static bool key_member_matches(PlannerInfo *root, RelOptInfo *rel,
 							   void *arg);
 static void add_parameterized_paths(PlannerInfo *root, RelOptInfo *baserel,
 									LsmFdwRelInfo *info, List *pathkeys);
+static void add_composite_parameterized_path(PlannerInfo *root,
+											 RelOptInfo *baserel,
+											 LsmFdwRelInfo *info,
+											 List *pathkeys);
+static bool key_column_matches(PlannerInfo *root, RelOptInfo *rel,
+							   EquivalenceClass *ec, EquivalenceMember *em,
+							   void *arg);
 static List *key_range_restrictions(PlannerInfo *root, RelOptInfo *baserel,
-									const LsmFdwTable *t);
+									const LsmFdwTable *t, int *nexact);
 static Cost range_cost(LsmFdwRelInfo *info, Selectivity sel);
 static void add_partial_scan_path(PlannerInfo *root, RelOptInfo *baserel,
 								  LsmFdwRelInfo *info, double pages, Cost cpu,
@@ -250,7 +263,6 @@ LsmFdwGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel,
 {
 	LsmFdwRelInfo *info = palloc0(sizeof(LsmFdwRelInfo));
 	Relation	rel;
-	ListCell   *lc;
 	double		rows;
 
 	rel = table_open(foreigntableid, NoLock);
@@ -258,24 +270,13 @@ LsmFdwGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel,
 	table_close(rel, NoLock);
 	estimate_store(info);
 
-	foreach(lc, baserel->baserestrictinfo)
-	{
-		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
-
-		info->key_value = key_equality_value(root, baserel, info->table,
-											 rinfo);
-		if (info->key_value != NULL)
-		{
-			info->key_rinfo = rinfo;
-			break;
-		}
-	}
+	info->key_rinfos = key_equality_rinfos(root, baserel, info->table);
 
 	baserel->tuples = info->entries;
 	rows = info->entries *
 		clauselist_selectivity(root, baserel->baserestrictinfo, 0,
 							   JOIN_INNER, NULL);
-	if (info->key_value != NULL)
+	if (info->key_rinfos != NIL)
 		rows = Min(rows, 1.0);
 	baserel->rows = clamp_row_est(rows);
 	baserel->fdw_private = info;
@@ -301,12 +302,12 @@ LsmFdwGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel,
 	info->startup = baserel->baserestrictcost.startup;
 	info->per_tuple = cpu_tuple_cost + baserel->baserestrictcost.per_tuple;
 
-	if (info->key_value != NULL)
+	if (info->key_rinfos != NIL)
 	{
 		add_scan_path(root, baserel, info, baserel->rows,
 					  seq_page_cost + info->per_tuple, NIL,
 					  baserel->lateral_relids, LSMFDW_ACCESS_KEY_LOOKUP,
-					  list_make1(info->key_rinfo));
+					  info->key_rinfos);
 		return;
 	}
 
@@ -377,23 +378,26 @@ LsmFdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 			break;
 		case LSMFDW_ACCESS_KEY_LOOKUP:
 		case LSMFDW_ACCESS_VALUE_SEARCH:
+			/* a lookup's values: one per key column, in key order */
+			foreach(lc, rinfos)
 			{
 				ColumnQual	q;
 
 				if (!match_column_qual(root, baserel,
-									   linitial_node(RestrictInfo, rinfos), &q))
+									   lfirst_node(RestrictInfo, lc), &q))
 					elog(ERROR, "lsm_fdw: qual of the access no longer matches");
-				fdw_exprs = list_make1(copyObject(q.value));
-				if (access == LSMFDW_ACCESS_KEY_LOOKUP)
-					served = rinfos;
-				else
-				{
-					column = q.attno;
-					strategy = lsm_fdw_value_search == LSMFDW_VALUE_SEARCH_OFF
-						? LSM_SEARCH_AUTO : lsm_fdw_value_search;
-				}
-				break;
+				fdw_exprs = lappend(fdw_exprs, copyObject(q.value));
+				column = q.attno;
 			}
+			if (access == LSMFDW_ACCESS_KEY_LOOKUP)
+			{
+				served = rinfos;
+				column = t->keyattno;
+			}
+			else
+				strategy = lsm_fdw_value_search == LSMFDW_VALUE_SEARCH_OFF
+					? LSM_SEARCH_AUTO : lsm_fdw_value_search;
+			break;
 		case LSMFDW_ACCESS_KEY_LIST:
 			{
 				double		nkeys;
@@ -409,8 +413,8 @@ LsmFdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 				break;
 			}
 		case LSMFDW_ACCESS_KEY_RANGE:
-			bounds = LsmFdwRangeBounds(root, baserel, rinfos, &fdw_exprs);
-			served = rinfos;
+			bounds = LsmFdwRangeBounds(root, baserel, rinfos, &fdw_exprs,
+									   &served);
 			break;
 	}
 
@@ -443,7 +447,9 @@ LsmFdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 
 	/* in the order of enum LsmFdwScanPrivate */
 	private = list_make4(makeInteger(access),
-						 makeString(pstrdup(t->cols[column - 1].name)),
+						 makeString(column == t->keyattno && t->nkeys > 1 ?
+									LsmFdwKeyColumnNames(t) :
+									pstrdup(t->cols[column - 1].name)),
 						 attrs, bounds);
 	private = lappend(private, makeInteger(t->cols[column - 1].field));
 	private = lappend(private, makeInteger(strategy));
@@ -570,8 +576,9 @@ is_column_var(Node *node, Index relid, AttrNumber *attno)
 static bool
 is_key_operand(const LsmFdwTable *t, AttrNumber attno)
 {
-	return attno == t->keyattno ||
-		(attno == SelfItemPointerAttributeNumber && LsmFdwKeyHasCtid(t));
+	return t->nkeys == 1 &&
+		(attno == t->keyattno ||
+		 (attno == SelfItemPointerAttributeNumber && LsmFdwKeyHasCtid(t)));
 }
 
 /*
@@ -622,19 +629,63 @@ column_strategy(const LsmFdwColumn *col, Oid opno)
 }
 
 /*
- * If rinfo's clause is an equality "key = value" that a key lookup
- * answers exactly, returns value; else NULL.
+ * The restrictions of baserel that make a key lookup: "key = value" (or
+ * "ctid = value") for a one-column key, one "column = value" per key
+ * column for a composite key, in key order; NIL if there are none.
  */
-static Expr *
-key_equality_value(PlannerInfo *root, RelOptInfo *baserel,
-				   const LsmFdwTable *t, RestrictInfo *rinfo)
+static List *
+key_equality_rinfos(PlannerInfo *root, RelOptInfo *baserel,
+					const LsmFdwTable *t)
 {
-	ColumnQual	q;
+	RestrictInfo *found[LSMFDW_MAX_KEYS] = {0};
+	List	   *rinfos = NIL;
+	ListCell   *lc;
+	int			k;
 
-	if (match_column_qual(root, baserel, rinfo, &q) &&
-		key_equality_ok(t, &q, ((OpExpr *) rinfo->clause)->inputcollid))
-		return q.value;
-	return NULL;
+	foreach(lc, baserel->baserestrictinfo)
+	{
+		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+		Oid			collid;
+		ColumnQual	q;
+
+		if (!match_column_qual(root, baserel, rinfo, &q))
+			continue;
+		collid = ((OpExpr *) rinfo->clause)->inputcollid;
+		if (t->nkeys == 1 && key_equality_ok(t, &q, collid))
+			return list_make1(rinfo);
+		k = key_part_equality(t, &q, collid);
+		if (k >= 0 && found[k] == NULL)
+			found[k] = rinfo;
+	}
+	for (k = 0; k < t->nkeys; k++)
+	{
+		if (found[k] == NULL)
+			return NIL;
+		rinfos = lappend(rinfos, found[k]);
+	}
+	return t->nkeys > 1 ? rinfos : NIL;
+}
+
+/*
+ * If q is "column = value" on key column k of t, and a lookup of the
+ * encoded value answers it, returns k; else -1.
+ */
+static int
+key_part_equality(const LsmFdwTable *t, const ColumnQual *q, Oid inputcollid)
+{
+	int			k = q->attno > 0 ? LsmFdwKeyIndex(t, q->attno) : -1;
+	const LsmFdwColumn *col;
+
+	if (k < 0)
+		return -1;
+	col = &t->cols[q->attno - 1];
+	/* (a key's collation is deterministic: option.c refuses others) */
+	if (value_type_ok(col, q->valtype) &&
+		column_strategy(col, q->opno) == BTEqualStrategyNumber &&
+		(!OidIsValid(inputcollid) ||
+		 get_collation_isdeterministic(inputcollid)))
+		return k;
+	return -1;
 }
 
 /*
@@ -644,18 +695,12 @@ key_equality_value(PlannerInfo *root, RelOptInfo *baserel,
 static bool
 key_equality_ok(const LsmFdwTable *t, const ColumnQual *q, Oid inputcollid)
 {
-	const LsmFdwColumn *key = &t->cols[t->keyattno - 1];
-
+	if (t->nkeys != 1)
+		return false;			/* a composite key: key_equality_rinfos */
 	if (q->attno == SelfItemPointerAttributeNumber)
 		return is_key_operand(t, q->attno) && q->valtype == TIDOID &&
 			q->opno == TIDEqualOperator;
-
-	/* (a key's collation is deterministic: option.c refuses others) */
-	return q->attno == t->keyattno &&
-		value_type_ok(key, q->valtype) &&
-		column_strategy(key, q->opno) == BTEqualStrategyNumber &&
-		(!OidIsValid(inputcollid) ||
-		 get_collation_isdeterministic(inputcollid));
+	return key_part_equality(t, q, inputcollid) == 0;
 }
 
 /*
@@ -667,9 +712,20 @@ static bool
 key_range_ok(const LsmFdwTable *t, const ColumnQual *q, Oid inputcollid,
 			 int *strategy)
 {
-	const LsmFdwColumn *key = &t->cols[t->keyattno - 1];
+	return t->nkeys == 1 && key_part_range_ok(t, q, inputcollid, 0, strategy);
+}
 
-	if (q->attno != t->keyattno || !value_type_ok(key, q->valtype))
+/*
+ * Whether q is a bound "column < value" (<=, >, >=) of key column k of t
+ * that a scan in key order can serve (see key_range_ok).  Sets *strategy.
+ */
+static bool
+key_part_range_ok(const LsmFdwTable *t, const ColumnQual *q, Oid inputcollid,
+				  int k, int *strategy)
+{
+	const LsmFdwColumn *key = &t->cols[t->keyattnos[k] - 1];
+
+	if (q->attno != t->keyattnos[k] || !value_type_ok(key, q->valtype))
 		return false;
 	*strategy = column_strategy(key, q->opno);
 	if (*strategy == 0 || *strategy == BTEqualStrategyNumber)
@@ -767,6 +823,8 @@ key_order_pathkeys(PlannerInfo *root, RelOptInfo *baserel,
 	if (root->query_pathkeys == NIL)
 		return NIL;
 	pk = linitial(root->query_pathkeys);
+	if (t->nkeys > 1)
+		return composite_key_pathkeys(root, baserel, t, pk->pk_strategy);
 	opfamily = btree_family(key);
 	if (!OidIsValid(opfamily) ||
 		pk->pk_opfamily != opfamily ||
@@ -786,6 +844,54 @@ key_order_pathkeys(PlannerInfo *root, RelOptInfo *baserel,
 			return list_make1(pk);
 	}
 	return NIL;
+}
+
+/*
+ * The pathkeys of the order of a composite key, ascending (strategy
+ * BTLessStrategyNumber) or descending: one per key column, in key order,
+ * up to the first the query neither sorts nor joins by; a column fixed by
+ * "column = constant" is left out, as PostgreSQL leaves it out of the
+ * query's pathkeys (ORDER BY a, b WHERE a = 1 wants the order of b).  A
+ * text column's order is its bytes' only under the "C" collation.
+ */
+static List *
+composite_key_pathkeys(PlannerInfo *root, RelOptInfo *baserel,
+					   const LsmFdwTable *t, int strategy)
+{
+	List	   *pathkeys = NIL;
+	int			k;
+
+	if (strategy != BTLessStrategyNumber && strategy != BTGreaterStrategyNumber)
+		return NIL;
+	for (k = 0; k < t->nkeys; k++)
+	{
+		const LsmFdwColumn *col = &t->cols[t->keyattnos[k] - 1];
+		TypeCacheEntry *tc = lookup_type_cache(col->basetypid,
+											   TYPECACHE_LT_OPR |
+											   TYPECACHE_GT_OPR);
+		Oid			opno = strategy == BTLessStrategyNumber ? tc->lt_opr
+			: tc->gt_opr;
+		Var		   *var;
+		List	   *pk;
+		PathKey    *key;
+
+		if (!OidIsValid(opno))
+			break;
+		var = makeVar(baserel->relid, col->attnum, col->typid,
+					  col->typid == col->basetypid ? col->typmod : -1, col->collation, 0);
+		pk = build_expression_pathkey(root, (Expr *) var, NULL, opno,
+									  baserel->relids, false);
+		if (pk == NIL)
+			break;
+		key = linitial_node(PathKey, pk);
+		if (col->codec == LSMFDW_CODEC_TEXT &&
+			!lc_collate_is_c(key->pk_eclass->ec_collation))
+			break;
+		if (EC_MUST_BE_REDUNDANT(key->pk_eclass))
+			continue;
+		pathkeys = lappend(pathkeys, key);
+	}
+	return pathkeys;
 }
 
 /* Adds a key list path for a restriction "key IN (...)", if there is one. */
@@ -819,7 +925,9 @@ static void
 add_range_path(PlannerInfo *root, RelOptInfo *baserel, LsmFdwRelInfo *info,
 			   List *pathkeys)
 {
-	List	   *bounds = key_range_restrictions(root, baserel, info->table);
+	int			nexact;
+	List	   *bounds = key_range_restrictions(root, baserel, info->table,
+												&nexact);
 	Selectivity sel;
 
 	if (bounds == NIL)
@@ -834,14 +942,54 @@ add_range_path(PlannerInfo *root, RelOptInfo *baserel, LsmFdwRelInfo *info,
 						  LSMFDW_ACCESS_KEY_RANGE, bounds);
 }
 
-/* The restrictions of baserel that bound the key of table t. */
+/*
+ * The restrictions of baserel that bound the key of table t: for a
+ * one-column key, its bounds; for a composite key, "column = value" on
+ * each column of the longest leading prefix of key columns that has one
+ * (in key order), then the bounds of the next key column.  *nexact gets
+ * how many of them (the first) the range answers exactly: all for a
+ * one-column key, the prefix's for a composite key (LsmFdwEncodePrefixBound:
+ * the executor checks the next column's bounds again).
+ */
 static List *
 key_range_restrictions(PlannerInfo *root, RelOptInfo *baserel,
-					   const LsmFdwTable *t)
+					   const LsmFdwTable *t, int *nexact)
 {
+	RestrictInfo *eq[LSMFDW_MAX_KEYS] = {0};
 	List	   *bounds = NIL;
 	ListCell   *lc;
+	int			prefix;
 
+	foreach(lc, baserel->baserestrictinfo)
+	{
+		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+		Oid			collid;
+		ColumnQual	q;
+		int			strategy;
+		int			k;
+
+		if (!match_column_qual(root, baserel, rinfo, &q))
+			continue;
+		collid = ((OpExpr *) rinfo->clause)->inputcollid;
+		if (t->nkeys == 1)
+		{
+			if (key_range_ok(t, &q, collid, &strategy))
+				bounds = lappend(bounds, rinfo);
+			continue;
+		}
+		k = key_part_equality(t, &q, collid);
+		if (k >= 0 && eq[k] == NULL)
+			eq[k] = rinfo;
+	}
+	*nexact = list_length(bounds);
+	if (t->nkeys == 1)
+		return bounds;
+
+	for (prefix = 0; prefix < t->nkeys && eq[prefix] != NULL; prefix++)
+		bounds = lappend(bounds, eq[prefix]);
+	*nexact = prefix;
+	if (prefix == t->nkeys)
+		return bounds;
 	foreach(lc, baserel->baserestrictinfo)
 	{
 		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
@@ -849,8 +997,8 @@ key_range_restrictions(PlannerInfo *root, RelOptInfo *baserel,
 		int			strategy;
 
 		if (match_column_qual(root, baserel, rinfo, &q) &&
-			key_range_ok(t, &q, ((OpExpr *) rinfo->clause)->inputcollid,
-						 &strategy))
+			key_part_range_ok(t, &q, ((OpExpr *) rinfo->clause)->inputcollid,
+							  prefix, &strategy))
 			bounds = lappend(bounds, rinfo);
 	}
 	return bounds;
@@ -858,8 +1006,8 @@ key_range_restrictions(PlannerInfo *root, RelOptInfo *baserel,
 
 /*
  * For aggregates computed by the scan (agg.c): whether a key range serves
- * every restriction of baserel (none: the whole table); *sel gets the
- * fraction of the store it reads.
+ * every restriction of baserel exactly (none: the whole table); *sel gets
+ * the fraction of the store it reads.
  */
 bool
 LsmFdwAllRangeBounds(PlannerInfo *root, RelOptInfo *baserel,
@@ -867,12 +1015,14 @@ LsmFdwAllRangeBounds(PlannerInfo *root, RelOptInfo *baserel,
 {
 	LsmFdwRelInfo *info = (LsmFdwRelInfo *) baserel->fdw_private;
 	List	   *bounds;
+	int			nexact;
 
 	*sel = 1.0;
 	if (baserel->baserestrictinfo == NIL)
 		return true;
-	bounds = key_range_restrictions(root, baserel, info->table);
-	if (list_length(bounds) != list_length(baserel->baserestrictinfo))
+	bounds = key_range_restrictions(root, baserel, info->table, &nexact);
+	if (nexact != list_length(bounds) ||
+		list_length(bounds) != list_length(baserel->baserestrictinfo))
 		return false;
 	*sel = clauselist_selectivity(root, bounds, baserel->relid, JOIN_INNER,
 								  NULL);
@@ -880,35 +1030,87 @@ LsmFdwAllRangeBounds(PlannerInfo *root, RelOptInfo *baserel,
 }
 
 /*
- * The bounds of a key range of baserel made of restrictions rinfos: their
- * kinds (LsmFdwBound, an IntList) and in *fdw_exprs their values.
+ * The bounds of a key range of baserel made of restrictions rinfos (from
+ * key_range_restrictions, or all restrictions where LsmFdwAllRangeBounds
+ * said so): their kinds (LsmFdwBound, an IntList: for a composite key, EQ
+ * for each column of the prefix, in key order, first), in *fdw_exprs their
+ * values in the same order, and in *served (if not NULL) the restrictions
+ * the range answers exactly.
  */
 List *
 LsmFdwRangeBounds(PlannerInfo *root, RelOptInfo *baserel, List *rinfos,
-				  List **fdw_exprs)
+				  List **fdw_exprs, List **served)
 {
 	LsmFdwRelInfo *info = (LsmFdwRelInfo *) baserel->fdw_private;
+	const LsmFdwTable *t = info->table;
+	RestrictInfo *eq[LSMFDW_MAX_KEYS] = {0};
 	List	   *bounds = NIL;
+	List	   *values = NIL;
+	List	   *exact = NIL;
 	ListCell   *lc;
+	int			prefix = 0;
+	int			k;
 
-	*fdw_exprs = NIL;
+	/* a composite key's prefix: one "column = value" per leading column */
+	if (t->nkeys > 1)
+	{
+		List	   *rest = NIL;
+
+		foreach(lc, rinfos)
+		{
+			RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+			ColumnQual	q;
+
+			k = match_column_qual(root, baserel, rinfo, &q) ?
+				key_part_equality(t, &q, ((OpExpr *) rinfo->clause)->inputcollid)
+				: -1;
+			if (k >= 0 && eq[k] == NULL)
+				eq[k] = rinfo;
+			else
+				rest = lappend(rest, rinfo);
+		}
+		for (prefix = 0; prefix < t->nkeys && eq[prefix] != NULL; prefix++)
+		{
+			ColumnQual	q;
+
+			(void) match_column_qual(root, baserel, eq[prefix], &q);
+			values = lappend(values, copyObject(q.value));
+			bounds = lappend_int(bounds, LSMFDW_BOUND_EQ);
+			exact = lappend(exact, eq[prefix]);
+		}
+		for (k = prefix; k < t->nkeys; k++)
+			if (eq[k] != NULL)
+				elog(ERROR, "lsm_fdw: range qual no longer matches");
+		rinfos = rest;
+	}
+
 	foreach(lc, rinfos)
 	{
 		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+		Oid			collid;
 		ColumnQual	q;
 		int			s;
 
-		if (!match_column_qual(root, baserel, rinfo, &q) ||
-			!key_range_ok(info->table, &q,
-						  ((OpExpr *) rinfo->clause)->inputcollid, &s))
+		if (!match_column_qual(root, baserel, rinfo, &q))
 			elog(ERROR, "lsm_fdw: range qual no longer matches");
-		*fdw_exprs = lappend(*fdw_exprs, copyObject(q.value));
+		collid = ((OpExpr *) rinfo->clause)->inputcollid;
+		if (!(t->nkeys == 1 ? key_range_ok(t, &q, collid, &s) :
+			  prefix < t->nkeys &&
+			  key_part_range_ok(t, &q, collid, prefix, &s)))
+			elog(ERROR, "lsm_fdw: range qual no longer matches");
+		values = lappend(values, copyObject(q.value));
 		bounds = lappend_int(bounds,
 							 s == BTGreaterStrategyNumber ? LSMFDW_BOUND_GT :
 							 s == BTGreaterEqualStrategyNumber ? LSMFDW_BOUND_GE :
 							 s == BTLessStrategyNumber ? LSMFDW_BOUND_LT :
 							 LSMFDW_BOUND_LE);
+		/* a composite key's next column is checked again (see above) */
+		if (t->nkeys == 1)
+			exact = lappend(exact, rinfo);
 	}
+	*fdw_exprs = values;
+	if (served != NULL)
+		*served = exact;
 	return bounds;
 }
 
@@ -1031,6 +1233,20 @@ key_member_matches(PlannerInfo *root, RelOptInfo *rel, EquivalenceClass *ec,
 }
 
 /*
+ * generate_implied_equalities_for_column callback: whether equivalence
+ * member em is the column of rel whose number arg points to.
+ */
+static bool
+key_column_matches(PlannerInfo *root, RelOptInfo *rel, EquivalenceClass *ec,
+				   EquivalenceMember *em, void *arg)
+{
+	AttrNumber	attno;
+
+	return is_column_var((Node *) em->em_expr, rel->relid, &attno) &&
+		attno == *(const AttrNumber *) arg;
+}
+
+/*
  * Adds the paths parameterized by the other relations of join clauses (for
  * the inner side of nested loops): a key lookup or a value search for each
  * clause "column = value" (written in the query, or implied by an
@@ -1062,6 +1278,8 @@ add_parameterized_paths(PlannerInfo *root, RelOptInfo *baserel,
 																	 key_member_matches,
 																	 info,
 																	 baserel->lateral_referencers));
+	if (info->table->nkeys > 1)
+		add_composite_parameterized_path(root, baserel, info, pathkeys);
 
 	foreach(lc, clauses)
 	{
@@ -1148,9 +1366,11 @@ add_parameterized_paths(PlannerInfo *root, RelOptInfo *baserel,
 		Relids		required_outer = bms_union(bound_relids,
 											   baserel->lateral_relids);
 		Selectivity sel;
+		int			nexact;
 
 		required_outer = bms_del_members(required_outer, baserel->relids);
-		bounds = list_concat(key_range_restrictions(root, baserel, info->table),
+		bounds = list_concat(key_range_restrictions(root, baserel, info->table,
+													&nexact),
 							 bounds);
 		sel = clauselist_selectivity(root, bounds, baserel->relid,
 									 JOIN_INNER, NULL);
@@ -1158,6 +1378,104 @@ add_parameterized_paths(PlannerInfo *root, RelOptInfo *baserel,
 					  range_cost(info, sel), pathkeys, required_outer,
 					  LSMFDW_ACCESS_KEY_RANGE, bounds);
 	}
+}
+
+/*
+ * For a composite key: adds a key lookup (or, for a leading prefix, a key
+ * range) whose values come partly from join clauses among clauses, for
+ * the inner side of a nested loop (a join on the whole key, a LATERAL
+ * reference to a prefix).  Each key column takes its equality from a
+ * restriction if it has one, else from a join clause; the path is
+ * parameterized by the relations of the join clauses it uses.
+ */
+static void
+add_composite_parameterized_path(PlannerInfo *root, RelOptInfo *baserel,
+								 LsmFdwRelInfo *info, List *pathkeys)
+{
+	const LsmFdwTable *t = info->table;
+	RestrictInfo *eq[LSMFDW_MAX_KEYS] = {0};
+	bool		joined[LSMFDW_MAX_KEYS] = {0};
+	Relids		required_outer = NULL;
+	List	   *clauses = list_copy(baserel->baserestrictinfo);
+	List	   *rinfos = NIL;
+	List	   *bounds = NIL;
+	Selectivity sel;
+	ListCell   *lc;
+	int			prefix;
+	int			k;
+
+	/*
+	 * The candidates: restrictions, join clauses, and the equalities that
+	 * equivalence classes imply for each key column (one class per column,
+	 * so one call per column: the function stops at the first class that
+	 * yields clauses)
+	 */
+	foreach(lc, baserel->joininfo)
+	{
+		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+
+		if (join_clause_is_movable_to(rinfo, baserel))
+			clauses = lappend(clauses, rinfo);
+	}
+	for (k = 0; k < t->nkeys && baserel->has_eclass_joins; k++)
+		clauses = list_concat(clauses,
+							  generate_implied_equalities_for_column(root, baserel,
+																	 key_column_matches,
+																	 (void *) &t->keyattnos[k],
+																	 baserel->lateral_referencers));
+
+	foreach(lc, clauses)
+	{
+		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+		ColumnQual	q;
+
+		if (!match_column_qual(root, baserel, rinfo, &q))
+			continue;
+		k = key_part_equality(t, &q, ((OpExpr *) rinfo->clause)->inputcollid);
+		if (k < 0 || eq[k] != NULL)
+			continue;
+		eq[k] = rinfo;
+		joined[k] = !list_member_ptr(baserel->baserestrictinfo, rinfo);
+	}
+	for (prefix = 0; prefix < t->nkeys && eq[prefix] != NULL; prefix++)
+	{
+		rinfos = lappend(rinfos, eq[prefix]);
+		if (joined[prefix])
+			required_outer = bms_union(required_outer,
+									   eq[prefix]->clause_relids);
+	}
+	if (required_outer == NULL)
+		return;					/* no join clause in the prefix */
+	required_outer = bms_del_members(bms_union(required_outer,
+											   baserel->lateral_relids),
+									 baserel->relids);
+	if (bms_is_empty(required_outer))
+		return;
+	if (prefix == t->nkeys)
+	{
+		add_scan_path(root, baserel, info, 1.0,
+					  seq_page_cost + info->per_tuple, NIL, required_outer,
+					  LSMFDW_ACCESS_KEY_LOOKUP, rinfos);
+		return;
+	}
+
+	/* a prefix: its range, narrowed by the next column's restrictions */
+	foreach(lc, baserel->baserestrictinfo)
+	{
+		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+		ColumnQual	q;
+		int			strategy;
+
+		if (match_column_qual(root, baserel, rinfo, &q) &&
+			key_part_range_ok(t, &q, ((OpExpr *) rinfo->clause)->inputcollid,
+							  prefix, &strategy))
+			bounds = lappend(bounds, rinfo);
+	}
+	sel = clauselist_selectivity(root, list_concat(list_copy(rinfos), bounds),
+								 baserel->relid, JOIN_INNER, NULL);
+	add_scan_path(root, baserel, info, clamp_row_est(info->entries * sel),
+				  range_cost(info, sel), pathkeys, required_outer,
+				  LSMFDW_ACCESS_KEY_RANGE, list_concat(rinfos, bounds));
 }
 
 /*

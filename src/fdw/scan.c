@@ -213,6 +213,12 @@ static bool find_ancestors(Plan *node, Plan *target, List **ancestors);
 static void start_scan(ForeignScanState *node, LsmFdwScanState *st);
 static void start_lookup(ForeignScanState *node, LsmFdwScanState *st);
 static void start_range(ForeignScanState *node, LsmFdwScanState *st);
+static bool key_bounds(ForeignScanState *node, LsmFdwScanState *st);
+static bool composite_bounds(ForeignScanState *node, LsmFdwScanState *st);
+static void narrow_range(LsmFdwScanState *st, StringInfo b,
+						 LsmFdwBoundEnc benc, bool upper);
+static void start_composite_lookup(ForeignScanState *node,
+								   LsmFdwScanState *st);
 static void start_search(ForeignScanState *node, LsmFdwScanState *st);
 static void fetch_keys(LsmFdwScanState *st, int n, char **keys,
 					   size_t *klens);
@@ -744,6 +750,11 @@ start_lookup(ForeignScanState *node, LsmFdwScanState *st)
 	int			n = 0;
 	int			i;
 
+	if (st->access == LSMFDW_ACCESS_KEY_LOOKUP && st->table->nkeys > 1)
+	{
+		start_composite_lookup(node, st);
+		return;
+	}
 	value = ExecEvalExpr(state, econtext, &isnull);
 	if (isnull)
 		return;
@@ -784,6 +795,39 @@ start_lookup(ForeignScanState *node, LsmFdwScanState *st)
 		n++;
 	}
 	fetch_keys(st, n, keys, klens);
+}
+
+/*
+ * Key lookup of a composite key: one value per key column, in key order.
+ * A null value, or one no key can hold, finds nothing.
+ */
+static void
+start_composite_lookup(ForeignScanState *node, LsmFdwScanState *st)
+{
+	ExprContext *econtext = node->ss.ps.ps_ExprContext;
+	Datum		values[LSMFDW_MAX_KEYS];
+	StringInfoData buf;
+	char	   *key;
+	size_t		klen;
+	ListCell   *lc;
+	int			k = 0;
+
+	foreach(lc, st->value_states)
+	{
+		bool		isnull;
+
+		values[k++] = ExecEvalExpr((ExprState *) lfirst(lc), econtext,
+								   &isnull);
+		if (isnull)
+			return;
+	}
+	Assert(k == st->table->nkeys);
+	initStringInfo(&buf);
+	if (!LsmFdwEncodeKeyValues(st->table, values, st->value_types, &buf))
+		return;
+	key = buf.data;
+	klen = buf.len;
+	fetch_keys(st, 1, &key, &klen);
 }
 
 /*
@@ -907,46 +951,18 @@ fetch_keys(LsmFdwScanState *st, int n, char **keys, size_t *klens)
 static void
 start_range(ForeignScanState *node, LsmFdwScanState *st)
 {
-	ExprContext *econtext = node->ss.ps.ps_ExprContext;
 	StringInfo	start;
 	LsmFdwBoundEnc start_enc;
-	ListCell   *lc1;
-	ListCell   *lc2;
-	int			i = 0;
 
 	resetStringInfo(&st->lower);
 	resetStringInfo(&st->upper);
 	st->lower_enc = LSMFDW_BOUND_NONE;
 	st->upper_enc = LSMFDW_BOUND_NONE;
-	forboth(lc1, st->value_states, lc2, st->bounds)
+	if (st->table->nkeys > 1 ? !composite_bounds(node, st)
+		: !key_bounds(node, st))
 	{
-		LsmFdwBound kind = lfirst_int(lc2);
-		bool		upper = (kind == LSMFDW_BOUND_LE || kind == LSMFDW_BOUND_LT);
-		StringInfoData b;
-		LsmFdwBoundEnc benc;
-		Datum		value;
-		bool		isnull;
-
-		value = ExecEvalExpr((ExprState *) lfirst(lc1), econtext, &isnull);
-		if (isnull)
-		{
-			st->empty = true;	/* key < NULL holds for no row */
-			return;
-		}
-		initStringInfo(&b);
-		benc = LsmFdwEncodeKeyBound(st->table, value, st->value_types[i++],
-									kind, &b);
-		if (benc == LSMFDW_BOUND_EMPTY)
-		{
-			st->empty = true;
-			return;
-		}
-		if (benc == LSMFDW_BOUND_NONE)
-			continue;
-		if (upper)
-			tighten_bound(&st->upper, &st->upper_enc, &b, benc, true);
-		else
-			tighten_bound(&st->lower, &st->lower_enc, &b, benc, false);
+		st->empty = true;
+		return;
 	}
 
 	if (st->par != NULL && st->par->nparts > 0)
@@ -964,6 +980,113 @@ start_range(ForeignScanState *node, LsmFdwScanState *st)
 					st->table->relname, st->curcid, st->backward,
 					start_enc != LSMFDW_BOUND_NONE ? start->data : NULL,
 					start->len);
+}
+
+/*
+ * The bounds of a range of a one-column key (start_range): the tightest
+ * lower and upper bound win.  Returns false if no key can be in the range.
+ */
+static bool
+key_bounds(ForeignScanState *node, LsmFdwScanState *st)
+{
+	ExprContext *econtext = node->ss.ps.ps_ExprContext;
+	ListCell   *lc1;
+	ListCell   *lc2;
+	int			i = 0;
+
+	forboth(lc1, st->value_states, lc2, st->bounds)
+	{
+		LsmFdwBound kind = lfirst_int(lc2);
+		StringInfoData b;
+		LsmFdwBoundEnc benc;
+		Datum		value;
+		bool		isnull;
+
+		value = ExecEvalExpr((ExprState *) lfirst(lc1), econtext, &isnull);
+		if (isnull)
+			return false;		/* key < NULL holds for no row */
+		initStringInfo(&b);
+		benc = LsmFdwEncodeKeyBound(st->table, value, st->value_types[i++],
+									kind, &b);
+		if (benc == LSMFDW_BOUND_EMPTY)
+			return false;
+		narrow_range(st, &b, benc,
+					 kind == LSMFDW_BOUND_LE || kind == LSMFDW_BOUND_LT);
+	}
+	return true;
+}
+
+/*
+ * The bounds of a range of a composite key (start_range): the values of
+ * the prefix (kinds LSMFDW_BOUND_EQ, first) make its first parts, and the
+ * bounds of the next column narrow it (LsmFdwEncodePrefixBound).  Returns
+ * false if no key can be in the range: a null value, or a prefix value no
+ * key can hold.
+ */
+static bool
+composite_bounds(ForeignScanState *node, LsmFdwScanState *st)
+{
+	ExprContext *econtext = node->ss.ps.ps_ExprContext;
+	StringInfoData prefix;
+	StringInfoData b;
+	ListCell   *lc1;
+	ListCell   *lc2;
+	int			k = 0;
+	int			i = 0;
+	int			end;
+
+	initStringInfo(&prefix);
+	initStringInfo(&b);
+	forboth(lc1, st->value_states, lc2, st->bounds)
+	{
+		LsmFdwBound kind = lfirst_int(lc2);
+		Datum		value;
+		bool		isnull;
+
+		value = ExecEvalExpr((ExprState *) lfirst(lc1), econtext, &isnull);
+		if (isnull)
+			return false;		/* col = NULL, col < NULL hold for no row */
+		if (kind == LSMFDW_BOUND_EQ)
+		{
+			if (!LsmFdwEncodeKeyPart(st->table, k++, value,
+									 st->value_types[i++], &prefix) ||
+				prefix.len > LSM_MAX_KEY_LEN)
+				return false;
+			continue;
+		}
+		resetStringInfo(&b);
+		narrow_range(st, &b,
+					 LsmFdwEncodePrefixBound(st->table, prefix.data, prefix.len,
+											 k, &value, st->value_types[i++],
+											 kind, &b),
+					 kind == LSMFDW_BOUND_LE || kind == LSMFDW_BOUND_LT);
+	}
+
+	/* the prefix's own range: its lower end, then its upper */
+	for (end = 0; end < 2; end++)
+	{
+		resetStringInfo(&b);
+		narrow_range(st, &b,
+					 LsmFdwEncodePrefixBound(st->table, prefix.data, prefix.len,
+											 k, NULL, InvalidOid,
+											 end ? LSMFDW_BOUND_LE
+											 : LSMFDW_BOUND_GE, &b),
+					 end == 1);
+	}
+	return true;
+}
+
+/* Narrows the scan's range to the bound b (an upper one if upper). */
+static void
+narrow_range(LsmFdwScanState *st, StringInfo b, LsmFdwBoundEnc benc,
+			 bool upper)
+{
+	if (benc == LSMFDW_BOUND_NONE)
+		return;
+	if (upper)
+		tighten_bound(&st->upper, &st->upper_enc, b, benc, true);
+	else
+		tighten_bound(&st->lower, &st->lower_enc, b, benc, false);
 }
 
 /* Whether e lies past the end of the claimed range or of the scan. */

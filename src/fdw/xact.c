@@ -1154,7 +1154,7 @@ describe_key(PendingStore *ps, const char *key, size_t klen)
 	LsmFdwTable *t = LsmFdwGetTable(rel);
 
 	table_close(rel, NoLock);
-	return psprintf("Key (%s)=(%s)", t->cols[t->keyattno - 1].name,
+	return psprintf("Key (%s)=(%s)", LsmFdwKeyColumnNames(t),
 					LsmFdwKeyToString(t, key, klen));
 }
 
