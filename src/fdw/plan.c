@@ -163,6 +163,9 @@ static List *key_equality_rinfos(PlannerInfo *root, RelOptInfo *baserel,
 								 const LsmFdwTable *t);
 static int	key_part_equality(const LsmFdwTable *t, const ColumnQual *q,
 							  Oid inputcollid);
+static int	key_prefix_equalities(PlannerInfo *root, RelOptInfo *baserel,
+								  const LsmFdwTable *t, List *rinfos,
+								  RestrictInfo **eq);
 static bool is_key_operand(const LsmFdwTable *t, AttrNumber attno);
 static bool key_equality_ok(const LsmFdwTable *t, const ColumnQual *q,
 							Oid inputcollid);
@@ -637,33 +640,60 @@ static List *
 key_equality_rinfos(PlannerInfo *root, RelOptInfo *baserel,
 					const LsmFdwTable *t)
 {
-	RestrictInfo *found[LSMFDW_MAX_KEYS] = {0};
+	RestrictInfo *eq[LSMFDW_MAX_KEYS];
 	List	   *rinfos = NIL;
 	ListCell   *lc;
 	int			k;
 
-	foreach(lc, baserel->baserestrictinfo)
+	if (t->nkeys == 1)
+	{
+		foreach(lc, baserel->baserestrictinfo)
+		{
+			RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+			ColumnQual	q;
+
+			if (match_column_qual(root, baserel, rinfo, &q) &&
+				key_equality_ok(t, &q, ((OpExpr *) rinfo->clause)->inputcollid))
+				return list_make1(rinfo);
+		}
+		return NIL;
+	}
+	if (key_prefix_equalities(root, baserel, t, baserel->baserestrictinfo,
+							  eq) < t->nkeys)
+		return NIL;
+	for (k = 0; k < t->nkeys; k++)
+		rinfos = lappend(rinfos, eq[k]);
+	return rinfos;
+}
+
+/*
+ * Sets eq[k], for each key column k of t, to the first of rinfos that is
+ * "column k = value" a lookup answers (key_part_equality), or NULL; returns
+ * how many leading key columns have one (the prefix they make).
+ */
+static int
+key_prefix_equalities(PlannerInfo *root, RelOptInfo *baserel,
+					  const LsmFdwTable *t, List *rinfos, RestrictInfo **eq)
+{
+	ListCell   *lc;
+	int			prefix;
+
+	memset(eq, 0, sizeof(RestrictInfo *) * t->nkeys);
+	foreach(lc, rinfos)
 	{
 		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
-		Oid			collid;
 		ColumnQual	q;
+		int			k;
 
 		if (!match_column_qual(root, baserel, rinfo, &q))
 			continue;
-		collid = ((OpExpr *) rinfo->clause)->inputcollid;
-		if (t->nkeys == 1 && key_equality_ok(t, &q, collid))
-			return list_make1(rinfo);
-		k = key_part_equality(t, &q, collid);
-		if (k >= 0 && found[k] == NULL)
-			found[k] = rinfo;
+		k = key_part_equality(t, &q, ((OpExpr *) rinfo->clause)->inputcollid);
+		if (k >= 0 && eq[k] == NULL)
+			eq[k] = rinfo;
 	}
-	for (k = 0; k < t->nkeys; k++)
-	{
-		if (found[k] == NULL)
-			return NIL;
-		rinfos = lappend(rinfos, found[k]);
-	}
-	return t->nkeys > 1 ? rinfos : NIL;
+	for (prefix = 0; prefix < t->nkeys && eq[prefix] != NULL; prefix++)
+		;
+	return prefix;
 }
 
 /*
@@ -955,41 +985,24 @@ static List *
 key_range_restrictions(PlannerInfo *root, RelOptInfo *baserel,
 					   const LsmFdwTable *t, int *nexact)
 {
-	RestrictInfo *eq[LSMFDW_MAX_KEYS] = {0};
+	RestrictInfo *eq[LSMFDW_MAX_KEYS];
 	List	   *bounds = NIL;
 	ListCell   *lc;
-	int			prefix;
+	int			prefix = 0;
+	int			k;
 
-	foreach(lc, baserel->baserestrictinfo)
+	if (t->nkeys > 1)
 	{
-		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
-		Oid			collid;
-		ColumnQual	q;
-		int			strategy;
-		int			k;
-
-		if (!match_column_qual(root, baserel, rinfo, &q))
-			continue;
-		collid = ((OpExpr *) rinfo->clause)->inputcollid;
-		if (t->nkeys == 1)
+		prefix = key_prefix_equalities(root, baserel, t,
+									   baserel->baserestrictinfo, eq);
+		for (k = 0; k < prefix; k++)
+			bounds = lappend(bounds, eq[k]);
+		if (prefix == t->nkeys)
 		{
-			if (key_range_ok(t, &q, collid, &strategy))
-				bounds = lappend(bounds, rinfo);
-			continue;
+			*nexact = prefix;
+			return bounds;
 		}
-		k = key_part_equality(t, &q, collid);
-		if (k >= 0 && eq[k] == NULL)
-			eq[k] = rinfo;
 	}
-	*nexact = list_length(bounds);
-	if (t->nkeys == 1)
-		return bounds;
-
-	for (prefix = 0; prefix < t->nkeys && eq[prefix] != NULL; prefix++)
-		bounds = lappend(bounds, eq[prefix]);
-	*nexact = prefix;
-	if (prefix == t->nkeys)
-		return bounds;
 	foreach(lc, baserel->baserestrictinfo)
 	{
 		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
@@ -997,10 +1010,14 @@ key_range_restrictions(PlannerInfo *root, RelOptInfo *baserel,
 		int			strategy;
 
 		if (match_column_qual(root, baserel, rinfo, &q) &&
-			key_part_range_ok(t, &q, ((OpExpr *) rinfo->clause)->inputcollid,
-							  prefix, &strategy))
+			(t->nkeys == 1 ?
+			 key_range_ok(t, &q, ((OpExpr *) rinfo->clause)->inputcollid,
+						  &strategy) :
+			 key_part_range_ok(t, &q, ((OpExpr *) rinfo->clause)->inputcollid,
+							   prefix, &strategy)))
 			bounds = lappend(bounds, rinfo);
 	}
+	*nexact = t->nkeys == 1 ? list_length(bounds) : prefix;
 	return bounds;
 }
 
@@ -1043,7 +1060,7 @@ LsmFdwRangeBounds(PlannerInfo *root, RelOptInfo *baserel, List *rinfos,
 {
 	LsmFdwRelInfo *info = (LsmFdwRelInfo *) baserel->fdw_private;
 	const LsmFdwTable *t = info->table;
-	RestrictInfo *eq[LSMFDW_MAX_KEYS] = {0};
+	RestrictInfo *eq[LSMFDW_MAX_KEYS];
 	List	   *bounds = NIL;
 	List	   *values = NIL;
 	List	   *exact = NIL;
@@ -1054,34 +1071,20 @@ LsmFdwRangeBounds(PlannerInfo *root, RelOptInfo *baserel, List *rinfos,
 	/* a composite key's prefix: one "column = value" per leading column */
 	if (t->nkeys > 1)
 	{
-		List	   *rest = NIL;
-
-		foreach(lc, rinfos)
-		{
-			RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
-			ColumnQual	q;
-
-			k = match_column_qual(root, baserel, rinfo, &q) ?
-				key_part_equality(t, &q, ((OpExpr *) rinfo->clause)->inputcollid)
-				: -1;
-			if (k >= 0 && eq[k] == NULL)
-				eq[k] = rinfo;
-			else
-				rest = lappend(rest, rinfo);
-		}
-		for (prefix = 0; prefix < t->nkeys && eq[prefix] != NULL; prefix++)
+		prefix = key_prefix_equalities(root, baserel, t, rinfos, eq);
+		for (k = 0; k < prefix; k++)
 		{
 			ColumnQual	q;
 
-			(void) match_column_qual(root, baserel, eq[prefix], &q);
+			(void) match_column_qual(root, baserel, eq[k], &q);
 			values = lappend(values, copyObject(q.value));
 			bounds = lappend_int(bounds, LSMFDW_BOUND_EQ);
-			exact = lappend(exact, eq[prefix]);
+			exact = lappend(exact, eq[k]);
 		}
 		for (k = prefix; k < t->nkeys; k++)
 			if (eq[k] != NULL)
 				elog(ERROR, "lsm_fdw: range qual no longer matches");
-		rinfos = rest;
+		rinfos = list_difference_ptr(rinfos, exact);
 	}
 
 	foreach(lc, rinfos)
@@ -1393,8 +1396,7 @@ add_composite_parameterized_path(PlannerInfo *root, RelOptInfo *baserel,
 								 LsmFdwRelInfo *info, List *pathkeys)
 {
 	const LsmFdwTable *t = info->table;
-	RestrictInfo *eq[LSMFDW_MAX_KEYS] = {0};
-	bool		joined[LSMFDW_MAX_KEYS] = {0};
+	RestrictInfo *eq[LSMFDW_MAX_KEYS];
 	Relids		required_outer = NULL;
 	List	   *clauses = list_copy(baserel->baserestrictinfo);
 	List	   *rinfos = NIL;
@@ -1424,25 +1426,12 @@ add_composite_parameterized_path(PlannerInfo *root, RelOptInfo *baserel,
 																	 (void *) &t->keyattnos[k],
 																	 baserel->lateral_referencers));
 
-	foreach(lc, clauses)
+	prefix = key_prefix_equalities(root, baserel, t, clauses, eq);
+	for (k = 0; k < prefix; k++)
 	{
-		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
-		ColumnQual	q;
-
-		if (!match_column_qual(root, baserel, rinfo, &q))
-			continue;
-		k = key_part_equality(t, &q, ((OpExpr *) rinfo->clause)->inputcollid);
-		if (k < 0 || eq[k] != NULL)
-			continue;
-		eq[k] = rinfo;
-		joined[k] = !list_member_ptr(baserel->baserestrictinfo, rinfo);
-	}
-	for (prefix = 0; prefix < t->nkeys && eq[prefix] != NULL; prefix++)
-	{
-		rinfos = lappend(rinfos, eq[prefix]);
-		if (joined[prefix])
-			required_outer = bms_union(required_outer,
-									   eq[prefix]->clause_relids);
+		rinfos = lappend(rinfos, eq[k]);
+		if (!list_member_ptr(baserel->baserestrictinfo, eq[k]))
+			required_outer = bms_union(required_outer, eq[k]->clause_relids);
 	}
 	if (required_outer == NULL)
 		return;					/* no join clause in the prefix */
