@@ -98,6 +98,7 @@ PG_FUNCTION_INFO_V1(lsm_fdw_compact);
 PG_FUNCTION_INFO_V1(lsm_fdw_verify);
 PG_FUNCTION_INFO_V1(lsm_fdw_store_path);
 PG_FUNCTION_INFO_V1(lsm_fdw_store_size);
+PG_FUNCTION_INFO_V1(lsm_fdw_key_columns);
 
 static LsmFdwTable *open_table(Oid relid, LsmFdwFuncAccess access,
 							   const char *funcname);
@@ -351,6 +352,38 @@ lsm_fdw_store_size(PG_FUNCTION_ARGS)
 								"lsm_store_size");
 
 	PG_RETURN_INT64(directory_size(t->path));
+}
+
+/*
+ * lsm_key_columns(regclass): one row (key_position, column_name,
+ * column_type) per key column of the table, in key order, as the catalog
+ * defines the key (the store holds rows by the same key: every open
+ * checks it).
+ */
+Datum
+lsm_fdw_key_columns(PG_FUNCTION_ARGS)
+{
+	LsmFdwTable *t = open_table(PG_GETARG_OID(0), LSMFDW_FUNC_READ,
+								"lsm_key_columns");
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Datum		values[3];
+	bool		nulls[3] = {0};
+	int			k;
+
+	SetSingleFuncCall(fcinfo, 0);
+	for (k = 0; k < t->nkeys; k++)
+	{
+		const LsmFdwColumn *col = &t->cols[t->keyattnos[k] - 1];
+		NameData	name;
+
+		namestrcpy(&name, col->name);
+		values[0] = Int32GetDatum(k + 1);
+		values[1] = NameGetDatum(&name);
+		values[2] = ObjectIdGetDatum(col->typid);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values,
+							 nulls);
+	}
+	return (Datum) 0;
 }
 
 /*

@@ -1,4 +1,4 @@
-/* src/fdw--0.1.sql */
+/* src/fdw--0.2.sql: CREATE EXTENSION fdw (version 0.2) */
 
 -- complain if script is sourced in psql, rather than via CREATE EXTENSION
 \echo Use "CREATE EXTENSION fdw" to load this file. \quit
@@ -136,3 +136,11 @@ LANGUAGE C STRICT;
 
 COMMENT ON FUNCTION lsm_store_size(regclass) IS
 'bytes of every file in the directory of the table''s store; needs SELECT on the table';
+
+CREATE FUNCTION lsm_key_columns(tbl regclass)
+RETURNS TABLE(key_position int, column_name name, column_type regtype)
+AS 'MODULE_PATHNAME', 'lsm_fdw_key_columns'
+LANGUAGE C STRICT;
+
+COMMENT ON FUNCTION lsm_key_columns(regclass) IS
+'the key columns of the table in key order (one row for a one-column key); needs SELECT on the table';
