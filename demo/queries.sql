@@ -107,3 +107,22 @@ ON CONFLICT (id) DO UPDATE
   SET body = excluded.body || ' (was: ' || left(tweets.body, 24) || '...)'
 RETURNING id, usr, body;
 ROLLBACK;
+
+\echo
+\echo '=== 5. a composite key ==='
+\echo 'A key may be several columns. timelines is keyed by (usr, ts, id): its rows'
+\echo 'are stored by user, then time, so a user''s latest tweets are a short range'
+\echo 'read backward from the end of that user''s rows, with no Sort, stopping at'
+\echo 'the LIMIT.'
+\echo
+CREATE FOREIGN TABLE timelines (usr text COLLATE "C", ts timestamptz, id int8,
+                                body text)
+  SERVER lsm OPTIONS (key 'usr, ts, id');
+INSERT INTO timelines SELECT usr, ts, id, body FROM tweets;
+SELECT * FROM lsm_key_columns('timelines');
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF)
+SELECT ts, id, left(body, 40) AS body FROM timelines
+WHERE usr = 'user000042' ORDER BY ts DESC LIMIT 5;
+SELECT ts, id, left(body, 40) AS body FROM timelines
+WHERE usr = 'user000042' ORDER BY ts DESC LIMIT 5;
+DROP FOREIGN TABLE timelines;

@@ -42,7 +42,7 @@
 #   SQLBENCH_SECONDS   seconds of each pgbench run (default 30)
 #   SQLBENCH_RUNS      runs of each workload (default 3)
 #   SQLBENCH_COPY_RUNS runs of each COPY of up to 1M rows (default: RUNS)
-#   SQLBENCH_SECTIONS  which of "disk point eq join order scan upsert insert" to run after the COPYs
+#   SQLBENCH_SECTIONS  which of "disk point eq join order prefix scan upsert insert" to run after the COPYs
 #                      (default all; the COPYs always run: they load the
 #                      tables), e.g. SQLBENCH_SECTIONS=point
 #   SQLBENCH_QUIET_WAIT  seconds to wait, before each timed step, for other
@@ -89,7 +89,7 @@ seconds=${SQLBENCH_SECONDS:-30}
 runs=${SQLBENCH_RUNS:-3}
 big_runs=${SQLBENCH_BIG_RUNS:-1}
 copy_runs=${SQLBENCH_COPY_RUNS:-$runs}
-sections=" ${SQLBENCH_SECTIONS:-disk point eq join order scan upsert insert} "
+sections=" ${SQLBENCH_SECTIONS:-disk point eq join order prefix scan upsert insert} "
 execs=${SQLBENCH_EXECS:-200}
 slow_execs=${SQLBENCH_SLOW_EXECS:-20}
 max_mem_gb=${SQLBENCH_MAX_MEM_GB:-8}
@@ -929,6 +929,56 @@ join_section() {
 }
 
 # ---------------------------------------------------------------------------
+# Workload 6b: a composite key (usr, ts, id) against a heap's composite
+# primary key: a user's latest rows (a prefix, backward, LIMIT) and a
+# user's rows of a month (a prefix and a range on the next column), by
+# pgbench.  The tables hold the rows of t_pk, the foreign one compacted.
+
+prefix_section() {
+	local side ref got
+
+	section "workload 6b: composite key (usr, ts, id), pgbench -M prepared, ${seconds} s per run"
+	sql "DROP FOREIGN TABLE IF EXISTS t_ck_lsm; DROP TABLE IF EXISTS t_ck_pk;
+		CREATE FOREIGN TABLE t_ck_lsm (usr text COLLATE \"C\", ts timestamptz,
+			id int8, lang text) SERVER lsm OPTIONS (key 'usr, ts, id');
+		CREATE TABLE t_ck_pk (usr text COLLATE \"C\", ts timestamptz, id int8,
+			lang text, PRIMARY KEY (usr, ts, id));
+		INSERT INTO t_ck_lsm SELECT usr, ts, id, lang FROM t_pk;
+		INSERT INTO t_ck_pk SELECT usr, ts, id, lang FROM t_pk;
+		SELECT lsm_compact('t_ck_lsm', full => true)" >/dev/null
+	sql "VACUUM ANALYZE t_ck_pk" >/dev/null
+	sql "ANALYZE t_ck_lsm" >/dev/null
+	for side in lsm pk; do
+		printf '%s\n' '\set u random(0, :users - 1)' \
+			"SELECT * FROM t_ck_$side WHERE usr = 'u' || lpad(:u::text, 8, '0') ORDER BY ts DESC LIMIT 5;" \
+			>"$work/prefix_latest_$side.pgbench"
+		printf '%s\n' '\set u random(0, :users - 1)' '\set m random(0, 11)' \
+			"SELECT count(*), max(id) FROM t_ck_$side WHERE usr = 'u' || lpad(:u::text, 8, '0')" \
+			"  AND ts >= timestamptz '2024-01-01 00:00:00+00' + :m * interval '1 month'" \
+			"  AND ts < timestamptz '2024-01-01 00:00:00+00' + (:m + 1) * interval '1 month';" \
+			>"$work/prefix_month_$side.pgbench"
+	done
+	cat "$work/prefix_latest_lsm.pgbench" "$work/prefix_month_lsm.pgbench"
+	psql_show -c "EXPLAIN (COSTS OFF) SELECT * FROM t_ck_lsm WHERE usr = 'u00000042' ORDER BY ts DESC LIMIT 5" \
+		-c "EXPLAIN (COSTS OFF) SELECT * FROM t_ck_pk WHERE usr = 'u00000042' ORDER BY ts DESC LIMIT 5" \
+		-c "EXPLAIN (COSTS OFF) SELECT count(*) FROM t_ck_lsm WHERE usr = 'u00000042' AND ts >= '2024-03-01' AND ts < '2024-04-01'"
+	# the answers: the same rows for 2000 users, by both queries
+	for side in lsm pk; do
+		got=$(sql "SELECT sum(hashtext(l::text)), (SELECT sum(c) FROM (SELECT count(*) c FROM t_ck_$side
+				WHERE usr IN (SELECT 'u' || lpad(u::text, 8, '0') FROM generate_series(0, 1999) u)
+				AND ts >= '2024-03-01' AND ts < '2024-04-01' GROUP BY usr) s)
+			FROM generate_series(0, 1999) u, LATERAL (SELECT * FROM t_ck_$side
+				WHERE usr = 'u' || lpad(u::text, 8, '0') ORDER BY ts DESC LIMIT 5) l")
+		if [ "$side" = lsm ]; then ref=$got; fi
+	done
+	[ "$got" = "$ref" ] || die "WRONG ANSWER: composite-key queries: lsm $ref, heap $got"
+	echo "verified: both tables give the same latest rows and month counts for 2000 users ($ref)"
+	tps_runs prefix_latest -D users="$users"
+	tps_runs prefix_month -D users="$users"
+	sql "DROP FOREIGN TABLE t_ck_lsm; DROP TABLE t_ck_pk" >/dev/null
+}
+
+# ---------------------------------------------------------------------------
 # Workload 6: key order with LIMIT (pages of ten rows)
 
 order_section() {
@@ -1071,6 +1121,7 @@ main() {
 	[[ "$sections" != *" eq "* ]] || eq_section
 	[[ "$sections" != *" join "* ]] || join_section
 	[[ "$sections" != *" order "* ]] || order_section
+	[[ "$sections" != *" prefix "* ]] || prefix_section
 	[[ "$sections" != *" scan "* ]] || scan_section
 	# changes t_lsm and t_pk: after the sections that compare them
 	[[ "$sections" != *" upsert "* ]] || upsert_section
