@@ -107,10 +107,54 @@ SELECT * FROM ck WHERE a = 1 AND b = 'b' ORDER BY c DESC;
 -- equality on a later column only: no key access
 EXPLAIN (COSTS OFF) SELECT * FROM ck WHERE b = 'ab';
 SELECT a, b, c FROM ck WHERE b = 'ab' AND c = 0 ORDER BY a;
--- IN lists and row comparisons give the heap's rows
+-- lists: IN on key columns, every other key column equal, make a key
+-- list (every combination), in key order
+EXPLAIN (COSTS OFF) SELECT a, b, c FROM ck WHERE a IN (0, 3) AND b = 'a' AND c = 1;
 SELECT a, b, c FROM ck WHERE a IN (0, 3) AND b = 'a' AND c = 1 ORDER BY a;
+EXPLAIN (COSTS OFF) SELECT a, b, c FROM ck
+  WHERE a IN (1, 2) AND b IN ('a', 'ab', 'nope') AND c IN (2, 0) ORDER BY a, b, c;
+SELECT a, b, c FROM ck
+  WHERE a IN (1, 2) AND b IN ('a', 'ab', 'nope') AND c IN (2, 0) ORDER BY a, b, c;
+-- (lists cost a lookup per key: on a small table a scan may cost less,
+-- on a larger one the list is chosen, for Params too)
+CREATE FOREIGN TABLE ck_big (a int, b int, c int, v int) SERVER lsm_comp_srv
+  OPTIONS (key 'a, b, c');
+INSERT INTO ck_big SELECT a, b, c, a * 10000 + b * 100 + c
+  FROM generate_series(1, 30) a, generate_series(1, 30) b, generate_series(1, 30) c;
+EXPLAIN (COSTS OFF) SELECT * FROM ck_big
+  WHERE a IN (1, 2) AND b IN (3, 4, 99) AND c IN (5, 6) ORDER BY a, b, c;
+SELECT * FROM ck_big WHERE a IN (1, 2) AND b IN (3, 4, 99) AND c IN (5, 6)
+  ORDER BY a, b, c;
+-- (a range of the prefix a = 7, which the planner expects to be small,
+-- competes with the list by cost)
+EXPLAIN (COSTS OFF) SELECT * FROM ck_big
+  WHERE a = 7 AND b IN (3, 4) AND c IN (5, 6);
+SELECT * FROM ck_big WHERE a = 7 AND b IN (3, 4) AND c IN (5, 6);
+PREPARE ck_big_in(int[], int[]) AS SELECT sum(v) FROM ck_big
+  WHERE a = ANY($1) AND b = 2 AND c = ANY($2);
+SET plan_cache_mode = force_generic_plan;
+EXPLAIN (COSTS OFF) EXECUTE ck_big_in('{1}', '{1}');
+EXECUTE ck_big_in('{1, 30, 31}', '{1, 2, NULL}');
+RESET plan_cache_mode;
+DROP FOREIGN TABLE ck_big;
+SELECT a, b, c FROM ck WHERE a IN (1, NULL) AND b = 'b' AND c = ANY(ARRAY[1, NULL, 1]);
+SELECT count(*) FROM ck WHERE a IN (1, 2) AND b = ANY('{}'::text[]) AND c = 1;
+-- ... and rows: (a, b, c) IN (...) is an OR of rows of equalities
+EXPLAIN (COSTS OFF) SELECT a, b, c FROM ck
+  WHERE (a, b, c) IN ((0, 'a', 1), (3, 'z', 2), (9, 'a', 1));
 SELECT a, b, c FROM ck WHERE (a, b, c) IN ((0, 'a', 1), (3, 'z', 2), (9, 'a', 1))
   ORDER BY a;
+SELECT a, b, c FROM ck WHERE (a, b, c) IN ((0, 'a', 1), (0, 'a', 1), (2, 'b', NULL));
+-- a list of rows that leaves out a key column is not a key list
+EXPLAIN (COSTS OFF) SELECT a, b, c FROM ck WHERE (a, b) IN ((0, 'a'), (3, 'z'));
+SELECT a, b, c FROM ck WHERE (a, b) IN ((0, 'a'), (3, 'z')) ORDER BY a, b, c;
+-- (a Param's array is guessed at 10 elements: here a full scan is cheaper)
+PREPARE ck_in(int[], text) AS SELECT a, b, c FROM ck
+  WHERE a = ANY($1) AND b = $2 AND c = 0 ORDER BY a;
+SET plan_cache_mode = force_generic_plan;
+EXPLAIN (COSTS OFF) EXECUTE ck_in('{1, 2}', 'z');
+EXECUTE ck_in('{1, 2, 2, 7}', 'z');
+RESET plan_cache_mode;
 SELECT a, b, c FROM ck WHERE (a, b) > (2, 'z') ORDER BY a, b, c LIMIT 3;
 -- values of other integer widths, out of range, and Params
 SELECT count(*) FROM ck WHERE a = 1::int8 AND b = 'a';

@@ -177,6 +177,14 @@ static List *composite_key_pathkeys(PlannerInfo *root, RelOptInfo *baserel,
 									const LsmFdwTable *t, int strategy);
 static bool value_search_ok(const LsmFdwTable *t, const ColumnQual *q,
 							Oid inputcollid);
+static Expr *key_part_array(PlannerInfo *root, RelOptInfo *baserel,
+							const LsmFdwTable *t, Expr *clause, int *k,
+							double *nkeys);
+static List *composite_key_list(PlannerInfo *root, RelOptInfo *baserel,
+								const LsmFdwTable *t, double *nkeys);
+static bool key_rows_list(PlannerInfo *root, RelOptInfo *baserel,
+						  const LsmFdwTable *t, RestrictInfo *rinfo,
+						  List **values, double *nkeys);
 static Expr *key_list_array(PlannerInfo *root, RelOptInfo *baserel,
 							const LsmFdwTable *t, Expr *clause,
 							double *nkeys);
@@ -402,19 +410,41 @@ LsmFdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 					? LSM_SEARCH_AUTO : lsm_fdw_value_search;
 			break;
 		case LSMFDW_ACCESS_KEY_LIST:
+			/*
+			 * An array; for a composite key, one value or array per key
+			 * column in key order, or the rows of a row list one after
+			 * another
+			 */
+			if (t->nkeys > 1 && list_length(rinfos) == 1)
 			{
 				double		nkeys;
-				Expr	   *array;
 
-				array = key_list_array(root, baserel, t,
-									   linitial_node(RestrictInfo, rinfos)->clause,
-									   &nkeys);
-				if (array == NULL)
+				if (!key_rows_list(root, baserel, t,
+								   linitial_node(RestrictInfo, rinfos),
+								   &fdw_exprs, &nkeys))
 					elog(ERROR, "lsm_fdw: key list qual no longer matches");
-				fdw_exprs = list_make1(copyObject(array));
 				served = rinfos;
 				break;
 			}
+			foreach(lc, rinfos)
+			{
+				RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+				double		nkeys;
+				int			k;
+				Expr	   *value;
+				ColumnQual	q;
+
+				value = key_part_array(root, baserel, t, rinfo->clause, &k,
+									   &nkeys);
+				if (value == NULL && t->nkeys > 1 &&
+					match_column_qual(root, baserel, rinfo, &q))
+					value = q.value;
+				if (value == NULL)
+					elog(ERROR, "lsm_fdw: key list qual no longer matches");
+				fdw_exprs = lappend(fdw_exprs, copyObject(value));
+			}
+			served = rinfos;
+			break;
 		case LSMFDW_ACCESS_KEY_RANGE:
 			bounds = LsmFdwRangeBounds(root, baserel, rinfos, &fdw_exprs,
 									   &served);
@@ -789,14 +819,25 @@ value_search_ok(const LsmFdwTable *t, const ColumnQual *q, Oid inputcollid)
  * If clause is "key IN (...)" or "key = ANY(array)" (or "ctid = ANY
  * (array)") that a multi-get answers, returns the array expression and
  * sets *nkeys to the number of elements (a guess if unknown before
- * execution); else NULL.
+ * execution); else NULL.  For a composite key, the same of key column k
+ * (*k set), one part of the keys (composite_key_list).
  */
 static Expr *
 key_list_array(PlannerInfo *root, RelOptInfo *baserel, const LsmFdwTable *t,
 			   Expr *clause, double *nkeys)
 {
+	int			k;
+
+	return t->nkeys == 1 ?
+		key_part_array(root, baserel, t, clause, &k, nkeys) : NULL;
+}
+
+static Expr *
+key_part_array(PlannerInfo *root, RelOptInfo *baserel, const LsmFdwTable *t,
+			   Expr *clause, int *k, double *nkeys)
+{
 	ScalarArrayOpExpr *saop;
-	const LsmFdwColumn *key = &t->cols[t->keyattno - 1];
+	const LsmFdwColumn *key;
 	AttrNumber	attno;
 	Node	   *array;
 	Oid			elemtype;
@@ -805,9 +846,17 @@ key_list_array(PlannerInfo *root, RelOptInfo *baserel, const LsmFdwTable *t,
 		return NULL;
 	saop = (ScalarArrayOpExpr *) clause;
 	if (!saop->useOr || list_length(saop->args) != 2 ||
-		!is_column_var(linitial(saop->args), baserel->relid, &attno) ||
-		!is_key_operand(t, attno))
+		!is_column_var(linitial(saop->args), baserel->relid, &attno))
 		return NULL;
+	if (attno == SelfItemPointerAttributeNumber)
+	{
+		if (!is_key_operand(t, attno))
+			return NULL;
+		*k = 0;
+	}
+	else if ((*k = LsmFdwKeyIndex(t, attno)) < 0)
+		return NULL;
+	key = &t->cols[t->keyattnos[*k] - 1];
 	array = lsecond(saop->args);
 	elemtype = get_element_type(getBaseType(exprType(array)));
 	if (!OidIsValid(elemtype))
@@ -833,6 +882,114 @@ key_list_array(PlannerInfo *root, RelOptInfo *baserel, const LsmFdwTable *t,
 	else if (IsA(array, ArrayExpr))
 		*nkeys = list_length(((ArrayExpr *) array)->elements);
 	return (Expr *) array;
+}
+
+/*
+ * If rinfo is an OR of rows of equalities on every key column of
+ * composite-key table t, as PostgreSQL writes "(a, b) IN ((1, 2), (3, 4))"
+ * (each arm "a = 1 AND b = 2", a value per key column), appends each
+ * arm's values in key order to *values (if not NULL), sets *nkeys to the
+ * arms and returns true.
+ */
+static bool
+key_rows_list(PlannerInfo *root, RelOptInfo *baserel, const LsmFdwTable *t,
+			  RestrictInfo *rinfo, List **values, double *nkeys)
+{
+	ListCell   *lc;
+
+	if (!restriction_is_or_clause(rinfo))
+		return false;
+	*nkeys = 0;
+	foreach(lc, ((BoolExpr *) rinfo->orclause)->args)
+	{
+		Node	   *arm = lfirst(lc);
+		List	   *conds = NIL;
+		RestrictInfo *eq[LSMFDW_MAX_KEYS];
+		ListCell   *lc2;
+		int			k;
+
+		/* the arm's conditions, as restrictions key_prefix_equalities reads */
+		if (is_andclause(arm))
+		{
+			foreach(lc2, ((BoolExpr *) arm)->args)
+			{
+				if (!IsA(lfirst(lc2), RestrictInfo))
+					return false;
+				conds = lappend(conds, lfirst(lc2));
+			}
+		}
+		else if (IsA(arm, RestrictInfo))
+			conds = list_make1(arm);
+		else
+			return false;
+		if (list_length(conds) != t->nkeys ||
+			key_prefix_equalities(root, baserel, t, conds, eq) < t->nkeys)
+			return false;
+		for (k = 0; values != NULL && k < t->nkeys; k++)
+		{
+			ColumnQual	q;
+
+			(void) match_column_qual(root, baserel, eq[k], &q);
+			*values = lappend(*values, copyObject(q.value));
+		}
+		*nkeys += 1;
+	}
+	return *nkeys > 0;
+}
+
+/*
+ * For a composite key: the restrictions that make a key list, one per key
+ * column in key order, each "column = value" or "column = ANY(array)"
+ * (IN), at least one a list; the keys are every combination of their
+ * values (*nkeys: how many, a guess for Params).  NIL if some key column
+ * has neither.
+ */
+static List *
+composite_key_list(PlannerInfo *root, RelOptInfo *baserel,
+				   const LsmFdwTable *t, double *nkeys)
+{
+	RestrictInfo *eq[LSMFDW_MAX_KEYS];
+	RestrictInfo *in[LSMFDW_MAX_KEYS] = {0};
+	double		n[LSMFDW_MAX_KEYS];
+	List	   *rinfos = NIL;
+	bool		any_list = false;
+	ListCell   *lc;
+	int			k;
+
+	foreach(lc, baserel->baserestrictinfo)
+	{
+		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+
+		if (key_rows_list(root, baserel, t, rinfo, NULL, nkeys))
+			return list_make1(rinfo);
+	}
+	(void) key_prefix_equalities(root, baserel, t, baserel->baserestrictinfo,
+								 eq);
+	foreach(lc, baserel->baserestrictinfo)
+	{
+		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+		double		count;
+
+		if (key_part_array(root, baserel, t, rinfo->clause, &k, &count) &&
+			eq[k] == NULL && in[k] == NULL)
+		{
+			in[k] = rinfo;
+			n[k] = count;
+		}
+	}
+	*nkeys = 1;
+	for (k = 0; k < t->nkeys; k++)
+	{
+		if (eq[k] == NULL && in[k] == NULL)
+			return NIL;
+		rinfos = lappend(rinfos, eq[k] != NULL ? eq[k] : in[k]);
+		if (eq[k] == NULL)
+		{
+			any_list = true;
+			*nkeys *= n[k];
+		}
+	}
+	return any_list ? rinfos : NIL;
 }
 
 /*
@@ -931,6 +1088,19 @@ add_key_list_path(PlannerInfo *root, RelOptInfo *baserel, LsmFdwRelInfo *info,
 {
 	ListCell   *lc;
 
+	if (info->table->nkeys > 1)
+	{
+		double		nkeys;
+		List	   *rinfos = composite_key_list(root, baserel, info->table,
+												&nkeys);
+
+		if (rinfos != NIL)
+			add_scan_path(root, baserel, info, Min(baserel->rows, nkeys),
+						  nkeys * (seq_page_cost + info->per_tuple), pathkeys,
+						  baserel->lateral_relids, LSMFDW_ACCESS_KEY_LIST,
+						  rinfos);
+		return;
+	}
 	foreach(lc, baserel->baserestrictinfo)
 	{
 		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);

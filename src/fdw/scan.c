@@ -219,6 +219,8 @@ static void narrow_range(LsmFdwScanState *st, StringInfo b,
 						 LsmFdwBoundEnc benc, bool upper);
 static void start_composite_lookup(ForeignScanState *node,
 								   LsmFdwScanState *st);
+static int	row_part_values(LsmFdwScanState *st, ExprContext *econtext,
+							int i, Datum **elems, int *nelems, Oid *type);
 static void start_search(ForeignScanState *node, LsmFdwScanState *st);
 static void fetch_keys(LsmFdwScanState *st, int n, char **keys,
 					   size_t *klens);
@@ -750,7 +752,7 @@ start_lookup(ForeignScanState *node, LsmFdwScanState *st)
 	int			n = 0;
 	int			i;
 
-	if (st->access == LSMFDW_ACCESS_KEY_LOOKUP && st->table->nkeys > 1)
+	if (st->table->nkeys > 1)
 	{
 		start_composite_lookup(node, st);
 		return;
@@ -798,36 +800,134 @@ start_lookup(ForeignScanState *node, LsmFdwScanState *st)
 }
 
 /*
- * Key lookup of a composite key: one value per key column, in key order.
- * A null value, or one no key can hold, finds nothing.
+ * Key lookup and key list of a composite key.  The values come in rows of
+ * one per key column, in key order: a lookup's one row; a list's one row
+ * with an array of values for some columns, or several rows (a row list,
+ * "(a, b) IN ((1, 2), (3, 4))").  The keys are every combination of each
+ * row's values.  Null values (an array's null elements) and values no key
+ * can hold find nothing.
  */
 static void
 start_composite_lookup(ForeignScanState *node, LsmFdwScanState *st)
 {
+	const LsmFdwTable *t = st->table;
 	ExprContext *econtext = node->ss.ps.ps_ExprContext;
-	Datum		values[LSMFDW_MAX_KEYS];
-	StringInfoData buf;
-	char	   *key;
-	size_t		klen;
-	ListCell   *lc;
-	int			k = 0;
+	int			nvalues = list_length(st->value_states);
+	char	  **keys = NULL;
+	size_t	   *klens = NULL;
+	int			n = 0;
+	int			cap = 0;
+	int			row;
 
-	foreach(lc, st->value_states)
+	Assert(nvalues % t->nkeys == 0);
+	for (row = 0; row < nvalues / t->nkeys; row++)
 	{
-		bool		isnull;
+		Datum	   *elems[LSMFDW_MAX_KEYS];
+		int			nelems[LSMFDW_MAX_KEYS];
+		Oid			types[LSMFDW_MAX_KEYS];
+		Datum		values[LSMFDW_MAX_KEYS];
+		int			pos[LSMFDW_MAX_KEYS] = {0};
+		double		total = 1;
+		int			k;
 
-		values[k++] = ExecEvalExpr((ExprState *) lfirst(lc), econtext,
-								   &isnull);
-		if (isnull)
-			return;
+		for (k = 0; k < t->nkeys && total > 0; k++)
+		{
+			int			i = row * t->nkeys + k;
+
+			total *= row_part_values(st, econtext, i, &elems[k], &nelems[k],
+									 &types[k]);
+		}
+		if (total <= 0)
+			continue;
+		if (n + total > MaxAllocSize / sizeof(char *))
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("too many keys in a key list of foreign table \"%s\"",
+							t->relname),
+					 errdetail("The lists of its key columns make more than %zu keys.",
+							   MaxAllocSize / sizeof(char *))));
+		if (n + (int) total > cap)
+		{
+			cap = Max(n + (int) total, cap * 2);
+			keys = keys == NULL ? palloc(sizeof(char *) * cap)
+				: repalloc(keys, sizeof(char *) * cap);
+			klens = klens == NULL ? palloc(sizeof(size_t) * cap)
+				: repalloc(klens, sizeof(size_t) * cap);
+		}
+
+		/* every combination, the last column varying fastest */
+		for (;;)
+		{
+			StringInfoData buf;
+
+			for (k = 0; k < t->nkeys; k++)
+				values[k] = elems[k][pos[k]];
+			initStringInfo(&buf);
+			if (LsmFdwEncodeKeyValues(t, values, types, &buf))
+			{
+				keys[n] = buf.data;
+				klens[n] = buf.len;
+				n++;
+			}
+			for (k = t->nkeys - 1; k >= 0; k--)
+			{
+				if (++pos[k] < nelems[k])
+					break;
+				pos[k] = 0;
+			}
+			if (k < 0)
+				break;
+		}
 	}
-	Assert(k == st->table->nkeys);
-	initStringInfo(&buf);
-	if (!LsmFdwEncodeKeyValues(st->table, values, st->value_types, &buf))
+	if (n == 0)
 		return;
-	key = buf.data;
-	klen = buf.len;
-	fetch_keys(st, 1, &key, &klen);
+	fetch_keys(st, n, keys, klens);
+}
+
+/*
+ * Evaluates value i of a composite key lookup or list into its values
+ * (*elems, *nelems of them, of base type *type): the value itself, or the
+ * non-null elements of an array.  Returns how many (0 for a null value).
+ */
+static int
+row_part_values(LsmFdwScanState *st, ExprContext *econtext, int i,
+				Datum **elems, int *nelems, Oid *type)
+{
+	Oid			elemtype = get_element_type(st->value_types[i]);
+	bool		isnull;
+	Datum		value;
+
+	value = ExecEvalExpr((ExprState *) list_nth(st->value_states, i),
+						 econtext, &isnull);
+	if (isnull)
+		return 0;
+	*type = st->value_types[i];
+	if (!OidIsValid(elemtype))
+	{
+		*elems = palloc(sizeof(Datum));
+		(*elems)[0] = value;
+		*nelems = 1;
+	}
+	else
+	{
+		ArrayType  *array = DatumGetArrayTypeP(value);
+		bool	   *nulls;
+		int16		elmlen;
+		bool		elmbyval;
+		char		elmalign;
+		int			j,
+					m = 0;
+
+		get_typlenbyvalalign(elemtype, &elmlen, &elmbyval, &elmalign);
+		deconstruct_array(array, elemtype, elmlen, elmbyval, elmalign,
+						  elems, &nulls, nelems);
+		for (j = 0; j < *nelems; j++)
+			if (!nulls[j])
+				(*elems)[m++] = (*elems)[j];
+		*nelems = m;
+		*type = getBaseType(elemtype);
+	}
+	return *nelems;
 }
 
 /*
