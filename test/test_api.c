@@ -1539,6 +1539,38 @@ TEST(iter_batches)
 	CHECK_EQ(total, 10000);
 	lsm_iter_close(it);
 
+	/*
+	 * a limit: batches stop before it (memtable and tables merged), and
+	 * lsm_iter_next goes on past it; refused backwards
+	 */
+	CHECK_DB_OK(db, lsm_iter_open(db, &it));
+	{
+		char		limit[16];
+		size_t		limitlen = key_of(5003, limit);
+
+		CHECK_OK(lsm_iter_set_limit(it, limit, limitlen));
+		lsm_iter_seek(it, key, key_of(4990, key));
+		for (total = 4990; (n = lsm_iter_batch(it, &e)) > 0;)
+			for (i = 0; i < n; i++, total++)
+				CHECK_MEMEQ(e[i].key, e[i].klen, key, key_of(total, key));
+		CHECK_EQ(total, 5003);
+		CHECK(lsm_iter_valid(it));
+		CHECK_OK(lsm_iter_status(it));
+		lsm_iter_next(it);
+		CHECK_MEMEQ(lsm_iter_key(it, &limitlen), limitlen, key,
+					key_of(5004, key));
+		/* no limit again: batches to the end */
+		CHECK_OK(lsm_iter_set_limit(it, NULL, 0));
+		for (total = 5004; (n = lsm_iter_batch(it, &e)) > 0;)
+			total += n;
+		CHECK_EQ(total, 10000);
+	}
+	lsm_iter_close(it);
+	CHECK_DB_OK(db, lsm_iter_open(db, &it));
+	CHECK_OK(lsm_iter_reverse(it));
+	CHECK_EQ(lsm_iter_set_limit(it, "k", 1), LSM_INVALID);
+	lsm_iter_close(it);
+
 	/* backwards: one entry a batch */
 	CHECK_DB_OK(db, lsm_iter_open(db, &it));
 	CHECK_OK(lsm_iter_reverse(it));

@@ -667,6 +667,8 @@ struct lsm_iter
 	bool		search;			/* m is a value search (vsearch.c) */
 	bool		deletes;		/* show tombstones (a stage's iterator) */
 	bool		reverse;		/* runs backwards (lsm_iter_reverse) */
+	uint8_t    *limit;			/* lsm_iter_set_limit's, or NULL */
+	size_t		limitlen;
 	lsm_entry  *batch;			/* lsm_iter_batch's entries, ITER_BATCH */
 	uint8_t    *bkeys;			/* and their keys, bkcap bytes */
 	size_t		bkcap;
@@ -794,6 +796,22 @@ lsm_iter_reverse(lsm_iter *it)
 }
 
 int
+lsm_iter_set_limit(lsm_iter *it, const void *limit, size_t limitlen)
+{
+	uint8_t    *copy = NULL;
+
+	if (it == NULL || it->reverse || it->search ||
+		(limit == NULL && limitlen > 0))
+		return LSM_INVALID;
+	if (limit != NULL && (copy = lsm_memdup(limit, limitlen)) == NULL)
+		return LSM_NOMEM;
+	free(it->limit);
+	it->limit = copy;
+	it->limitlen = limitlen;
+	return LSM_OK;
+}
+
+int
 lsm_iter_is_delete(const lsm_iter *it)
 {
 	return lsm_iter_valid(it) && it->m->del;
@@ -912,9 +930,13 @@ lsm_iter_batch(lsm_iter *it, const lsm_entry **entries)
 	r.budget = ITER_BATCH * 16;
 	for (;;)
 	{
-		lsm_iiter_run(it->m, &r, NULL, 0);
+		lsm_iiter_run(it->m, &r, it->limit, it->limitlen);
 		if (r.n > 0 || !it->m->valid)
 			break;
+		/* at the limit: the end, as far as batches go */
+		if (it->limit != NULL && !r.full &&
+			lsm_key_cmp(it->m->key, it->m->klen, it->limit, it->limitlen) >= 0)
+			return 0;
 		if (r.full)
 		{
 			/* a key longer than the buffer: a larger one for it */
@@ -994,6 +1016,7 @@ lsm_iter_close(lsm_iter *it)
 		add_search_stats(&it->db->ctr, &st);
 	}
 	lsm_iiter_destroy(it->m);
+	free(it->limit);
 	free(it->batch);
 	free(it->bkeys);
 	lsm_version_unref(it->v);

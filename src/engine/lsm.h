@@ -530,6 +530,18 @@ int			lsm_value_search_view(lsm_db *db, const void *view, size_t len,
 int			lsm_iter_reverse(lsm_iter *it);
 
 /*
+ * Bounds what lsm_iter_batch takes of a forward iterator: no entry at or
+ * after limit (limitlen bytes, copied; NULL: no bound).  A batch then
+ * returns 0 when the iterator stands at or past limit, as at the end,
+ * though lsm_iter_valid stays true and lsm_iter_next goes on: a short
+ * range reads its few entries instead of a batch of hundreds (RocksDB's
+ * iterate_upper_bound).  LSM_INVALID for a backward iterator or a value
+ * search; LSM_NOMEM.
+ */
+int			lsm_iter_set_limit(lsm_iter *it, const void *limit,
+							   size_t limitlen);
+
+/*
  * 1 if the iterator is on a delete: only iterators of a stage
  * (lsm_stage_iter_open) show deletes, with an empty value; store
  * iterators skip them and always give 0.

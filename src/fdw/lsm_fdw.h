@@ -533,6 +533,8 @@ extern void LsmFdwMergeOpen(LsmFdwMerge *m, LsmFdwStore *s, Oid relid,
 							const char *relname, CommandId curcid,
 							bool backward, const char *start,
 							size_t startlen);
+extern void LsmFdwMergeSetLimit(LsmFdwMerge *m, const char *limit,
+								size_t limitlen);
 extern bool LsmFdwMergeNextMerged(LsmFdwMerge *m, const char **key,
 								  size_t *klen, const char **row,
 								  size_t *rowlen);

@@ -96,6 +96,23 @@ LsmFdwMergeOpen(LsmFdwMerge *m, LsmFdwStore *s, Oid relid,
 	m->store_only = m->npending == 0 && m->staged == NULL && !backward;
 }
 
+/*
+ * Tells m that a forward scan ends before limit (limitlen bytes): the
+ * store's rows are then read in batches no further than it
+ * (lsm_iter_set_limit), so a short range decodes its few rows only.  The
+ * caller still checks each row's key against its bound.
+ */
+void
+LsmFdwMergeSetLimit(LsmFdwMerge *m, const char *limit, size_t limitlen)
+{
+	int			rc;
+
+	Assert(!m->backward);
+	if (m->iter != NULL &&
+		(rc = lsm_iter_set_limit(m->iter, limit, limitlen)) != LSM_OK)
+		LsmFdwReportError(rc, m->store->db, m->relname, "read");
+}
+
 /* LsmFdwMergeNext of a merge of more than the store alone. */
 bool
 LsmFdwMergeNextMerged(LsmFdwMerge *m, const char **key, size_t *klen,

@@ -1080,6 +1080,17 @@ start_range(ForeignScanState *node, LsmFdwScanState *st)
 					st->table->relname, st->curcid, st->backward,
 					start_enc != LSMFDW_BOUND_NONE ? start->data : NULL,
 					start->len);
+	if (!st->backward && st->upper_enc != LSMFDW_BOUND_NONE)
+	{
+		/* keys below upper, or up to it: below upper followed by a 0 */
+		StringInfoData limit;
+
+		initStringInfo(&limit);
+		appendBinaryStringInfo(&limit, st->upper.data, st->upper.len);
+		if (st->upper_enc == LSMFDW_BOUND_INCLUSIVE)
+			appendStringInfoChar(&limit, '\0');
+		LsmFdwMergeSetLimit(&st->merge, limit.data, limit.len);
+	}
 }
 
 /*
