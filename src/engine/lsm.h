@@ -562,11 +562,13 @@ int			lsm_iter_is_delete(const lsm_iter *it);
  * and value filters, in a private staging directory inside the store
  * directory (stage.<pid>.<n>/), and runs are merged in tiers as they pile
  * up.  A small stage (it never spilled, and holds at most a quarter of
- * memtable_bytes) commits as one ordinary batch.  A larger one commits by writing its buffer as a last run and installing
- * the tables of every run in level 0 of the store, newer than everything
- * the store held, with one manifest switch: after a crash the stage is
- * either wholly present or wholly absent.  Staging directories left
- * by dead processes are removed by the next writer's lsm_open or
+ * memtable_bytes) commits as one ordinary batch.  A larger one commits by
+ * writing its buffer as a last run and installing the tables of every run
+ * in the store, newer than everything the store held, each as deep as it
+ * fits (the deepest level from which up no table overlaps it; level 0
+ * without the compaction lock), with one manifest switch: after a crash the
+ * stage is either wholly present or wholly absent.  Staging directories
+ * left by dead processes are removed by the next writer's lsm_open or
  * lsm_compact; a live stage's directory is never removed by another process
  * (it holds an flock on the directory's LOCK file).
  *
@@ -647,14 +649,17 @@ int			lsm_stage_runs(const lsm_stage *st);
  * (whatever the outcome: on failure the staged writes are discarded, as by
  * lsm_stage_abort).  flags: one of LSM_WRITE_*.
  *
- * A stage that never spilled (and holds no more than the store's
- * memtable_bytes) becomes one lsm_write_opt batch with these flags.
+ * A stage that never spilled (and holds at most a quarter of the store's
+ * memtable_bytes, nor a truncation) becomes one lsm_write_opt batch with
+ * these flags.
  * Otherwise, under the write lock: catch up, flush the memtable, give the
  * tables of run i (oldest first) sequence last + 1 + i, rename them into
  * the store directory with new file numbers, and switch in one manifest
- * naming them all in level 0, so every staged write is newer than
- * everything the store held.  The runs were fsynced when written and the manifest switch is
- * always made durable, so such a commit is durable on return whatever the
+ * naming them (each as deep as it fits, as above), so every staged write is
+ * newer than everything the store held.  The tables the commit names are
+ * fsynced before the switch (spills only start their write-back) and the
+ * manifest switch is always made durable, so such a commit is durable on
+ * return whatever the
  * flags (LSM_WRITE_NOSYNC cannot skip those fsyncs without risking a
  * manifest that names missing data after a power failure).  Afterwards
  * compaction proceeds as after a flush (auto_compact).
