@@ -326,12 +326,9 @@ LsmFdwEncodeKeyValues(const LsmFdwTable *t, const Datum *values,
 	int			k;
 
 	if (t->nkeys == 1)
-		return encode_key_part(&t->cols[t->keyattno - 1], values[0],
-							   valtypes[0], KEY_WHOLE, buf);
+		return LsmFdwEncodeKey(t, values[0], valtypes[0], buf);	/* or ctid */
 	for (k = 0; k < t->nkeys; k++)
-		if (!encode_key_part(&t->cols[t->keyattnos[k] - 1], values[k],
-							 valtypes[k],
-							 k == t->nkeys - 1 ? KEY_LAST : KEY_PART, buf))
+		if (!LsmFdwEncodeKeyPart(t, k, values[k], valtypes[k], buf))
 			return false;
 	return buf->len - start <= LSM_MAX_KEY_LEN;
 }
@@ -382,21 +379,15 @@ encode_key_part(const LsmFdwColumn *col, Datum value, Oid valtype,
 				const char *p = VARDATA_ANY(v);
 				size_t		len = VARSIZE_ANY_EXHDR(v);
 
+				if (len + (form == KEY_WHOLE ? 1 : 0) > LSM_MAX_KEY_LEN)
+					return false;
 				if (form == KEY_WHOLE)
-				{
-					if (len + 1 > LSM_MAX_KEY_LEN)
-						return false;
 					appendStringInfoChar(buf, LSMFDW_VARKEY_MARKER);
-				}
 				if (form != KEY_PART)
 				{
-					if (len > LSM_MAX_KEY_LEN)
-						return false;
 					appendBinaryStringInfo(buf, p, len);
 					return true;
 				}
-				if (len > LSM_MAX_KEY_LEN)
-					return false;
 				/* each zero byte as 0x00 0xFF, then 0x00 0x00 */
 				while (len > 0)
 				{

@@ -217,8 +217,6 @@ static bool key_bounds(ForeignScanState *node, LsmFdwScanState *st);
 static bool composite_bounds(ForeignScanState *node, LsmFdwScanState *st);
 static void narrow_range(LsmFdwScanState *st, StringInfo b,
 						 LsmFdwBoundEnc benc, bool upper);
-static void start_composite_lookup(ForeignScanState *node,
-								   LsmFdwScanState *st);
 static int	row_part_values(LsmFdwScanState *st, ExprContext *econtext,
 							int i, Datum **elems, int *nelems, Oid *type);
 static void start_search(ForeignScanState *node, LsmFdwScanState *st);
@@ -732,83 +730,16 @@ start_scan(ForeignScanState *node, LsmFdwScanState *st)
 }
 
 /*
- * Key lookup and key list: encodes the value (the array's elements),
- * sorts and deduplicates the keys, and fetches them.  Null values and
- * values no key can equal are skipped.
+ * Key lookup and key list: encodes the keys, and fetches them (sorted and
+ * deduplicated by fetch_keys).  The values come in rows of one per key
+ * column, in key order: a lookup's one row; a list's one row with an array
+ * of values for some columns (the one column of a one-column key, or its
+ * ctid), or several rows (a row list, "(a, b) IN ((1, 2), (3, 4))").  The
+ * keys are every combination of each row's values.  Null values (an
+ * array's null elements) and values no key can hold find nothing.
  */
 static void
 start_lookup(ForeignScanState *node, LsmFdwScanState *st)
-{
-	ExprContext *econtext = node->ss.ps.ps_ExprContext;
-	ExprState  *state = linitial(st->value_states);
-	Datum		value;
-	bool		isnull;
-	Datum	   *elems;
-	bool	   *nulls;
-	int			nelems;
-	Oid			elemtype;
-	char	  **keys;
-	size_t	   *klens;
-	int			n = 0;
-	int			i;
-
-	if (st->table->nkeys > 1)
-	{
-		start_composite_lookup(node, st);
-		return;
-	}
-	value = ExecEvalExpr(state, econtext, &isnull);
-	if (isnull)
-		return;
-	if (st->access == LSMFDW_ACCESS_KEY_LOOKUP)
-	{
-		elems = &value;
-		nulls = &isnull;
-		nelems = 1;
-		elemtype = st->value_types[0];
-	}
-	else
-	{
-		ArrayType  *array = DatumGetArrayTypeP(value);
-		int16		elmlen;
-		bool		elmbyval;
-		char		elmalign;
-
-		elemtype = ARR_ELEMTYPE(array);
-		get_typlenbyvalalign(elemtype, &elmlen, &elmbyval, &elmalign);
-		deconstruct_array(array, elemtype, elmlen, elmbyval, elmalign,
-						  &elems, &nulls, &nelems);
-		elemtype = getBaseType(elemtype);
-	}
-
-	keys = palloc(sizeof(char *) * Max(nelems, 1));
-	klens = palloc(sizeof(size_t) * Max(nelems, 1));
-	for (i = 0; i < nelems; i++)
-	{
-		StringInfoData buf;
-
-		if (nulls[i])
-			continue;
-		initStringInfo(&buf);
-		if (!LsmFdwEncodeKey(st->table, elems[i], elemtype, &buf))
-			continue;
-		keys[n] = buf.data;
-		klens[n] = buf.len;
-		n++;
-	}
-	fetch_keys(st, n, keys, klens);
-}
-
-/*
- * Key lookup and key list of a composite key.  The values come in rows of
- * one per key column, in key order: a lookup's one row; a list's one row
- * with an array of values for some columns, or several rows (a row list,
- * "(a, b) IN ((1, 2), (3, 4))").  The keys are every combination of each
- * row's values.  Null values (an array's null elements) and values no key
- * can hold find nothing.
- */
-static void
-start_composite_lookup(ForeignScanState *node, LsmFdwScanState *st)
 {
 	const LsmFdwTable *t = st->table;
 	ExprContext *econtext = node->ss.ps.ps_ExprContext;
