@@ -238,7 +238,7 @@ forge_table_without_values(const char *dir, uint64_t number)
 	lsm_err		e;
 	int			rc = -1;
 
-	lsm_table_filename(number, name, sizeof(name));
+	lsm_dir_name(LSM_F_TABLE, number, name, sizeof(name));
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	if (lsm_table_open(dir, number, 0, &t, &e) != LSM_OK)
 		return -1;

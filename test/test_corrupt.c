@@ -1562,6 +1562,102 @@ TEST(unreadable_table)
  * lsm_errmsg (the table and the offset), as one met by a get or by
  * lsm_verify does: before, the iterator kept it to itself until closed.
  */
+/* The log callback of background_failure: counts LSM_LOG_BACKGROUND. */
+static void
+count_background(void *arg, int level, const char *msg)
+{
+	(void) msg;
+	if (level == LSM_LOG_BACKGROUND)
+		(*(int *) arg)++;
+}
+
+/*
+ * An automatic flush that fails (its table cannot be created: EACCES on
+ * every .sst open) does not fail the write that ran it, which is
+ * committed: it is counted in lsm_stats with its message and told to the
+ * log callback, and a later write flushes once the fault is gone, with
+ * every key there.
+ */
+TEST(background_failure)
+{
+	char	   *dir = harness_tmpdir("corrupt-background");
+	lsm_options o;
+	lsm_db	   *db;
+	lsm_fault	f;
+	lsm_stats	st;
+	char		key[32],
+				val[100];
+	int			told = 0,
+				i,
+				n;
+
+	lsm_options_init(&o);
+	o.memtable_bytes = 64 * 1024;
+	o.log = count_background;
+	o.log_arg = &told;
+	memset(val, 'v', sizeof(val));
+	memset(&f, 0, sizeof(f));
+	f.fail_open_suffix = ".sst";
+	f.fail_errno = EACCES;
+	CHECK_OK(lsm_open(dir, &o, &db));
+
+	lsm_fault_install(&f);
+	for (n = 0; n < 100000; n++)
+	{
+		snprintf(key, sizeof(key), "k%06d", n);
+		CHECK_DB_OK(db, lsm_put(db, key, strlen(key), val, sizeof(val)));
+		CHECK_DB_OK(db, lsm_get_stats(db, &st));
+		if (st.background_errors > 0)
+			break;
+	}
+	lsm_fault_install(NULL);
+	CHECK_MSG(st.background_errors > 0, "no failure after %d puts", n);
+	CHECK_EQ(st.flushes, 0);
+	CHECK_EQ(told, (int) st.background_errors);
+	CHECK_MSG(strstr(st.last_background_error, "automatic flush") != NULL &&
+			  strstr(st.last_background_error, strerror(EACCES)) != NULL,
+			  "%s", st.last_background_error);
+
+	/* the next write flushes; nothing was lost */
+	snprintf(key, sizeof(key), "k%06d", ++n);
+	CHECK_DB_OK(db, lsm_put(db, key, strlen(key), val, sizeof(val)));
+	CHECK_DB_OK(db, lsm_get_stats(db, &st));
+	CHECK_MSG(st.flushes > 0, "no flush after the fault");
+	for (i = 0; i <= n; i++)
+	{
+		void	   *v;
+		size_t		vlen;
+
+		snprintf(key, sizeof(key), "k%06d", i);
+		CHECK_DB_OK(db, lsm_get(db, key, strlen(key), &v, &vlen));
+		CHECK_EQ(vlen, sizeof(val));
+		free(v);
+	}
+	lsm_reset_counters(db);
+	CHECK_DB_OK(db, lsm_get_stats(db, &st));
+	CHECK_EQ(st.background_errors, 0);
+	CHECK_EQ(st.last_background_error[0], '\0');
+	CHECK_DB_OK(db, lsm_verify(db));
+	lsm_close(db);
+}
+
+/*
+ * A store directory whose path leaves no room for the store's file names
+ * (LSM_DIR_MAX) is refused at open, so that no path is ever truncated.
+ */
+TEST(long_directory)
+{
+	char		dir[5000];
+	lsm_db	   *db;
+
+	memset(dir, 'd', sizeof(dir) - 1);
+	dir[0] = '/';
+	dir[sizeof(dir) - 1] = '\0';
+	CHECK_RC(LSM_INVALID, lsm_open(dir, NULL, &db));
+	CHECK_MSG(strstr(lsm_errmsg(NULL), "too long") != NULL, "%s",
+			  lsm_errmsg(NULL));
+}
+
 TEST(scan_error_detail)
 {
 	char	   *dir = harness_tmpdir("corrupt-scan");
@@ -1611,5 +1707,7 @@ main(int argc, char **argv)
 	RUN(orphans_reported);
 	RUN(unreadable_table);
 	RUN(scan_error_detail);
+	RUN(background_failure);
+	RUN(long_directory);
 	return harness_done();
 }

@@ -577,7 +577,7 @@ table_path(const char *dir, uint64_t number)
 {
 	char		name[32];
 
-	lsm_table_filename(number, name, sizeof(name));
+	lsm_dir_name(LSM_F_TABLE, number, name, sizeof(name));
 	return harness_path(dir, name);
 }
 

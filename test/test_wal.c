@@ -156,7 +156,7 @@ wlog_open(wlog *w, const char *dir)
 	lsm_err		e;
 
 	memset(w, 0, sizeof(*w));
-	lsm_wal_filename(1, name, sizeof(name));
+	lsm_dir_name(LSM_F_LOG, 1, name, sizeof(name));
 	CHECK_STREQ(name, "000001.log");
 	w->path = harness_path(dir, name);
 	lsm_err_clear(&e);

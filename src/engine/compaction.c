@@ -245,99 +245,6 @@ is_bottom_for(const lsm_version *v, int level, const uint8_t *key, size_t klen)
 	return true;
 }
 
-/*
- * Removes table, log and shared memtable files of dir that neither v nor a
- * prepared write names (compaction inputs, and leftovers of a flush,
- * compaction or ingest that died, or of a rolled back prepare), or
- * with dry_run only counts them (and removes the staging directories of
- * dead processes, which needs no lock: stage.c).  REQUIRES for removal:
- * both locks held, so no compaction is writing a file the manifest does
- * not name yet, and no ingest is moving one in (a flush outside the write
- * lock may be: see below), and not LOCK.flush.
- */
-static int
-remove_obsolete(lsm_db *db, const lsm_version *v, bool dry_run)
-{
-	DIR		   *d;
-	struct dirent *de;
-	lsm_err		le;
-	bool		flushing = false;
-	int			pinned = -1;	/* lsm_db_views_pinned, asked once */
-	int			n = 0;
-
-	/*
-	 * A flush outside the write lock writes a table that no manifest names
-	 * yet: while another handle holds LOCK.flush, keep the one it names in
-	 * LOCK's page (stored before the file was created, so a file seen here
-	 * has its number there), or every unnamed table without the page.
-	 */
-	if (!dry_run)
-	{
-		lsm_err_clear(&le);
-		flushing = lsm_db_side_lock(db, &db->flush_fd, "LOCK.flush", false,
-									&le) != LSM_OK;
-	}
-	if ((d = opendir(db->dir)) == NULL)
-	{
-		if (!dry_run && !flushing)
-			lsm_env_unlock(db->flush_fd);
-		return 0;
-	}
-	while ((de = readdir(d)) != NULL)
-	{
-		unsigned long long num;
-		char		ext[8];
-		char		path[4096];
-		bool		live = false;
-		int			l,
-					i;
-
-		/* the final sweep also clears stages of dead processes */
-		if (dry_run && lsm_stage_gc_entry(db, de->d_name))
-			continue;
-		if (sscanf(de->d_name, "%llu.%3s", &num, ext) != 2)
-			continue;
-		if (strcmp(ext, "sst") == 0)
-		{
-			for (l = 0; l < LSM_MAX_LEVELS && !live; l++)
-				for (i = 0; i < v->nfiles[l]; i++)
-					if (v->files[l][i]->meta.number == num)
-						live = true;
-			/* prepared tables wait for their decision (prepared.c) */
-			if (!live)
-				live = lsm_prepared_names(db, num);
-			if (!live && flushing)
-				live = db->page == NULL ||
-					__atomic_load_n(&db->page->flush_number,
-									__ATOMIC_SEQ_CST) == num;
-		}
-		else if (strcmp(ext, "log") == 0)
-			live = num == v->log_number;
-		else if (strcmp(ext, "mem") == 0)
-			live = num == v->log_number && strchr(de->d_name, '.')[4] == '\0';
-		else if (strcmp(ext, "vfn") == 0)
-			live = lsm_hier_has_node(v->hroot, num);
-		else
-			continue;
-		if (!live)
-		{
-			n++;
-			if (dry_run)
-				continue;
-			if (pinned < 0)
-				pinned = lsm_db_views_pinned(db);
-			if (pinned)
-				continue;		/* a shared view may name it */
-			snprintf(path, sizeof(path), "%s/%s", db->dir, de->d_name);
-			(void) lsm_env_unlink(path, NULL);
-		}
-	}
-	closedir(d);
-	if (!dry_run && !flushing)
-		lsm_env_unlock(db->flush_fd);
-	return n;
-}
-
 /* Merges the inputs into new tables at level + 1. */
 static int
 run(lsm_db *db, compaction *c, lsm_file ***outs, int *nouts, lsm_err *e)
@@ -411,7 +318,7 @@ run(lsm_db *db, compaction *c, lsm_file ***outs, int *nouts, lsm_err *e)
 
 			for (;; number++)
 			{
-				lsm_table_filename(number, name, sizeof(name));
+				lsm_dir_name(LSM_F_TABLE, number, name, sizeof(name));
 				snprintf(path, sizeof(path), "%s/%s", db->dir, name);
 				rc = lsm_table_builder_open(path, number, db->opt.block_bytes,
 											db->opt.key_bits_per_key, &b, e);
@@ -508,7 +415,7 @@ discard_outputs(lsm_db *db, lsm_file **outs, int nouts)
 		char		name[32],
 					path[4096];
 
-		lsm_table_filename(outs[i]->meta.number, name, sizeof(name));
+		lsm_dir_name(LSM_F_TABLE, outs[i]->meta.number, name, sizeof(name));
 		snprintf(path, sizeof(path), "%s/%s", db->dir, name);
 		(void) lsm_env_unlink(path, NULL);
 		lsm_file_unref(outs[i]);
@@ -562,32 +469,6 @@ edit_of(const compaction *c, const lsm_version *base, lsm_file **outs,
 			if (outs[i]->meta.number >= v->next_file)
 				v->next_file = outs[i]->meta.number + 1;
 	return v;
-}
-
-int
-lsm_db_update_tree(lsm_db *db, lsm_version *v, const lsm_hnode *base,
-			uint64_t *next_file, lsm_err *e)
-{
-	int			l,
-				i,
-				rc;
-
-	for (l = 1; l < LSM_MAX_LEVELS; l++)
-		for (i = 0; i < v->nfiles[l]; i++)
-		{
-			lsm_file   *f = v->files[l][i];
-
-			if (f->table == NULL && lsm_hier_is_leaf(f, l))
-			{
-				rc = lsm_table_open(db->dir, f->meta.number, f->meta.global_seq,
-											&f->table, e);
-				if (rc != LSM_OK)
-					return rc;
-			}
-		}
-	if (*next_file < v->next_file)
-		*next_file = v->next_file;
-	return lsm_hier_update(v, base, db->dir, next_file, e);
 }
 
 /*
@@ -656,17 +537,11 @@ install(lsm_db *db, compaction *c, lsm_file **outs, int nouts,
 	if (rc == LSM_OK)
 	{
 		/* invariant (5): the manifest without the inputs is durable */
-		(void) remove_obsolete(db, db->current, false);
+		(void) lsm_db_remove_obsolete(db, db->current, false);
 		db->ctr.compactions++;
 	}
 	lsm_db_write_unlock(db);
 	return rc;
-}
-
-int
-lsm_db_remove_obsolete(lsm_db *db, const lsm_version *v)
-{
-	return remove_obsolete(db, v, false);
 }
 
 int
@@ -703,10 +578,10 @@ compact_locked(lsm_db *db, lsm_err *e)
 			break;
 	}
 	/* leftovers of a process that died mid-flush or mid-compaction */
-	if (rc == LSM_OK && remove_obsolete(db, db->current, true) > 0 &&
+	if (rc == LSM_OK && lsm_db_remove_obsolete(db, db->current, true) > 0 &&
 		lsm_db_write_lock(db, e) == LSM_OK)
 	{
-		(void) remove_obsolete(db, db->current, false);
+		(void) lsm_db_remove_obsolete(db, db->current, false);
 		lsm_db_write_unlock(db);
 	}
 	lsm_env_unlock(db->compact_fd);
@@ -759,10 +634,19 @@ step(lsm_db *db, int level, bool *did, lsm_err *e)
 	return rc;
 }
 
-int
-lsm_db_compact_lock(lsm_db *db, bool wait, lsm_err *e)
+void
+lsm_db_compact_if_due(lsm_db *db)
 {
-	return lsm_db_side_lock(db, &db->compact_fd, "LOCK.compact", wait, e);
+	lsm_err		e;
+
+	if (db == NULL || !db->compact_due || db->user_locked)
+		return;
+	db->compact_due = false;
+	if (db->current->nfiles[0] < db->opt.l0_compaction_trigger)
+		return;
+	lsm_err_clear(&e);
+	if (lsm_db_compact(db, false, &e) != LSM_OK)
+		lsm_db_background_failed(db, "compaction", &e);
 }
 
 int

@@ -131,6 +131,7 @@
 #include "db.h"
 #include "env.h"
 #include "memfile.h"
+#include "prepared.h"
 
 #define MAX_OPEN_RETRIES 100
 
@@ -148,7 +149,6 @@ static void lock_wake_outcome(lsm_lock_page *pg, bool taken);
 static uint32_t lock_wake_mask(lsm_lock_page *pg);
 static void set_read_seq(lsm_db *db);
 static void settle_page(lsm_db *db);
-static bool needs_compaction(const lsm_db *db);
 static void note_log_file(lsm_db *db);
 static int	write_wait(lsm_db *db, lsm_err *e);
 
@@ -214,6 +214,33 @@ lsm_db_log(lsm_db *db, int level, const char *fmt,...)
 	db->opt.log(db->opt.log_arg, level, msg);
 }
 
+void
+lsm_db_background_failed(lsm_db *db, const char *what, const lsm_err *e)
+{
+	/* a cancel is the caller's to report, and nothing went wrong */
+	if (e->rc == LSM_INTERRUPTED || e->rc == LSM_OK)
+		return;
+	db->ctr.background_errors++;
+	snprintf(db->ctr.last_background_error,
+			 sizeof(db->ctr.last_background_error), "automatic %s: %.480s", what,
+			 e->msg);
+	lsm_db_log(db, LSM_LOG_BACKGROUND,
+			   "automatic %s of store \"%s\" failed (it is tried again later): %s",
+			   what, db->dir, e->msg);
+}
+
+int
+lsm_db_sync_of(const lsm_db *db, int flags)
+{
+	int			how = flags & ~LSM_WRITE_DEFER;
+
+	if (how == LSM_WRITE_DEFAULT)
+		return db->opt.sync != 0;
+	if (how == LSM_WRITE_SYNC || how == LSM_WRITE_NOSYNC)
+		return how == LSM_WRITE_SYNC;
+	return -1;
+}
+
 bool
 lsm_db_interrupted(lsm_db *db)
 {
@@ -252,10 +279,11 @@ check_options(const lsm_options *o, lsm_err *e)
 	return LSM_OK;
 }
 
+/* db->dir/name into buf (LSM_PATH_MAX bytes): it fits (LSM_DIR_MAX). */
 static void
 path_of(const lsm_db *db, const char *name, char *buf, size_t n)
 {
-	snprintf(buf, n, "%s/%s", db->dir, name);
+	(void) lsm_dir_path(buf, n, db->dir, name, NULL);
 }
 
 /* ---------- locking ---------- */
@@ -494,13 +522,7 @@ write_lock(lsm_db *db, bool wait, lsm_batch *b, lsm_err *e)
 }
 
 int
-lsm_lock(lsm_db *db, int flags)
-{
-	return lsm_lock_batch(db, flags, NULL);
-}
-
-int
-lsm_lock_batch(lsm_db *db, int flags, lsm_batch *b)
+lsm_db_user_lock(lsm_db *db, int flags, lsm_batch *b)
 {
 	lsm_err		e;
 	int			rc = LSM_OK;
@@ -528,10 +550,8 @@ lsm_lock_batch(lsm_db *db, int flags, lsm_batch *b)
 }
 
 void
-lsm_unlock(lsm_db *db)
+lsm_db_user_unlock(lsm_db *db)
 {
-	lsm_err		e;
-
 	if (db == NULL || !db->user_locked)
 		return;
 	db->user_locked = false;
@@ -539,17 +559,6 @@ lsm_unlock(lsm_db *db)
 	if (db->user_compact_locked)
 		lsm_env_unlock(db->compact_fd);
 	db->user_compact_locked = false;
-
-	/* what a flush under the lock left to compact, now that others write */
-	if (db->compact_due)
-	{
-		db->compact_due = false;
-		if (needs_compaction(db))
-		{
-			lsm_err_clear(&e);
-			(void) lsm_db_compact(db, false, &e);
-		}
-	}
 }
 
 void
@@ -857,7 +866,7 @@ wait_durable(lsm_db *db, uint64_t target, uint64_t log_number, lsm_err *e)
 		 */
 		int			fd;
 
-		lsm_wal_filename(log_number, name, sizeof(name));
+		lsm_dir_name(LSM_F_LOG, log_number, name, sizeof(name));
 		path_of(db, name, path, sizeof(path));
 		rc = lsm_env_open(path, O_RDONLY, 0, &fd, e);
 		if (rc == LSM_OK)
@@ -872,7 +881,7 @@ wait_durable(lsm_db *db, uint64_t target, uint64_t log_number, lsm_err *e)
 	}
 	else
 	{
-		lsm_wal_filename(log_number, name, sizeof(name));
+		lsm_dir_name(LSM_F_LOG, log_number, name, sizeof(name));
 		rc = lsm_env_fsync(db->log_fd, name, e);
 		if (rc == LSM_OK)
 		{
@@ -913,7 +922,7 @@ create_log(lsm_db *db, uint64_t start, uint64_t *number, int *fd, lsm_err *e)
 
 	for (n = start;; n++)
 	{
-		lsm_wal_filename(n, name, sizeof(name));
+		lsm_dir_name(LSM_F_LOG, n, name, sizeof(name));
 		path_of(db, name, path, sizeof(path));
 		rc = lsm_env_open(path, O_RDWR | O_CREAT | O_EXCL, 0644, fd, e);
 		if (rc == LSM_OK)
@@ -1133,7 +1142,7 @@ open_log(lsm_db *db, lsm_err *e)
 
 	lsm_env_close(db->log_fd);
 	db->log_fd = -1;
-	lsm_wal_filename(db->current->log_number, name, sizeof(name));
+	lsm_dir_name(LSM_F_LOG, db->current->log_number, name, sizeof(name));
 	path_of(db, name, path, sizeof(path));
 	/* missing: raced with a flush (the caller retries), or lost (damage) */
 	forget_log_alloc(db);
@@ -1175,13 +1184,6 @@ new_memtable(lsm_db *db)
 
 /* ---------- the shared memtable (memfile.h) ---------- */
 
-static void
-memfile_name(uint64_t log_number, bool tmp, char *buf, size_t n)
-{
-	snprintf(buf, n, "%06llu.mem%s", (unsigned long long) log_number,
-			 tmp ? ".tmp" : "");
-}
-
 /* Makes mt (in the file of hdr, or the handle's own: NULL) the memtable. */
 static void
 set_memtable(lsm_db *db, lsm_memtable *mt, lsm_memfile_header *hdr)
@@ -1215,7 +1217,7 @@ create_memfile(lsm_db *db, const lsm_version *v, uint64_t lognum, int logfd,
 		return lsm_err_set(e, LSM_INVALID, "no boot id: memtables are not shared");
 	if (fstat(logfd, &st) != 0)
 		return lsm_err_sys(e, errno, "could not stat a write-ahead log");
-	memfile_name(lognum, tmp, name, sizeof(name));
+	lsm_dir_name(tmp ? LSM_F_MEM_TMP : LSM_F_MEM, lognum, name, sizeof(name));
 	path_of(db, name, path, sizeof(path));
 	/* a leftover: a rebuild that died, or a flush that failed */
 	(void) lsm_env_unlink(path, NULL);
@@ -1310,7 +1312,7 @@ log_probe(lsm_db *db, uint64_t off, lsm_wal_probe_result *at, lsm_err *e)
 				*at = LSM_WAL_MORE;
 		return LSM_OK;
 	}
-	lsm_wal_filename(db->log_number, name, sizeof(name));
+	lsm_dir_name(LSM_F_LOG, db->log_number, name, sizeof(name));
 	return lsm_wal_probe(db->log_fd, name, off, at, e);
 }
 
@@ -1347,7 +1349,7 @@ check_log(lsm_db *db, uint64_t off)
 	if (db->log_checked == db->log_number)
 		return true;
 	lsm_err_clear(&e);
-	lsm_wal_filename(db->log_number, name, sizeof(name));
+	lsm_dir_name(LSM_F_LOG, db->log_number, name, sizeof(name));
 	if (lsm_wal_replay(db->log_fd, name, 0, db->current->last_seq + 1,
 					   check_payload, NULL, &res, &e) != LSM_OK ||
 		res.end_off < off)
@@ -1376,7 +1378,7 @@ adopt_memfile(lsm_db *db)
 
 	if (lsm_boot_id() == 0)
 		return false;
-	memfile_name(db->log_number, false, name, sizeof(name));
+	lsm_dir_name(LSM_F_MEM, db->log_number, name, sizeof(name));
 	path_of(db, name, path, sizeof(path));
 	lsm_err_clear(&e);
 	if (lsm_memfile_open(path, !db->opt.read_only, &mt, &h, &e) != LSM_OK)
@@ -1413,7 +1415,7 @@ stale_memfile(lsm_db *db)
 
 	if (db->mhdr)
 		lsm_memfile_store(&db->mhdr->stale, 1);
-	memfile_name(db->log_number, false, name, sizeof(name));
+	lsm_dir_name(LSM_F_MEM, db->log_number, name, sizeof(name));
 	path_of(db, name, path, sizeof(path));
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd >= 0)
@@ -1513,8 +1515,8 @@ rebuild_memfile(lsm_db *db, lsm_err *e)
 	lsm_err		why;
 	int			rc;
 
-	memfile_name(db->log_number, true, tmp, sizeof(tmp));
-	memfile_name(db->log_number, false, name, sizeof(name));
+	lsm_dir_name(LSM_F_MEM_TMP, db->log_number, tmp, sizeof(tmp));
+	lsm_dir_name(LSM_F_MEM, db->log_number, name, sizeof(name));
 	path_of(db, tmp, from, sizeof(from));
 	path_of(db, name, to, sizeof(to));
 	lsm_err_clear(&why);
@@ -1591,7 +1593,7 @@ note_tail(lsm_db *db, uint64_t off, uint64_t bytes, bool cut)
 		__atomic_store_n(&pg->tails.bytes, bytes, __ATOMIC_SEQ_CST);
 		__atomic_add_fetch(&pg->tails.count, 1, __ATOMIC_SEQ_CST);
 	}
-	lsm_wal_filename(db->log_number, name, sizeof(name));
+	lsm_dir_name(LSM_F_LOG, db->log_number, name, sizeof(name));
 	lsm_db_log(db, LSM_LOG_WARNING,
 			   "%s %llu bytes at offset %llu of write-ahead log %s of store \"%s\": they are not a complete, valid record (a write cut short by a crash, or damaged)%s",
 			   cut ? "discarded" : "ignoring", (unsigned long long) bytes,
@@ -1641,7 +1643,7 @@ replay_log(lsm_db *db, lsm_err *e)
 	char		name[32];
 	int			rc;
 
-	lsm_wal_filename(db->log_number, name, sizeof(name));
+	lsm_dir_name(LSM_F_LOG, db->log_number, name, sizeof(name));
 	db->log_whole = false;
 	rc = lsm_wal_replay(db->log_fd, name, db->log_off, db->last_seq + 1,
 						apply_payload, db->mem, &res, e);
@@ -2143,42 +2145,6 @@ create_store(lsm_db *db, lsm_err *e)
 }
 
 /*
- * What a store file's name says it is: NNNNNN.sst, NNNNNN.log or
- * NNNNNN.vfn, with the number in *number; FILE_OTHER for anything else.
- */
-typedef enum store_file_kind
-{
-	FILE_OTHER,
-	FILE_TABLE,
-	FILE_LOG,
-	FILE_NODE
-} store_file_kind;
-
-static store_file_kind
-kind_of(const char *name, uint64_t *number)
-{
-	const char *p = name;
-	uint64_t	n = 0;
-
-	for (; *p >= '0' && *p <= '9'; p++)
-	{
-		if (n > (UINT64_MAX - 9) / 10)
-			return FILE_OTHER;
-		n = n * 10 + (uint64_t) (*p - '0');
-	}
-	if (p == name)
-		return FILE_OTHER;
-	*number = n;
-	if (strcmp(p, ".sst") == 0)
-		return FILE_TABLE;
-	if (strcmp(p, ".log") == 0)
-		return FILE_LOG;
-	if (strcmp(p, ".vfn") == 0)
-		return FILE_NODE;
-	return FILE_OTHER;
-}
-
-/*
  * Size of the file name in the store directory, or 0 if it is gone.
  */
 static uint64_t
@@ -2216,10 +2182,10 @@ check_no_data(lsm_db *db, lsm_err *e)
 	while (rc == LSM_OK && (de = readdir(d)) != NULL)
 	{
 		uint64_t	number;
-		store_file_kind kind = kind_of(de->d_name, &number);
+		lsm_fkind	kind = lsm_dir_kind(de->d_name, &number);
 
-		if (kind == FILE_TABLE || kind == FILE_NODE ||
-			(kind == FILE_LOG && file_size_of(db, de->d_name) > 0))
+		if (kind == LSM_F_TABLE || kind == LSM_F_NODE ||
+			(kind == LSM_F_LOG && file_size_of(db, de->d_name) > 0))
 			rc = LSM_CORRUPT(e, "store \"%s\" has no MANIFEST but holds %s: the manifest was lost",
 							 db->dir, de->d_name);
 	}
@@ -2311,12 +2277,10 @@ check_directory(lsm_db *db, bool report, lsm_err *e)
 	while ((de = readdir(d)) != NULL)
 	{
 		uint64_t	number;
-		store_file_kind kind = kind_of(de->d_name, &number);
-		bool		named = false;
-		int			l,
-					i;
+		lsm_fkind	kind = lsm_dir_kind(de->d_name, &number);
+		bool		named;
 
-		if (kind == FILE_LOG && number > v->log_number && number > newest &&
+		if (kind == LSM_F_LOG && number > v->log_number && number > newest &&
 			file_size_of(db, de->d_name) > 0 &&
 			(first = first_commit(db, de->d_name)) != 0)
 		{
@@ -2324,20 +2288,12 @@ check_directory(lsm_db *db, bool report, lsm_err *e)
 			newest_first = first;
 			snprintf(newest_name, sizeof(newest_name), "%s", de->d_name);
 		}
-		if (!report || kind == FILE_OTHER)
+		if (!report || (kind != LSM_F_TABLE && kind != LSM_F_LOG &&
+						kind != LSM_F_NODE))
 			continue;
-		if (kind == FILE_LOG)
-			named = number == v->log_number;
-		else if (kind == FILE_NODE)
-			named = lsm_hier_has_node(v->hroot, number);
-		else
-		{
-			for (l = 0; l < LSM_MAX_LEVELS && !named; l++)
-				for (i = 0; i < v->nfiles[l] && !named; i++)
-					named = v->files[l][i]->meta.number == number;
-			if (!named && db->mem)
-				named = lsm_prepared_names(db, number);
-		}
+		named = lsm_version_names(v, kind, number);
+		if (!named && kind == LSM_F_TABLE && db->mem)
+			named = lsm_prepared_names(db, number);
 		if (!named)
 			lsm_db_log(db, LSM_LOG_NOTICE,
 					   "%s in store \"%s\" is not named by its MANIFEST: left by a flush, compaction or ingest that was interrupted (or is under way); the next compaction removes it",
@@ -2352,6 +2308,114 @@ check_directory(lsm_db *db, bool report, lsm_err *e)
 		return LSM_OK;
 	return LSM_CORRUPT(e, "write-ahead log %s of store \"%s\" holds records but is newer than the log its MANIFEST names: the MANIFEST is older than the store's files",
 					   newest_name, db->dir);
+}
+
+/*
+ * Removes table, log and shared memtable files of dir that neither v nor a
+ * prepared write names (compaction inputs, and leftovers of a flush,
+ * compaction or ingest that died, or of a rolled back prepare), or
+ * with dry_run only counts them (and removes the staging directories of
+ * dead processes, which needs no lock: stage.c).  REQUIRES for removal:
+ * both locks held, so no compaction is writing a file the manifest does
+ * not name yet, and no ingest is moving one in (a flush outside the write
+ * lock may be: see below), and not LOCK.flush.
+ */
+int
+lsm_db_remove_obsolete(lsm_db *db, const lsm_version *v, bool dry_run)
+{
+	DIR		   *d;
+	struct dirent *de;
+	lsm_err		le;
+	bool		flushing = false;
+	int			pinned = -1;	/* lsm_db_views_pinned, asked once */
+	int			n = 0;
+
+	/*
+	 * A flush outside the write lock writes a table that no manifest names
+	 * yet: while another handle holds LOCK.flush, keep the one it names in
+	 * LOCK's page (stored before the file was created, so a file seen here
+	 * has its number there), or every unnamed table without the page.
+	 */
+	if (!dry_run)
+	{
+		lsm_err_clear(&le);
+		flushing = lsm_db_side_lock(db, &db->flush_fd, "LOCK.flush", false,
+									&le) != LSM_OK;
+	}
+	if ((d = opendir(db->dir)) == NULL)
+	{
+		if (!dry_run && !flushing)
+			lsm_env_unlock(db->flush_fd);
+		return 0;
+	}
+	while ((de = readdir(d)) != NULL)
+	{
+		uint64_t	num;
+		lsm_fkind	kind;
+		char		path[4096];
+		bool		live;
+
+		/* the final sweep also clears stages of dead processes */
+		if (dry_run && lsm_dir_sweep_stage(db->dir, de->d_name))
+			continue;
+		if ((kind = lsm_dir_kind(de->d_name, &num)) == LSM_F_OTHER)
+			continue;
+		live = lsm_version_names(v, kind, num);
+		/* prepared tables wait for their decision (prepared.c) */
+		if (!live && kind == LSM_F_TABLE)
+			live = lsm_prepared_names(db, num);
+		if (!live && kind == LSM_F_TABLE && flushing)
+			live = db->page == NULL ||
+				__atomic_load_n(&db->page->flush_number,
+								__ATOMIC_SEQ_CST) == num;
+		if (live)
+			continue;
+		n++;
+		if (dry_run)
+			continue;
+		if (pinned < 0)
+			pinned = lsm_db_views_pinned(db);
+		if (pinned)
+			continue;			/* a shared view may name it */
+		if (lsm_dir_path(path, sizeof(path), db->dir, de->d_name, NULL) == LSM_OK)
+			(void) lsm_env_unlink(path, NULL);
+	}
+	closedir(d);
+	if (!dry_run && !flushing)
+		lsm_env_unlock(db->flush_fd);
+	return n;
+}
+
+int
+lsm_db_compact_lock(lsm_db *db, bool wait, lsm_err *e)
+{
+	return lsm_db_side_lock(db, &db->compact_fd, "LOCK.compact", wait, e);
+}
+
+int
+lsm_db_update_tree(lsm_db *db, lsm_version *v, const lsm_hnode *base,
+			uint64_t *next_file, lsm_err *e)
+{
+	int			l,
+				i,
+				rc;
+
+	for (l = 1; l < LSM_MAX_LEVELS; l++)
+		for (i = 0; i < v->nfiles[l]; i++)
+		{
+			lsm_file   *f = v->files[l][i];
+
+			if (f->table == NULL && lsm_hier_is_leaf(f, l))
+			{
+				rc = lsm_table_open(db->dir, f->meta.number, f->meta.global_seq,
+											&f->table, e);
+				if (rc != LSM_OK)
+					return rc;
+			}
+		}
+	if (*next_file < v->next_file)
+		*next_file = v->next_file;
+	return lsm_hier_update(v, base, db->dir, next_file, e);
 }
 
 static int
@@ -2413,7 +2477,7 @@ open_store(lsm_db *db, lsm_err *e)
 		rc = check_directory(db, false, e);
 	/* staging directories of processes that died (invariant 9) */
 	if (rc == LSM_OK && !db->opt.read_only)
-		lsm_stage_gc(db);
+		lsm_dir_sweep_stages(db->dir);
 	return rc;
 }
 
@@ -2429,6 +2493,10 @@ lsm_open(const char *dir, const lsm_options *o, lsm_db **out)
 		*out = NULL;
 	if (out == NULL || dir == NULL || dir[0] == '\0')
 		return lsm_err_set(&open_err, LSM_INVALID, "no directory given");
+	if (strlen(dir) > LSM_DIR_MAX)
+		return lsm_err_set(&open_err, LSM_INVALID,
+						   "store directory path too long: %zu bytes, at most %d",
+						   strlen(dir), LSM_DIR_MAX);
 	if (o == NULL)
 	{
 		lsm_options_init(&defaults);
@@ -2609,14 +2677,14 @@ view_files_exist(lsm_db *db, const lsm_version *v, bool mem)
 	for (l = 0; l < LSM_MAX_LEVELS; l++)
 		for (i = 0; i < v->nfiles[l]; i++)
 		{
-			lsm_table_filename(v->files[l][i]->meta.number, name, sizeof(name));
+			lsm_dir_name(LSM_F_TABLE, v->files[l][i]->meta.number, name, sizeof(name));
 			path_of(db, name, path, sizeof(path));
 			if (access(path, F_OK) != 0)
 				return false;
 		}
 	if (!mem)
 		return true;
-	memfile_name(db->log_number, false, name, sizeof(name));
+	lsm_dir_name(LSM_F_MEM, db->log_number, name, sizeof(name));
 	path_of(db, name, path, sizeof(path));
 	return access(path, F_OK) == 0;
 }
@@ -2902,7 +2970,7 @@ view_memtable(lsm_db *db, uint64_t lognum, uint64_t dev, uint64_t ino,
 		*out = db->mem;
 		return LSM_OK;
 	}
-	memfile_name(lognum, false, name, sizeof(name));
+	lsm_dir_name(LSM_F_MEM, lognum, name, sizeof(name));
 	path_of(db, name, path, sizeof(path));
 	rc = lsm_memfile_open(path, false, &mt, &h, e);
 	if (rc == LSM_NOTFOUND)
@@ -2924,12 +2992,8 @@ view_memtable(lsm_db *db, uint64_t lognum, uint64_t dev, uint64_t ino,
 	return LSM_OK;
 }
 
-/*
- * The version (its tables open), the memtable (NULL: none) and the read
- * sequence of a shared view, each with a reference for the caller.
- */
-static int
-open_view(lsm_db *db, const void *view, size_t len, lsm_version **v,
+int
+lsm_db_open_view(lsm_db *db, const void *view, size_t len, lsm_version **v,
 		  lsm_memtable **mt, uint64_t *snap, lsm_err *e)
 {
 	const uint8_t *p = view;
@@ -2956,56 +3020,6 @@ open_view(lsm_db *db, const void *view, size_t len, lsm_version **v,
 		lsm_version_unref(*v);
 		*v = NULL;
 	}
-	return rc;
-}
-
-int
-lsm_iter_open_view(lsm_db *db, const void *view, size_t len, lsm_iter **out)
-{
-	lsm_version *v;
-	lsm_memtable *mt;
-	lsm_err		e;
-	uint64_t	snap;
-	int			rc;
-
-	if (db == NULL || out == NULL)
-		return LSM_INVALID;
-	*out = NULL;
-	lsm_err_clear(&e);
-	rc = open_view(db, view, len, &v, &mt, &snap, &e);
-	if (rc == LSM_OK)
-		rc = lsm_iter_open_version(db, v, mt, snap, out);
-	lsm_version_unref(v);
-	lsm_memtable_unref(mt);
-	return lsm_db_fail(db, rc, &e);
-}
-
-int
-lsm_value_search_view(lsm_db *db, const void *view, size_t len, int field,
-					  const void *val, size_t vlen, int strategy,
-					  lsm_claim_fn claim, void *arg, lsm_iter **out)
-{
-	lsm_version *v;
-	lsm_memtable *mt;
-	lsm_err		e;
-	uint64_t	snap;
-	int			rc;
-
-	if (out)
-		*out = NULL;
-	if (db == NULL || out == NULL || field < 0 || (val == NULL && vlen > 0) ||
-		strategy < LSM_SEARCH_AUTO || strategy > LSM_SEARCH_SCAN ||
-		claim == NULL)
-		return LSM_INVALID;
-	lsm_err_clear(&e);
-	rc = open_view(db, view, len, &v, &mt, &snap, &e);
-	if (rc != LSM_OK)
-		return lsm_db_fail(db, rc, &e);
-	/* a failure of the search describes itself in the handle's error */
-	rc = lsm_iter_search_version(db, v, mt, snap, field, val, vlen,
-								 strategy, claim, arg, out);
-	lsm_version_unref(v);
-	lsm_memtable_unref(mt);
 	return rc;
 }
 
@@ -3138,7 +3152,7 @@ write_level0(lsm_db *db, lsm_memtable *mt, uint64_t snap, bool bottom,
 		return LSM_NOMEM_ERR(e);
 	for (;; number++)
 	{
-		lsm_table_filename(number, name, sizeof(name));
+		lsm_dir_name(LSM_F_TABLE, number, name, sizeof(name));
 		path_of(db, name, path, sizeof(path));
 		if (publish && db->page)
 			__atomic_store_n(&db->page->flush_number, number, __ATOMIC_SEQ_CST);
@@ -3181,7 +3195,7 @@ lsm_db_remove_table(lsm_db *db, uint64_t number)
 	char		name[32],
 				path[4096];
 
-	lsm_table_filename(number, name, sizeof(name));
+	lsm_dir_name(LSM_F_TABLE, number, name, sizeof(name));
 	path_of(db, name, path, sizeof(path));
 	(void) lsm_env_unlink(path, NULL);
 }
@@ -3237,13 +3251,13 @@ discard_next_log(lsm_db *db, uint64_t lognum, int logfd, lsm_memtable *shared)
 	if (logfd < 0)
 		return;
 	lsm_env_close(logfd);
-	lsm_wal_filename(lognum, name, sizeof(name));
+	lsm_dir_name(LSM_F_LOG, lognum, name, sizeof(name));
 	path_of(db, name, path, sizeof(path));
 	(void) lsm_env_unlink(path, NULL);
 	if (shared)
 	{
 		lsm_memtable_unref(shared);
-		memfile_name(lognum, false, name, sizeof(name));
+		lsm_dir_name(LSM_F_MEM, lognum, name, sizeof(name));
 		path_of(db, name, path, sizeof(path));
 		(void) lsm_env_unlink(path, NULL);
 	}
@@ -3294,10 +3308,10 @@ take_next_log(lsm_db *db, uint64_t lognum, int logfd, uint64_t off,
 	/* a shared view may read the old memtable: the sweep removes both */
 	if (lsm_db_views_pinned(db))
 		return;
-	lsm_wal_filename(old_log, name, sizeof(name));
+	lsm_dir_name(LSM_F_LOG, old_log, name, sizeof(name));
 	path_of(db, name, path, sizeof(path));
 	(void) lsm_env_unlink(path, NULL);
-	memfile_name(old_log, false, name, sizeof(name));
+	lsm_dir_name(LSM_F_MEM, old_log, name, sizeof(name));
 	path_of(db, name, path, sizeof(path));
 	(void) lsm_env_unlink(path, NULL);
 }
@@ -3369,7 +3383,7 @@ flush_install(lsm_db *db, lsm_file **ingest, int ningest, uint64_t nseq,
 		rc = LSM_NOMEM_ERR(e);
 	if (rc == LSM_OK)
 	{
-		lsm_wal_filename(lognum, name, sizeof(name));
+		lsm_dir_name(LSM_F_LOG, lognum, name, sizeof(name));
 		rc = lsm_prepared_carry(db->mem, shared ? shared : fresh, logfd,
 								name, db->last_seq + nseq, decided,
 								&carried_off, &carried, e);
@@ -3486,7 +3500,7 @@ switch_after_build(lsm_db *db, lsm_file *f, uint64_t lognum, uint64_t off,
 	 * the copy holds, so the copy never looks like a log newer than the
 	 * manifest's (check_directory).
 	 */
-	lsm_wal_filename(lognum, oldname, sizeof(oldname));
+	lsm_dir_name(LSM_F_LOG, lognum, oldname, sizeof(oldname));
 	if (len > 0 && (rc = lsm_env_fsync(db->log_fd, oldname, e)) != LSM_OK)
 		return rc;
 	newlog = (f ? f->meta.number : db->current->next_file) + 1;
@@ -3495,7 +3509,7 @@ switch_after_build(lsm_db *db, lsm_file *f, uint64_t lognum, uint64_t off,
 	db->mem_need = 0;
 	if (rc != LSM_OK)
 		return rc;
-	lsm_wal_filename(newlog, name, sizeof(name));
+	lsm_dir_name(LSM_F_LOG, newlog, name, sizeof(name));
 	if (!shared && (fresh = new_memtable(db)) == NULL)
 		rc = LSM_NOMEM_ERR(e);
 
@@ -3720,41 +3734,6 @@ lsm_flush_try(lsm_db *db)
 
 /* ---------- writes ---------- */
 
-static bool
-needs_compaction(const lsm_db *db)
-{
-	return db->current->nfiles[0] >= db->opt.l0_compaction_trigger;
-}
-
-int
-lsm_write(lsm_db *db, lsm_batch *b)
-{
-	return lsm_write_opt(db, b, LSM_WRITE_DEFAULT);
-}
-
-int
-lsm_write_opt(lsm_db *db, lsm_batch *b, int flags)
-{
-	lsm_err		e;
-	bool		sync,
-				defer = (flags & LSM_WRITE_DEFER) != 0;
-	int			how = flags & ~LSM_WRITE_DEFER;
-	int			rc;
-
-	if (db == NULL || b == NULL)
-		return LSM_INVALID;
-	if (how == LSM_WRITE_DEFAULT)
-		sync = db->opt.sync != 0;
-	else if (how == LSM_WRITE_SYNC || how == LSM_WRITE_NOSYNC)
-		sync = how == LSM_WRITE_SYNC;
-	else
-		return lsm_err_set(&db->err, LSM_INVALID, "unknown write flags %d",
-						   flags);
-	lsm_err_clear(&e);
-	rc = lsm_db_write(db, b, sync, defer, &e);
-	return lsm_db_fail(db, rc, &e);
-}
-
 int
 lsm_write_wait(lsm_db *db)
 {
@@ -3842,7 +3821,7 @@ reserve_log(lsm_db *db, size_t len, bool map, lsm_err *e)
 	}
 	if (need <= db->log_map_len || (!map && need <= db->log_alloc))
 		return LSM_OK;
-	lsm_wal_filename(db->log_number, name, sizeof(name));
+	lsm_dir_name(LSM_F_LOG, db->log_number, name, sizeof(name));
 	if (need > db->log_alloc)
 	{
 		if (fstat(db->log_fd, &st) != 0)
@@ -4021,7 +4000,7 @@ lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, bool defer, lsm_err *e)
 	last = first + b->count - 1;
 	lsm_put_u64(b->rep.data + LSM_WAL_HEADER, first);
 	lsm_put_u32(b->rep.data + LSM_WAL_HEADER + 8, b->count);
-	lsm_wal_filename(db->log_number, name, sizeof(name));
+	lsm_dir_name(LSM_F_LOG, db->log_number, name, sizeof(name));
 	log_number = db->log_number;
 
 	/*
@@ -4126,6 +4105,8 @@ lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, bool defer, lsm_err *e)
 		{
 			/* the batch is committed; a failed flush is retried later */
 			flushed = flush_locked(db, e) == LSM_OK;
+			if (!flushed)
+				lsm_db_background_failed(db, "flush", e);
 			lsm_err_clear(e);
 		}
 	}
@@ -4142,19 +4123,13 @@ lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, bool defer, lsm_err *e)
 
 		/* the write is committed: a failed flush is retried later */
 		lsm_err_clear(&fe);
-		(void) flush_outside(db, false, false, &fe);
+		if (flush_outside(db, false, false, &fe) != LSM_OK)
+			lsm_db_background_failed(db, "flush", &fe);
 		flushed = db->ctr.flushes != before;
 	}
-	if (flushed && db->opt.auto_compact && db->user_locked)
-		db->compact_due = true; /* not while others wait: lsm_unlock */
-	else if (flushed && db->opt.auto_compact && needs_compaction(db))
-	{
-		lsm_err		ce;
-
-		/* the write is committed: a failed compaction is retried later */
-		lsm_err_clear(&ce);
-		(void) lsm_db_compact(db, false, &ce);
-	}
+	/* the caller compacts: lsm_db_compact_if_due */
+	if (flushed && db->opt.auto_compact)
+		db->compact_due = true;
 	return rc;
 }
 
@@ -4192,11 +4167,11 @@ lsm_db_move_in(lsm_db *db, const char *stage_dir, const lsm_table_meta *tables,
 			return LSM_NOMEM_ERR(e);
 		if (stage_dir == NULL)
 			continue;			/* in the store already */
-		lsm_table_filename(tables[i].number, name, sizeof(name));
+		lsm_dir_name(LSM_F_TABLE, tables[i].number, name, sizeof(name));
 		snprintf(from, sizeof(from), "%s/%s", stage_dir, name);
 		for (;; number++)
 		{
-			lsm_table_filename(number, name, sizeof(name));
+			lsm_dir_name(LSM_F_TABLE, number, name, sizeof(name));
 			path_of(db, name, to, sizeof(to));
 			rc = lsm_env_rename_noreplace(from, to, e);
 			if (rc != LSM_EXISTS)
@@ -4221,9 +4196,9 @@ lsm_db_move_back(lsm_db *db, const char *stage_dir,
 
 	for (i = 0; i < moved; i++)
 	{
-		lsm_table_filename(files[i]->meta.number, name, sizeof(name));
+		lsm_dir_name(LSM_F_TABLE, files[i]->meta.number, name, sizeof(name));
 		path_of(db, name, from, sizeof(from));
-		lsm_table_filename(tables[i].number, name, sizeof(name));
+		lsm_dir_name(LSM_F_TABLE, tables[i].number, name, sizeof(name));
 		snprintf(to, sizeof(to), "%s/%s", stage_dir, name);
 		if (lsm_env_rename(from, to, NULL) != LSM_OK)
 			(void) lsm_env_unlink(from, NULL);
@@ -4238,7 +4213,7 @@ table_exists(lsm_db *db, uint64_t number, lsm_err *e)
 				path[4096];
 	struct stat st;
 
-	lsm_table_filename(number, name, sizeof(name));
+	lsm_dir_name(LSM_F_TABLE, number, name, sizeof(name));
 	path_of(db, name, path, sizeof(path));
 	if (stat(path, &st) == 0)
 		return LSM_OK;
@@ -4330,7 +4305,7 @@ lsm_db_ingest(lsm_db *db, const char *stage_dir, const lsm_table_meta *tables,
 	 * no manifest names yet.
 	 */
 	if (deep && rc == LSM_OK)
-		(void) lsm_db_remove_obsolete(db, db->current);
+		(void) lsm_db_remove_obsolete(db, db->current, false);
 	/* no manifest names them: put the moved runs back where they were */
 	if (rc != LSM_OK && !*installed)
 		lsm_db_move_back(db, stage_dir, tables, files, moved);
@@ -4340,62 +4315,10 @@ lsm_db_ingest(lsm_db *db, const char *stage_dir, const lsm_table_meta *tables,
 	lsm_db_write_unlock(db);
 	if (deep && !db->user_compact_locked)
 		lsm_env_unlock(db->compact_fd);
-	if (*installed && db->opt.auto_compact && db->user_locked)
-		db->compact_due = true; /* not while others wait: lsm_unlock */
-	else if (*installed && db->opt.auto_compact && needs_compaction(db))
-	{
-		lsm_err		ce;
-
-		/* the ingest is committed: a failed compaction is retried later */
-		lsm_err_clear(&ce);
-		(void) lsm_db_compact(db, false, &ce);
-	}
+	/* the caller compacts: lsm_db_compact_if_due */
+	if (*installed && db->opt.auto_compact)
+		db->compact_due = true;
 	return rc;
-}
-
-/* The handle's one-entry batch, emptied; NULL when out of memory. */
-static lsm_batch *
-one_batch(lsm_db *db)
-{
-	if (db->one == NULL && (db->one = lsm_batch_new()) == NULL)
-	{
-		lsm_err_set(&db->err, LSM_NOMEM, "out of memory");
-		return NULL;
-	}
-	lsm_batch_clear(db->one);
-	return db->one;
-}
-
-int
-lsm_put(lsm_db *db, const void *key, size_t klen, const void *val, size_t vlen)
-{
-	lsm_batch  *b;
-	int			rc;
-
-	if (db == NULL)
-		return LSM_INVALID;
-	if ((b = one_batch(db)) == NULL)
-		return LSM_NOMEM;
-	rc = lsm_batch_put(b, key, klen, val, vlen);
-	if (rc != LSM_OK)
-		return lsm_err_set(&db->err, rc, "invalid key or value length");
-	return lsm_write(db, b);
-}
-
-int
-lsm_delete(lsm_db *db, const void *key, size_t klen)
-{
-	lsm_batch  *b;
-	int			rc;
-
-	if (db == NULL)
-		return LSM_INVALID;
-	if ((b = one_batch(db)) == NULL)
-		return LSM_NOMEM;
-	rc = lsm_batch_delete(b, key, klen);
-	if (rc != LSM_OK)
-		return lsm_err_set(&db->err, rc, "invalid key length");
-	return lsm_write(db, b);
 }
 
 /* ---------- reads ---------- */
@@ -4811,7 +4734,7 @@ verify_log(lsm_db *db, lsm_err *e)
 
 	if (scratch == NULL)
 		return LSM_NOMEM_ERR(e);
-	lsm_wal_filename(db->log_number, name, sizeof(name));
+	lsm_dir_name(LSM_F_LOG, db->log_number, name, sizeof(name));
 	rc = lsm_wal_replay(db->log_fd, name, 0, db->current->last_seq + 1,
 						apply_payload, scratch, &res, e);
 	lsm_memtable_unref(scratch);
@@ -4826,7 +4749,7 @@ verify_log(lsm_db *db, lsm_err *e)
 	read_tails(db, &tails);
 	if (tails.count > 0)
 	{
-		lsm_wal_filename(tails.log_number, name, sizeof(name));
+		lsm_dir_name(LSM_F_LOG, tails.log_number, name, sizeof(name));
 		lsm_db_log(db, LSM_LOG_WARNING,
 				   "recovery has discarded %llu invalid write-ahead log tail%s from store \"%s\", the last %llu bytes at offset %llu of %s",
 				   (unsigned long long) tails.count,

@@ -28,6 +28,8 @@
 #include "hierarchy.h"
 #include "memfile.h"
 #include "memtable.h"
+#include "merge.h"
+#include "storedir.h"
 #include "version.h"
 #include "wal.h"
 
@@ -206,8 +208,8 @@ struct lsm_db
 	uint32_t	lock_releases;	/* of LOCK, that saw sleepers (release_lock) */
 	bool		user_locked;	/* lsm_lock: held until lsm_unlock */
 	bool		user_compact_locked;	/* ... with LOCK.compact too */
-	bool		compact_due;	/* a flush under lsm_lock: lsm_unlock
-								 * compacts if needed */
+	bool		compact_due;	/* a flush or ingest made a compaction
+								 * due: lsm_db_compact_if_due */
 	bool		lock_held;		/* the flock itself (exclusive: always) */
 	lsm_lock_page *page;		/* LOCK's first page, or NULL */
 	uint64_t	seen_gen;		/* generation of our last full catch-up,
@@ -393,11 +395,15 @@ int			lsm_db_side_lock_probe(lsm_db *db, int *fd, const char *name);
 int			lsm_db_compact_lock(lsm_db *db, bool wait, lsm_err *e);
 
 /*
- * Removes the table and log files of the store directory that v does not
- * name, except the table of a flush under way (LOCK.flush held by another
- * handle).  REQUIRES: the write lock and LOCK.compact.
+ * Removes the table, log, node and shared memtable files of the store
+ * directory that neither v nor an undecided prepared write names, except
+ * the table of a flush under way (LOCK.flush held by another handle), and
+ * not while a shared view is pinned; returns how many it found.  With
+ * dry_run it only counts them, and removes the staging directories of dead
+ * processes.  REQUIRES for removal: the write lock and LOCK.compact.
  */
-int			lsm_db_remove_obsolete(lsm_db *db, const lsm_version *v);
+int			lsm_db_remove_obsolete(lsm_db *db, const lsm_version *v,
+								   bool dry_run);
 
 /*
  * Computes the value filter hierarchy of v (levels final) from base's
@@ -409,22 +415,7 @@ int			lsm_db_update_tree(lsm_db *db, lsm_version *v,
 							   lsm_err *e);
 
 /*
- * Prepared writes (prepared.c): lsm_prepared_close frees the handle's key
- * cache; lsm_prepared_carry writes the undecided prepared writes of
- * memtable from, but owner skip's, into the log logfd (named name) from
- * offset 0, as records at the sequences after seq, and into memtable to,
- * and syncs the log; *off and *used get the bytes and sequences it took.
- * REQUIRES: the write lock (a flush, before the switch that drops from's
- * log).  lsm_prepared_tables_check checks the list of tables of a type 5
- * record (LSM_CORRUPTION if it is malformed).  lsm_prepared_names tells
- * whether an undecided prepared write of the handle's memtable names table
- * number: a file that no manifest names but that stays.
- */
-int			lsm_prepared_tables_check(const uint8_t *list, size_t len,
-									  lsm_err *e);
-
-/*
- * Prepares the tables of a stage (stage.c) for owner: under the write lock
+ * Prepares the tables of a stage (stage.c) for owner (twophase.c): under the write lock
  * (taken unless lsm_lock holds it), moves table i (stage_dir/<number>.sst,
  * of run run_of[i] of nruns) into the store under a fresh number, makes the
  * names durable and appends a record of type 5 listing them, with replace
@@ -438,11 +429,6 @@ int			lsm_db_prepare_tables(lsm_db *db, const char *stage_dir,
 								  const int *run_of, int n, int nruns,
 								  bool replace, uint64_t owner, int flags,
 								  lsm_err *e);
-bool		lsm_prepared_names(lsm_db *db, uint64_t number);
-void		lsm_prepared_close(lsm_db *db);
-int			lsm_prepared_carry(lsm_memtable *from, lsm_memtable *to, int logfd,
-							   const char *name, uint64_t seq, uint64_t skip,
-							   uint64_t *off, uint64_t *used, lsm_err *e);
 
 /*
  * Waits until every record the handle has seen is durable (another
@@ -454,18 +440,6 @@ int			lsm_db_sync_seen(lsm_db *db, lsm_err *e);
 /* The write path of lsm_write_opt with sync resolved (true: fdatasync). */
 int			lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, bool defer,
 						 lsm_err *e);
-
-/*
- * Removes the staging directories of dead processes from the store
- * directory (stage.c).  Never touches a live stage's directory.
- */
-void		lsm_stage_gc(lsm_db *db);
-
-/*
- * The same for one entry of the store directory; false if name is not a
- * staging directory's.
- */
-bool		lsm_stage_gc_entry(lsm_db *db, const char *name);
 
 /*
  * A public iterator over the internal iterator build(arg, err) returns
@@ -497,6 +471,15 @@ int			lsm_iter_search_version(lsm_db *db, lsm_version *v,
 									int strategy, lsm_claim_fn claim,
 									void *arg, lsm_iter **out);
 
+/*
+ * The version (its tables open), the memtable (NULL: none) and the read
+ * sequence of a shared view (lsm_share), each with a reference for the
+ * caller.
+ */
+int			lsm_db_open_view(lsm_db *db, const void *view, size_t len,
+							 lsm_version **v, lsm_memtable **mt,
+							 uint64_t *snap, lsm_err *e);
+
 /* Tells the log callback (if any) of an event; see lsm_log_fn. */
 void		lsm_db_log(lsm_db *db, int level, const char *fmt,...)
 			__attribute__((format(printf, 3, 4)));
@@ -507,15 +490,34 @@ bool		lsm_db_interrupted(lsm_db *db);
 /* Compaction (compaction.c): pick and run until nothing is over target. */
 int			lsm_db_compact(lsm_db *db, bool wait, lsm_err *e);
 
-/* The merging iterator over a version and a memtable at snap (iter.c). */
-lsm_iiter  *lsm_db_merge_iter(lsm_version *v, lsm_memtable *mem, uint64_t snap,
-							  lsm_err *err);
+/*
+ * The automatic compaction a flush or an ingest made due (compaction.c):
+ * the store core's writes only note it (compact_due), and every caller of
+ * lsm_db_write or lsm_db_ingest above compaction calls this once the call
+ * returned; nothing under lsm_lock (lsm_unlock calls it then).  A failure
+ * is recorded (lsm_db_background_failed), never returned: the write
+ * succeeded.
+ */
+void		lsm_db_compact_if_due(lsm_db *db);
 
 /*
- * An iterator over n disjoint files sorted by key (a level >= 1, or part of
- * one), which must belong to v; v is pinned while it lives (iter.c).
+ * An automatic flush or compaction that failed although the call that ran
+ * it succeeds: counted with its message in lsm_stats and told to the log
+ * callback (LSM_LOG_BACKGROUND), as LevelDB keeps bg_error_ (a cancel is
+ * not counted).  It is tried again by a later write.
  */
-lsm_iiter  *lsm_level_iter_new(lsm_version *v, lsm_file **files, int n,
-							   lsm_err *err);
+void		lsm_db_background_failed(lsm_db *db, const char *what,
+									 const lsm_err *e);
+
+/* Whether write flags (LSM_WRITE_*) ask for a sync; -1: unknown flags. */
+int			lsm_db_sync_of(const lsm_db *db, int flags);
+
+/*
+ * The user lock of lsm_lock_batch and lsm_unlock (write.c), without the
+ * compaction lsm_unlock runs afterwards.
+ */
+int			lsm_db_user_lock(lsm_db *db, int flags, lsm_batch *b);
+void		lsm_db_user_unlock(lsm_db *db);
+
 
 #endif							/* LSM_DB_H */

@@ -40,12 +40,6 @@ nodefile_unref(lsm_nodefile *nf)
 	free(nf);
 }
 
-static void
-node_filename(uint64_t number, char *buf, size_t n)
-{
-	snprintf(buf, n, "%06llu.vfn", (unsigned long long) number);
-}
-
 void
 lsm_hnode_ref(lsm_hnode *n)
 {
@@ -382,7 +376,7 @@ nodefile_open(const char *dir, uint64_t number, uint32_t m, int k,
 		return LSM_NOMEM_ERR(e);
 	nf->refs = 1;
 	nf->number = number;
-	node_filename(number, name, sizeof(name));
+	lsm_dir_name(LSM_F_NODE, number, name, sizeof(name));
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	rc = lsm_env_open(path, O_RDONLY, 0, &fd, e);
 	if (rc != LSM_OK)
@@ -451,7 +445,7 @@ lsm_hier_files_exist(const lsm_hnode *n, const char *dir)
 		return true;
 	if (n->number != 0)
 	{
-		node_filename(n->number, name, sizeof(name));
+		lsm_dir_name(LSM_F_NODE, n->number, name, sizeof(name));
 		snprintf(path, sizeof(path), "%s/%s", dir, name);
 		if (access(path, F_OK) != 0)
 			return false;
@@ -918,7 +912,7 @@ write_node(update *u, const uint8_t *bits, uint64_t *number)
 	for (;;)
 	{
 		*number = (*u->next_file)++;
-		node_filename(*number, name, sizeof(name));
+		lsm_dir_name(LSM_F_NODE, *number, name, sizeof(name));
 		snprintf(path, sizeof(path), "%s/%s", u->dir, name);
 		rc = lsm_env_open(path, O_WRONLY | O_CREAT | O_EXCL, 0644, &fd, u->e);
 		if (rc == LSM_OK || u->e->saved_errno != EEXIST)

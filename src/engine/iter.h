@@ -50,6 +50,32 @@ struct lsm_iiter
 	lsm_err    *err;			/* where errors are described */
 };
 
+/*
+ * Puts it on an entry (for the implementations): the key, value, sequence
+ * and kind are the entry's, and it is valid.
+ */
+static inline void
+lsm_iiter_stand(lsm_iiter *it, const uint8_t *key, size_t klen,
+				const uint8_t *val, size_t vlen, uint64_t seq, int del)
+{
+	it->valid = true;
+	it->key = key;
+	it->klen = klen;
+	it->val = val;
+	it->vlen = vlen;
+	it->seq = seq;
+	it->del = del;
+}
+
+/* Puts it where src stands, valid or not (iterators over others). */
+static inline void
+lsm_iiter_stand_on(lsm_iiter *it, const lsm_iiter *src)
+{
+	lsm_iiter_stand(it, src->key, src->klen, src->val, src->vlen, src->seq,
+					src->del);
+	it->valid = src->valid;
+}
+
 static inline void
 lsm_iiter_seek(lsm_iiter *it, const uint8_t *key, size_t klen)
 {

@@ -96,9 +96,15 @@ typedef int (*lsm_interrupt_fn) (void *arg);
  *	LSM_LOG_NOTICE		lsm_verify found something that is not damage (a
  *						file the manifest does not name, left by an
  *						interrupted flush or compaction)
+ *	LSM_LOG_BACKGROUND	an automatic flush or compaction, run by a call
+ *						that succeeded (a write, lsm_unlock, a stage's
+ *						commit), failed; it is tried again by a later one
+ *						(lsm_stats.background_errors counts them and keeps
+ *						the last message)
  */
 #define LSM_LOG_NOTICE	1
 #define LSM_LOG_WARNING 2
+#define LSM_LOG_BACKGROUND 3
 typedef void (*lsm_log_fn) (void *arg, int level, const char *msg);
 
 typedef struct lsm_options
@@ -982,6 +988,10 @@ typedef struct lsm_stats
 	uint64_t	memtable_rebuilds;	/* shared memtables this handle built
 									 * from a log (none, or a writer died
 									 * applying) */
+	uint64_t	background_errors;	/* automatic flushes and compactions
+									 * that failed (LSM_LOG_BACKGROUND) */
+	char		last_background_error[512]; /* the last one's message, or
+											 * "" */
 
 	lsm_hierarchy_stats hierarchy;
 	uint64_t	value_searches; /* value searches opened */

@@ -1488,14 +1488,9 @@ mt_iter_settle(mt_iter *it, mt_node *n)
 	it->node = n;
 	it->base.valid = n != NULL;
 	if (n)
-	{
-		it->base.key = node_key(n);
-		it->base.klen = n->klen;
-		it->base.val = node_val(n);
-		it->base.vlen = n->vlen;
-		it->base.seq = n->tag >> 8;
-		it->base.del = (n->tag & 0xff) == LSM_KIND_DEL;
-	}
+		lsm_iiter_stand(&it->base, node_key(n), n->klen, node_val(n),
+						n->vlen, n->tag >> 8,
+						(n->tag & 0xff) == LSM_KIND_DEL);
 }
 
 static void

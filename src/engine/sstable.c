@@ -264,7 +264,7 @@ lsm_table_open(const char *dir, uint64_t number, uint64_t global_seq,
 	t->refs = 1;
 	t->number = number;
 	t->global_seq = global_seq;
-	lsm_table_filename(number, t->name, sizeof(t->name));
+	lsm_dir_name(LSM_F_TABLE, number, t->name, sizeof(t->name));
 	snprintf(path, sizeof(path), "%s/%s", dir, t->name);
 	lsm_err_clear(&local);
 	rc = lsm_env_open(path, O_RDONLY, 0, &fd, &local);
@@ -583,13 +583,8 @@ ti_settle(table_iter *it, bool back)
 							  it->base.err);
 			if (rc != LSM_OK)
 				return ti_fail(it, rc);
-			it->base.valid = true;
-			it->base.key = it->block.key.data;
-			it->base.klen = it->block.key.len;
-			it->base.val = hit.val;
-			it->base.vlen = hit.vlen;
-			it->base.seq = hit.seq;
-			it->base.del = hit.del;
+			lsm_iiter_stand(&it->base, it->block.key.data, it->block.key.len,
+							hit.val, hit.vlen, hit.seq, hit.del);
 			return;
 		}
 		if (it->in_block && it->block.corrupt)

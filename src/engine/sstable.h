@@ -31,6 +31,7 @@
 #define LSM_SSTABLE_H
 
 #include "bloom.h"
+#include "storedir.h"
 #include "iter.h"
 #include "vfilter.h"
 
@@ -224,7 +225,5 @@ int			lsm_table_verify(lsm_table *t, const uint8_t *smallest,
 uint64_t	lsm_table_number(const lsm_table *t);
 size_t		lsm_table_size(const lsm_table *t);
 
-/* File name of table number (buf of at least 32 bytes). */
-void		lsm_table_filename(uint64_t number, char *buf, size_t n);
 
 #endif							/* LSM_SSTABLE_H */

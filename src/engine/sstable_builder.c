@@ -57,12 +57,6 @@ struct lsm_table_builder
 };
 
 void
-lsm_table_filename(uint64_t number, char *buf, size_t n)
-{
-	snprintf(buf, n, "%06llu.sst", (unsigned long long) number);
-}
-
-void
 lsm_table_meta_free(lsm_table_meta *m)
 {
 	free(m->smallest);
@@ -83,7 +77,7 @@ lsm_table_builder_open(const char *path, uint64_t number, int block_bytes,
 		free(b);
 		return LSM_NOMEM_ERR(e);
 	}
-	lsm_table_filename(number, b->name, sizeof(b->name));
+	lsm_dir_name(LSM_F_TABLE, number, b->name, sizeof(b->name));
 	rc = lsm_env_open(path, O_WRONLY | O_CREAT | O_EXCL, 0644, &b->fd, e);
 	if (rc != LSM_OK)
 	{

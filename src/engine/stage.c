@@ -90,8 +90,8 @@
 
 #include "db.h"
 #include "env.h"
+#include "storedir.h"
 
-#define STAGE_PREFIX "stage."
 #define STAGE_MAX_TRIES 1000
 
 /* Runs of one tier that become one run of the next. */
@@ -146,22 +146,6 @@ struct lsm_stage
 				hi_fence;
 };
 
-/*
- * The first 8 bytes of a key as a big-endian integer, zero-padded: keys
- * compare like their fences whenever the fences differ, so most range
- * checks of a lookup cost an integer comparison.
- */
-static inline uint64_t
-fence_of(const uint8_t *key, size_t klen)
-{
-	uint64_t	f = 0;
-	size_t		i;
-
-	for (i = 0; i < 8; i++)
-		f = f << 8 | (i < klen ? key[i] : 0);
-	return f;
-}
-
 /* Is key (fence kf) within [lo, hi] (fences lof, hif)? */
 static inline bool
 range_covers(uint64_t lof, const uint8_t *lo, size_t lolen, uint64_t hif,
@@ -178,34 +162,6 @@ range_covers(uint64_t lof, const uint8_t *lo, size_t lolen, uint64_t hif,
 }
 
 /* ---------- staging directories ---------- */
-
-/*
- * Removes every entry of directory path, its LOCK last, then the directory.
- * Best effort: what cannot be removed stays for a later sweep.
- */
-static void
-remove_dir(const char *path)
-{
-	DIR		   *d = opendir(path);
-	struct dirent *de;
-	char		p[4096 + 256 + 2];
-
-	if (d != NULL)
-	{
-		while ((de = readdir(d)) != NULL)
-		{
-			if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
-				strcmp(de->d_name, "LOCK") == 0)
-				continue;
-			snprintf(p, sizeof(p), "%s/%s", path, de->d_name);
-			(void) lsm_env_unlink(p, NULL);
-		}
-		closedir(d);
-	}
-	snprintf(p, sizeof(p), "%s/LOCK", path);
-	(void) lsm_env_unlink(p, NULL);
-	(void) rmdir(path);
-}
 
 /*
  * Creates the stage's directory and takes its lock: mkdir of a name nobody
@@ -226,7 +182,7 @@ make_dir(lsm_stage *st, lsm_err *e)
 	{
 		unsigned	n = __atomic_fetch_add(&stage_counter, 1, __ATOMIC_RELAXED);
 
-		snprintf(path, sizeof(path), "%s/" STAGE_PREFIX "%ld.%u", db->dir,
+		snprintf(path, sizeof(path), "%s/" LSM_STAGE_PREFIX "%ld.%u", db->dir,
 				 (long) getpid(), n);
 		rc = lsm_env_mkdir(path, e);
 		if (rc != LSM_EXISTS)
@@ -256,63 +212,11 @@ make_dir(lsm_stage *st, lsm_err *e)
 		rc = LSM_NOMEM_ERR(e);
 	if (rc != LSM_OK)
 	{
-		remove_dir(path);
+		lsm_dir_remove(path);
 		lsm_env_close(st->lock_fd);
 		st->lock_fd = -1;
 	}
 	return rc;
-}
-
-/* Is process pid (possibly) alive? */
-static bool
-pid_alive(long pid)
-{
-	if (pid <= 0)
-		return false;
-	return kill((pid_t) pid, 0) == 0 || errno == EPERM;
-}
-
-bool
-lsm_stage_gc_entry(lsm_db *db, const char *name)
-{
-	char		path[4096],
-				lock[4096 + 16],
-				tail;
-	long		pid;
-	unsigned	n;
-	int			fd,
-				rc;
-
-	if (strncmp(name, STAGE_PREFIX, strlen(STAGE_PREFIX)) != 0)
-		return false;
-	if (sscanf(name, STAGE_PREFIX "%ld.%u%c", &pid, &n, &tail) != 2)
-		return true;			/* not ours to judge: leave it */
-	snprintf(path, sizeof(path), "%s/%s", db->dir, name);
-	snprintf(lock, sizeof(lock), "%s/LOCK", path);
-	rc = lsm_env_open(lock, O_RDONLY, 0, &fd, NULL);
-	if (rc == LSM_OK)
-	{
-		/* held: its owner lives (or a sweeper is at it); free: it died */
-		if (lsm_env_trylock(fd, "LOCK", NULL) == LSM_OK)
-			remove_dir(path);
-		lsm_env_close(fd);
-	}
-	else if (rc == LSM_NOTFOUND && !pid_alive(pid))
-		remove_dir(path);		/* died before it had a LOCK */
-	return true;
-}
-
-void
-lsm_stage_gc(lsm_db *db)
-{
-	DIR		   *d = opendir(db->dir);
-	struct dirent *de;
-
-	if (d == NULL)
-		return;
-	while ((de = readdir(d)) != NULL)
-		(void) lsm_stage_gc_entry(db, de->d_name);
-	closedir(d);
 }
 
 /* ---------- tables and runs ---------- */
@@ -322,7 +226,7 @@ path_in(const lsm_stage *st, uint64_t number, char *buf, size_t n)
 {
 	char		name[32];
 
-	lsm_table_filename(number, name, sizeof(name));
+	lsm_dir_name(LSM_F_TABLE, number, name, sizeof(name));
 	snprintf(buf, n, "%s/%s", st->dir, name);
 }
 
@@ -384,8 +288,8 @@ table_finish(lsm_stage *st, lsm_table_builder *b, uint64_t number,
 		return rc;
 	}
 	lsm_table_filter(t->table, &t->filter);
-	t->lo = fence_of(t->meta.smallest, t->meta.smallest_len);
-	t->hi = fence_of(t->meta.largest, t->meta.largest_len);
+	t->lo = lsm_key_fence(t->meta.smallest, t->meta.smallest_len, 0);
+	t->hi = lsm_key_fence(t->meta.largest, t->meta.largest_len, 0);
 	st->db->ctr.sst_bytes_written += t->meta.size;
 	*out = t;
 	return LSM_OK;
@@ -444,7 +348,7 @@ stage_extend_range(lsm_stage *st, const stage_run *r)
 		st->lo.len = 0;
 		st->have_range = lsm_buf_append(&st->lo, lo->smallest,
 										lo->smallest_len) == LSM_OK;
-		st->lo_fence = fence_of(st->lo.data, st->lo.len);
+		st->lo_fence = lsm_key_fence(st->lo.data, st->lo.len, 0);
 	}
 	if (st->have_range &&
 		(st->nruns == 1 ||
@@ -453,7 +357,7 @@ stage_extend_range(lsm_stage *st, const stage_run *r)
 		st->hi.len = 0;
 		st->have_range = lsm_buf_append(&st->hi, hi->largest,
 										hi->largest_len) == LSM_OK;
-		st->hi_fence = fence_of(st->hi.data, st->hi.len);
+		st->hi_fence = lsm_key_fence(st->hi.data, st->hi.len, 0);
 	}
 }
 
@@ -784,7 +688,7 @@ stage_free(lsm_stage *st)
 	lsm_buf_free(&st->lo);
 	lsm_buf_free(&st->hi);
 	if (st->dir)
-		remove_dir(st->dir);
+		lsm_dir_remove(st->dir);
 	/* the lock goes last: until then no sweeper touches the directory */
 	lsm_env_close(st->lock_fd);
 	lsm_memtable_unref(st->mem);
@@ -1096,7 +1000,7 @@ lsm_stage_get(lsm_stage *st, const void *key, size_t klen, void **val,
 	}
 	if (st->nruns == 0)
 		return absent(st);
-	kf = fence_of(key, klen);
+	kf = lsm_key_fence(key, klen, 0);
 	if (st->have_range &&
 		!range_covers(st->lo_fence, st->lo.data, st->lo.len, st->hi_fence,
 					  st->hi.data, st->hi.len, kf, key, klen))
@@ -1299,8 +1203,7 @@ lsm_stage_commit(lsm_stage *st, int flags)
 		return lsm_err_set(&db->err, LSM_INVALID, "unknown write flags %d",
 						   flags);
 	}
-	sync = flags == LSM_WRITE_DEFAULT ? db->opt.sync != 0 :
-		flags == LSM_WRITE_SYNC;
+	sync = lsm_db_sync_of(db, flags);
 	lsm_err_clear(&e);
 	if (stage_is_small(st))
 	{
@@ -1332,6 +1235,7 @@ lsm_stage_commit(lsm_stage *st, int flags)
 		free(run_of);
 	}
 	stage_free(st);
+	lsm_db_compact_if_due(db);
 	return lsm_db_fail(db, rc, &e);
 }
 

@@ -16,32 +16,6 @@
 #include "hierarchy.h"
 #include "version.h"
 
-lsm_file *
-lsm_file_new(void)
-{
-	lsm_file   *f = calloc(1, sizeof(lsm_file));
-
-	if (f)
-		f->refs = 1;
-	return f;
-}
-
-void
-lsm_file_ref(lsm_file *f)
-{
-	f->refs++;
-}
-
-void
-lsm_file_unref(lsm_file *f)
-{
-	if (f == NULL || --f->refs > 0)
-		return;
-	lsm_table_unref(f->table);
-	lsm_table_meta_free(&f->meta);
-	free(f);
-}
-
 lsm_version *
 lsm_version_new(void)
 {
@@ -103,18 +77,6 @@ cmp_smallest(const void *a, const void *b)
 					   y->meta.smallest, y->meta.smallest_len);
 }
 
-/* The 8 bytes of key after skip, big-endian, zero-padded. */
-static inline uint64_t
-fence_of(const uint8_t *key, size_t klen, size_t skip)
-{
-	uint64_t	f = 0;
-	size_t		i;
-
-	for (i = 0; i < 8; i++)
-		f = f << 8 | (skip + i < klen ? key[skip + i] : 0);
-	return f;
-}
-
 /* Rebuilds the fences of level l (>= 1) after its files changed. */
 static void
 build_fences(lsm_version *v, int l)
@@ -149,11 +111,11 @@ build_fences(lsm_version *v, int l)
 	{
 		const lsm_table_meta *m = &files[i]->meta;
 
-		v->fence[l][i] = fence_of(m->largest, m->largest_len, skip);
+		v->fence[l][i] = lsm_key_fence(m->largest, m->largest_len, skip);
 		/* a smallest key outside the prefix is below every key inside it */
 		v->sfence[l][i] = (m->smallest_len >= skip &&
 						   memcmp(m->smallest, files[0]->meta.largest, skip) == 0) ?
-			fence_of(m->smallest, m->smallest_len, skip) : 0;
+			lsm_key_fence(m->smallest, m->smallest_len, skip) : 0;
 	}
 	v->fence_skip[l] = skip;
 }
@@ -265,7 +227,7 @@ lsm_version_find_file(const lsm_version *v, int level, const void *key,
 					skip);
 	if (c != 0 || klen < skip)
 		return c <= 0 ? 0 : n;
-	kf = fence_of(key, klen, skip);
+	kf = lsm_key_fence(key, klen, skip);
 	{
 		/* branch-free lower bound: random keys mispredict every branch */
 		const uint64_t *base = fence;
@@ -305,7 +267,7 @@ lsm_version_locate(const lsm_version *v, int level, const void *key,
 		memcmp(key, v->files[level][0]->meta.largest, skip) != 0)
 		return lsm_key_cmp(m->smallest, m->smallest_len, key, klen) <= 0 ? i : -1;
 	/* the key shares the level's common prefix: fences compare like keys */
-	kf = fence_of(key, klen, skip);
+	kf = lsm_key_fence(key, klen, skip);
 	if (kf != v->sfence[level][i])
 		return kf > v->sfence[level][i] ? i : -1;
 	return lsm_key_cmp(m->smallest, m->smallest_len, key, klen) <= 0 ? i : -1;
@@ -333,34 +295,30 @@ lsm_version_bind_filters(lsm_version *v)
 	return LSM_OK;
 }
 
-int
-lsm_files_find(lsm_file *const *files, int n, const void *key, size_t klen)
-{
-	int			lo = 0,
-				hi = n;
-
-	while (lo < hi)
-	{
-		int			mid = (lo + hi) / 2;
-		const lsm_file *f = files[mid];
-
-		if (lsm_key_cmp(f->meta.largest, f->meta.largest_len, key, klen) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 bool
-lsm_file_overlaps(const lsm_file *f, const uint8_t *lo, size_t lolen,
-				  const uint8_t *hi, size_t hilen)
+lsm_version_names(const lsm_version *v, lsm_fkind kind, uint64_t number)
 {
-	if (lo && lsm_key_cmp(f->meta.largest, f->meta.largest_len, lo, lolen) < 0)
-		return false;
-	if (hi && lsm_key_cmp(f->meta.smallest, f->meta.smallest_len, hi, hilen) > 0)
-		return false;
-	return true;
+	int			l,
+				i;
+
+	switch (kind)
+	{
+		case LSM_F_TABLE:
+			for (l = 0; l < LSM_MAX_LEVELS; l++)
+				for (i = 0; i < v->nfiles[l]; i++)
+					if (v->files[l][i]->meta.number == number)
+						return true;
+			return false;
+		case LSM_F_LOG:
+		case LSM_F_MEM:
+			return number == v->log_number;
+		case LSM_F_NODE:
+			return lsm_hier_has_node(v->hroot, number);
+		case LSM_F_MEM_TMP:
+		case LSM_F_OTHER:
+			break;
+	}
+	return false;
 }
 
 /* ---------- manifest ---------- */

@@ -33,7 +33,7 @@
 #ifndef LSM_VERSION_H
 #define LSM_VERSION_H
 
-#include "sstable.h"
+#include "file.h"
 
 #define LSM_MANIFEST_MAGIC UINT64_C(0x46494e414d4d534c)	/* "LSMMANIF" */
 #define LSM_MANIFEST_FORMAT 2		/* written; 1 (no hierarchy) is read */
@@ -41,13 +41,6 @@
 									 * sequence (ingested tables) */
 
 struct lsm_hnode;
-
-typedef struct lsm_file
-{
-	int			refs;
-	lsm_table_meta meta;
-	lsm_table  *table;			/* NULL until opened */
-} lsm_file;
 
 typedef struct lsm_version
 {
@@ -86,10 +79,6 @@ typedef struct lsm_version
 	 */
 	lsm_bloom  *filters[LSM_MAX_LEVELS];
 } lsm_version;
-
-lsm_file   *lsm_file_new(void);
-void		lsm_file_ref(lsm_file *f);
-void		lsm_file_unref(lsm_file *f);
 
 /* A new empty version with one reference (NULL when out of memory). */
 lsm_version *lsm_version_new(void);
@@ -135,13 +124,12 @@ int			lsm_version_locate(const lsm_version *v, int level, const void *key,
  */
 int			lsm_version_bind_filters(lsm_version *v);
 
-/* The same over any array of disjoint files sorted by key. */
-int			lsm_files_find(lsm_file *const *files, int n, const void *key,
-						   size_t klen);
-
-/* Does file f's key range overlap [lo, hi]?  (NULL = unbounded) */
-bool		lsm_file_overlaps(const lsm_file *f, const uint8_t *lo, size_t lolen,
-							  const uint8_t *hi, size_t hilen);
+/*
+ * Does v name file number of kind (a table of a level, its log or that
+ * log's shared memtable, a node of its hierarchy)?
+ */
+bool		lsm_version_names(const lsm_version *v, lsm_fkind kind,
+							  uint64_t number);
 
 /*
  * Writes v as the new MANIFEST of dir (tmp file, fsync, rename, dir fsync).

@@ -620,13 +620,8 @@ vs_advance(vsearch *s)
 		{
 			row_ref    *r = &s->rows[s->ri++];
 
-			s->base.valid = true;
-			s->base.key = s->keys.data + r->koff;
-			s->base.klen = r->klen;
-			s->base.val = r->row;
-			s->base.vlen = r->rowlen;
-			s->base.seq = r->seq;
-			s->base.del = 0;
+			lsm_iiter_stand(&s->base, s->keys.data + r->koff, r->klen, r->row,
+							r->rowlen, r->seq, 0);
 			s->st.rows_returned++;
 			return;
 		}
@@ -634,13 +629,8 @@ vs_advance(vsearch *s)
 		{
 			mem_ref    *r = &s->mrows[s->mri++];
 
-			s->base.valid = true;
-			s->base.key = r->key;
-			s->base.klen = r->klen;
-			s->base.val = r->row;
-			s->base.vlen = r->rowlen;
-			s->base.seq = r->seq;
-			s->base.del = 0;
+			lsm_iiter_stand(&s->base, r->key, r->klen, r->row, r->rowlen,
+							r->seq, 0);
 			s->st.rows_returned++;
 			return;
 		}
@@ -657,13 +647,7 @@ vs_advance(vsearch *s)
 				lsm_iiter_next(m);
 			if (m->valid)
 			{
-				s->base.valid = true;
-				s->base.key = m->key;
-				s->base.klen = m->klen;
-				s->base.val = m->val;
-				s->base.vlen = m->vlen;
-				s->base.seq = m->seq;
-				s->base.del = 0;
+				lsm_iiter_stand_on(&s->base, m);
 				s->st.rows_returned++;
 				s->mem_returned = true;
 				return;

@@ -25,12 +25,6 @@
 #include "memtable.h"
 #include "wal.h"
 
-void
-lsm_wal_filename(uint64_t number, char *buf, size_t n)
-{
-	snprintf(buf, n, "%06llu.log", (unsigned long long) number);
-}
-
 int
 lsm_wal_append(int fd, uint8_t *map, const char *name, uint64_t off,
 			   int type, uint8_t *rec, size_t len, lsm_err *e)

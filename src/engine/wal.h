@@ -38,6 +38,7 @@
 #ifndef LSM_WAL_H
 #define LSM_WAL_H
 
+#include "storedir.h"
 #include "util.h"
 
 #define LSM_WAL_HEADER 9
@@ -49,9 +50,6 @@
 #define LSM_WAL_OWNER 8			/* bytes of an owner */
 #define LSM_BATCH_HEADER 12		/* first sequence u64, count u32 */
 #define LSM_WAL_TABLES_HEAD 12	/* flags, runs and tables of a type 5 */
-
-/* File name of log number (buf of at least 32 bytes). */
-void		lsm_wal_filename(uint64_t number, char *buf, size_t n);
 
 /*
  * Fills in the record header of rec (LSM_WAL_HEADER bytes reserved at its

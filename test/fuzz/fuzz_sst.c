@@ -39,7 +39,7 @@ find_leaf(void)
 	leaf.largest = lsm_memdup(m->largest, m->largest_len);
 	if (leaf.smallest == NULL || leaf.largest == NULL)
 		fuzz_die("out of memory");
-	lsm_table_filename(leaf.number, leaf_name, sizeof(leaf_name));
+	lsm_dir_name(LSM_F_TABLE, leaf.number, leaf_name, sizeof(leaf_name));
 	lsm_version_unref(v);
 }
 
