@@ -16,7 +16,7 @@
 
 MODULE_big = fdw
 EXTENSION = fdw
-DATA = src/fdw--0.2.sql src/fdw--0.1--0.2.sql
+DATA = src/fdw--0.3.sql src/fdw--0.1--0.2.sql src/fdw--0.2--0.3.sql
 PGFILEDESC = "lsm_fdw - foreign tables stored in an embedded LSM engine"
 
 ENGINE_SRCS = $(sort $(wildcard src/engine/*.c))

@@ -219,6 +219,42 @@ EXCEPTION WHEN data_corrupted THEN
     msg, detail LIKE '%.sst%';
 END $$;
 
+-- A failed automatic flush (the store directory made read-only, so the
+-- flush cannot create its table) fails no statement: the rows are
+-- committed, a WARNING names the failure (left out here: it names the
+-- store's path), and lsm_counters counts it with its message.  Once the
+-- directory is writable again, lsm_flush writes the table.
+CREATE FOREIGN TABLE fn_bg (id int, v text)
+  SERVER lsm_func_srv OPTIONS (key 'id', memtable_size '64kB');
+INSERT INTO fn_bg VALUES (0, 'first');
+DO $$ BEGIN
+  EXECUTE format('COPY (SELECT 1) TO PROGRAM %L',
+                 'chmod 555 ' || lsm_store_path('fn_bg'));
+END $$;
+SET client_min_messages = error;
+-- one transaction each, small enough to go through the memtable
+SELECT format('INSERT INTO fn_bg SELECT g, repeat(%L, 100) FROM generate_series(%s, %s) g',
+              'x', i * 100 + 1, i * 100 + 100)
+  FROM generate_series(0, 19) i
+\gexec
+RESET client_min_messages;
+DO $$ BEGIN
+  EXECUTE format('COPY (SELECT 1) TO PROGRAM %L',
+                 'chmod 755 ' || lsm_store_path('fn_bg'));
+END $$;
+SELECT background_errors > 0 AS failure_counted,
+       last_background_error LIKE 'automatic flush: %Permission denied%'
+         AS message_kept,
+       flushes
+  FROM lsm_counters('fn_bg');
+SELECT count(*) FROM fn_bg;
+SELECT lsm_flush('fn_bg');
+SELECT flushes > 0 AS flushed FROM lsm_counters('fn_bg');
+SELECT count(*), sum(id) FROM fn_bg;
+SELECT lsm_reset_counters('fn_bg');
+SELECT background_errors, last_background_error FROM lsm_counters('fn_bg');
+DROP FOREIGN TABLE fn_bg;
+
 DROP TABLE fn_heap;
 DROP VIEW fn_view;
 DROP FOREIGN DATA WRAPPER fn_other_fdw CASCADE;

@@ -1,4 +1,4 @@
-/* src/fdw--0.2.sql: CREATE EXTENSION fdw (version 0.2) */
+/* src/fdw--0.3.sql: CREATE EXTENSION fdw (version 0.3) */
 
 -- complain if script is sourced in psql, rather than via CREATE EXTENSION
 \echo Use "CREATE EXTENSION fdw" to load this file. \quit
@@ -81,13 +81,14 @@ CREATE FUNCTION lsm_counters(tbl regclass,
   OUT search_memtable_scans bigint, OUT search_rows_validated bigint,
   OUT search_rows_rejected bigint, OUT search_rows_returned bigint,
   OUT wal_tails_discarded bigint, OUT last_wal_tail_file text,
-  OUT last_wal_tail_offset bigint, OUT last_wal_tail_bytes bigint)
+  OUT last_wal_tail_offset bigint, OUT last_wal_tail_bytes bigint,
+  OUT background_errors bigint, OUT last_background_error text)
 RETURNS record
 AS 'MODULE_PATHNAME', 'lsm_fdw_counters'
 LANGUAGE C STRICT;
 
 COMMENT ON FUNCTION lsm_counters(regclass) IS
-'the engine counters of this backend''s handle on the table''s store, since it was opened or reset, and the store''s record of invalid write-ahead log tails that recovery discarded; needs SELECT on the table';
+'the engine counters of this backend''s handle on the table''s store, since it was opened or reset (background_errors: automatic flushes and compactions that failed, each also a WARNING), and the store''s record of invalid write-ahead log tails that recovery discarded; needs SELECT on the table';
 
 CREATE FUNCTION lsm_reset_counters(tbl regclass)
 RETURNS void

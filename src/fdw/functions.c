@@ -84,7 +84,10 @@ typedef enum LsmFdwFuncOp
 /* Columns of the results. */
 #define LSMFDW_STATS_COLS		6
 #define LSMFDW_HIERARCHY_COLS	9
-#define LSMFDW_COUNTERS_COLS	31
+#define LSMFDW_COUNTERS_COLS	33
+#define LSMFDW_COUNTERS_COLS_0_2	31	/* lsm_counters before 0.3 (a library
+										 * newer than the extension's SQL,
+										 * before ALTER EXTENSION UPDATE) */
 
 /* lsm_stats reports the memtable as this level */
 #define LSMFDW_MEMTABLE_LEVEL	(-1)
@@ -213,7 +216,13 @@ lsm_fdw_counters(PG_FUNCTION_ARGS)
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 	tupdesc = BlessTupleDesc(tupdesc);
-	Assert(tupdesc->natts == LSMFDW_COUNTERS_COLS);
+	if (tupdesc->natts != LSMFDW_COUNTERS_COLS &&
+		tupdesc->natts != LSMFDW_COUNTERS_COLS_0_2)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("lsm_counters returns %d columns, which this release of lsm_fdw does not know",
+						tupdesc->natts),
+				 errhint("Run ALTER EXTENSION fdw UPDATE.")));
 
 	run_engine(t, LSMFDW_OP_STATS, &st);
 
@@ -259,6 +268,12 @@ lsm_fdw_counters(PG_FUNCTION_ARGS)
 		nulls[i++] = true;
 		nulls[i++] = true;
 	}
+	/* 0.3 */
+	values[i++] = Int64GetDatum((int64) st.background_errors);
+	if (st.background_errors > 0)
+		values[i++] = CStringGetTextDatum(st.last_background_error);
+	else
+		nulls[i++] = true;
 	Assert(i == LSMFDW_COUNTERS_COLS);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values,

@@ -836,7 +836,8 @@ LsmFdwEngineLogToClient(bool on)
  * no call, such as recovery discarding an invalid tail of the store's
  * write-ahead log (the engine's message names the file, the offset and the
  * bytes), goes to the server log; within lsm_verify, LsmFdwEngineLogToClient
- * sends the findings to the client.  The engine may hold the store's
+ * sends the findings to the client.  A failed automatic flush or compaction
+ * (LSM_LOG_BACKGROUND) is a WARNING to the client, whatever the call.  The engine may hold the store's
  * write lock, and it must not longjmp: an error while reporting is
  * swallowed.
  */
@@ -847,15 +848,24 @@ engine_log(void *arg, int level, const char *msg)
 	MemoryContext cxt = CurrentMemoryContext;
 	int			elevel;
 
-	if (!engine_log_to_client)
+	if (level == LSM_LOG_BACKGROUND)
+		elevel = WARNING;
+	else if (!engine_log_to_client)
 		elevel = LOG;
 	else
 		elevel = level == LSM_LOG_WARNING ? WARNING : NOTICE;
 	PG_TRY();
 	{
-		ereport(elevel,
-				(errmsg("lsm_fdw store of foreign table \"%s\": %s",
-						relname, msg)));
+		if (level == LSM_LOG_BACKGROUND)
+			ereport(elevel,
+					(errmsg("lsm_fdw store of foreign table \"%s\": %s",
+							relname, msg),
+					 errdetail("The statement's writes are committed; the flush or compaction runs again at a later write."),
+					 errhint("lsm_counters(table) counts these failures and keeps the last message; lsm_flush(table) and lsm_compact(table) run one now and report its error.")));
+		else
+			ereport(elevel,
+					(errmsg("lsm_fdw store of foreign table \"%s\": %s",
+							relname, msg)));
 	}
 	PG_CATCH();
 	{

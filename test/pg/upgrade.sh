@@ -14,9 +14,11 @@
 #
 #   - the new library reads 0.1's stores as they are, before ALTER
 #     EXTENSION ... UPDATE too (same rows, same checksums, key lookups,
-#     ranges and value searches, lsm_verify);
-#   - ALTER EXTENSION fdw UPDATE goes to the current version, whose new
-#     objects (lsm_key_columns) work, and pg_extension says so;
+#     ranges and value searches, lsm_verify), and answers lsm_counters as
+#     0.1 and 0.2 define it (31 columns);
+#   - ALTER EXTENSION fdw UPDATE goes to the current version through every
+#     upgrade script, whose new objects (lsm_key_columns, lsm_counters'
+#     background columns) work, and pg_extension says so;
 #   - the old tables take writes, compaction, and a composite-key table
 #     can be created next to them.
 #
@@ -169,6 +171,9 @@ main() {
 	check reads_previous_stores "$before" "$after"
 	check previous_objects_before_update "t" \
 		"$(upsql "SELECT count(*) > 0 FROM lsm_stats('ints') WHERE level >= 0")"
+	# the new library answers the old definition of lsm_counters (31 columns)
+	check old_counters_before_update "t|31" \
+		"$(upsql "SELECT c.gets >= 0, (SELECT count(*) FROM json_object_keys(row_to_json(c))) FROM lsm_counters('ints') c")"
 
 	upsql "ALTER EXTENSION fdw UPDATE" >/dev/null
 	version=$(sed -n "s/^default_version = '\(.*\)'/\1/p" "$work/current/fdw.control")
@@ -177,6 +182,8 @@ main() {
 	check new_function_after_update "1|id|bigint" \
 		"$(upsql "SELECT * FROM lsm_key_columns('ints')")"
 	check reads_after_update "$before" "$(summary)"
+	check new_counters_after_update "0|t" \
+		"$(upsql "SELECT background_errors, last_background_error IS NULL FROM lsm_counters('ints')")"
 
 	# the old stores take writes and maintenance; a composite key beside them
 	upsql "INSERT INTO ints VALUES (20001, 'g1', 1)" \
