@@ -12,7 +12,8 @@
 #   make value-bench    build test/bench/value/value_bench (value search)
 #
 # `make check` belongs to PGXS (and does nothing for an extension): use
-# `make installcheck` against a running server, or test/run for everything.
+# `make installcheck` against a running server (the pg_regress tests, sql/,
+# then the isolation tests, specs/), or test/run for everything.
 
 MODULE_big = fdw
 EXTENSION = fdw
@@ -31,6 +32,12 @@ SHLIB_LINK = -lxxhash
 
 REGRESS = $(patsubst sql/%.sql,%,$(sort $(wildcard sql/*.sql)))
 REGRESS_OPTS = --load-extension=fdw
+# Isolation tests (PostgreSQL's isolationtester): interleavings of sessions,
+# step by step, specs/NAME.spec against expected/NAME.out; `make
+# installcheck` runs them after the pg_regress tests, output in output_iso/.
+# Their names must differ from those of sql/ (expected/ holds both).
+ISOLATION = $(patsubst specs/%.spec,%,$(sort $(wildcard specs/*.spec)))
+ISOLATION_OPTS = --load-extension=fdw
 
 EXTRA_CLEAN = test/build test/bench/db_bench test/bench/value/value_bench
 

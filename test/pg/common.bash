@@ -3,7 +3,10 @@
 # Sourced, not run (hence not *.sh, which test/run would run).  The process
 # tests drive a running PostgreSQL cluster from outside, with several client
 # processes at once and with server crashes: what pg_regress, one session
-# reading one file, cannot do.  test/run runs each executable test/pg/*.sh
+# reading one file, cannot do.  A fixed interleaving of a few sessions, step
+# by step, is an isolation test instead (specs/, PostgreSQL's
+# isolationtester, run by `make installcheck`); a script is for many
+# sessions under load, crashes and restarts.  test/run runs each executable test/pg/*.sh
 # as the cluster's owner after `make installcheck`; a script can also be
 # run by hand against any throwaway cluster of the same kind (it creates and
 # drops its own database, and may stop and restart the cluster).

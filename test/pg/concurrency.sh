@@ -25,7 +25,8 @@
 #                     rows, keeping count and sum constant, a fifth session
 #                     scans in a loop: every scan sees the invariants.
 #
-# Lost updates under concurrent read-modify-write are in lost_update.sh.
+# Lost updates under concurrent read-modify-write are in lost_update.sh
+# and specs/lost_update.spec.
 # The tables have small memtables so that flushes and compactions run
 # during all this.  Environment: see common.bash.
 
