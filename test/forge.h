@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "block.h"
+#include "hierarchy.h"
 #include "sstable.h"
 #include "version.h"
 
@@ -124,6 +125,107 @@ forge_params(lsm_version *v, void *arg)
 	v->value_filter_bits = p->m;
 	v->value_filter_hashes = p->k;
 	v->hierarchy_order = p->d;
+	return 0;
+}
+
+/* Which value of a manifest forge_field sets (to what, from value). */
+typedef enum forge_what
+{
+	FORGE_LAST_SEQ,				/* last_seq = value */
+	FORGE_MIN_SEQ,				/* a file's min_seq = its max_seq + value */
+	FORGE_MAX_SEQ,				/* a file's max_seq = last_seq + value */
+	FORGE_GLOBAL_SEQ,			/* a file's global_seq = value, its min_seq
+								 * and max_seq kept */
+	FORGE_DELETIONS,			/* a file's deletions = its entries + value */
+	FORGE_SIZE,					/* every file's size = value */
+	FORGE_FILTER_BYTES,			/* a file's filter_bytes = its size + value */
+	FORGE_NO_VALUE_FILTERS,		/* m = k = 0, and a file's value_filter_bytes
+								 * = value if value is not 0 */
+	FORGE_NODE_TWICE,			/* an internal node of the hierarchy names
+								 * the node file of another */
+} forge_what;
+
+typedef struct forge_field_edit
+{
+	forge_what	what;
+	uint64_t	value;
+} forge_field_edit;
+
+/* Appends the internal nodes under n to a[*len..] (preorder; up to cap). */
+static FORGE_UNUSED void
+forge_internal_nodes(lsm_hnode *n, lsm_hnode **a, int *len, int cap)
+{
+	int			i;
+
+	if (n == NULL || n->nchild == 0)
+		return;
+	if (*len < cap)
+		a[(*len)++] = n;
+	for (i = 0; i < n->nchild; i++)
+		forge_internal_nodes(n->child[i], a, len, cap);
+}
+
+/*
+ * An edit of forge_manifest: one value the manifest reader must refuse
+ * (struct forge_field_edit).  "A file" is the first of level 0, or of the
+ * first level that has one.  -1 if the version has no such file or node.
+ */
+static FORGE_UNUSED int
+forge_field(lsm_version *v, void *arg)
+{
+	const forge_field_edit *fe = arg;
+	lsm_table_meta *m = NULL;
+	lsm_hnode  *nodes[64];
+	int			nnodes = 0,
+				l,
+				i;
+
+	for (l = 0; l < LSM_MAX_LEVELS && m == NULL; l++)
+		if (v->nfiles[l] > 0)
+			m = &v->files[l][0]->meta;
+	if (m == NULL)
+		return -1;
+	switch (fe->what)
+	{
+		case FORGE_LAST_SEQ:
+			v->last_seq = fe->value;
+			break;
+		case FORGE_MIN_SEQ:
+			m->min_seq = m->max_seq + fe->value;
+			break;
+		case FORGE_MAX_SEQ:
+			m->max_seq = v->last_seq + fe->value;
+			break;
+		case FORGE_GLOBAL_SEQ:
+			m->global_seq = fe->value;
+			break;
+		case FORGE_DELETIONS:
+			m->deletions = m->entries + fe->value;
+			break;
+		case FORGE_SIZE:
+			for (l = 0; l < LSM_MAX_LEVELS; l++)
+				for (i = 0; i < v->nfiles[l]; i++)
+					v->files[l][i]->meta.size = fe->value;
+			break;
+		case FORGE_FILTER_BYTES:
+			m->filter_bytes = m->size + fe->value;
+			break;
+		case FORGE_NO_VALUE_FILTERS:
+			v->value_filter_bits = 0;
+			v->value_filter_hashes = 0;
+			if (fe->value != 0)
+				m->value_filter_bytes = fe->value;
+			break;
+		case FORGE_NODE_TWICE:
+			/* a stored node, and another internal node named like it */
+			forge_internal_nodes(v->hroot, nodes, &nnodes, 64);
+			for (i = 0; i < nnodes && nodes[i]->number == 0; i++)
+				;
+			if (i == nnodes || nnodes < 2)
+				return -1;
+			nodes[i == 0 ? 1 : 0]->number = nodes[i]->number;
+			break;
+	}
 	return 0;
 }
 

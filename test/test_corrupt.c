@@ -35,7 +35,8 @@
  *	  the open cuts the file back to them.  Stale bytes after the last
  *	  record (zeros, garbage, an old copy of a record) are ignored and cut.
  *	- MANIFEST: every flip and every truncation makes lsm_open fail with
- *	  LSM_CORRUPTION.
+ *	  LSM_CORRUPTION, and so does a checksummed MANIFEST forged with one
+ *	  value out of range (forge.h), with a message naming it.
  * Lost and stale files: a removed MANIFEST (the directory still holds
  * tables and logs), a removed log, and a MANIFEST put back from an older
  * copy make every open mode fail with LSM_CORRUPTION and change no file;
@@ -53,6 +54,7 @@
 #include "harness.h"
 
 #include "env.h"
+#include "forge.h"
 
 #define NK			520			/* keys c00000 .. written before the WAL */
 #define NWAL		5			/* batches left in the WAL */
@@ -1448,6 +1450,74 @@ TEST(stale_manifest)
 }
 
 /*
+ * A MANIFEST with a well-formed structure and a good checksum but one value
+ * no writer writes (issue 16: they were used unchecked): last_seq past the
+ * 56-bit sequences, a file's min_seq above its max_seq or its max_seq past
+ * last_seq, a global sequence its min_seq and max_seq are not, more
+ * deletions than entries, a size too small for a footer or for the filters
+ * the file is said to hold, sizes adding up past 2^64, and a value filter
+ * in a store without value filters.  Every open mode fails with
+ * LSM_CORRUPTION naming the value and the offset, and changes no file; the
+ * store is whole once the MANIFEST is put back.
+ */
+TEST(manifest_forged_fields)
+{
+	static const struct
+	{
+		forge_field_edit edit;
+		const char *expect;
+	}			bad[] = {
+		{{FORGE_LAST_SEQ, UINT64_C(1) << 56},
+		"last_seq 72057594037927936 is above 72057594037927935"},
+		{{FORGE_LAST_SEQ, UINT64_MAX}, "last_seq 18446744073709551615 is above"},
+		{{FORGE_MIN_SEQ, 1}, "are not in order below last_seq"},
+		{{FORGE_MAX_SEQ, 1}, "are not in order below last_seq"},
+		{{FORGE_GLOBAL_SEQ, 1}, "are not its global sequence 1"},
+		{{FORGE_DELETIONS, 1}, "is above its entry count"},
+		{{FORGE_SIZE, LSM_SST_FOOTER - 1}, "of 63 bytes cannot hold a footer"},
+		{{FORGE_FILTER_BYTES, 1}, "cannot hold a footer, filter_bytes"},
+		{{FORGE_SIZE, UINT64_C(1) << 63}, "sizes of the files add up past 2^64"},
+		{{FORGE_NO_VALUE_FILTERS, 600},
+		"has value_filter_bytes 600 in a store without value filters"},
+	};
+	char	   *dir = harness_tmpdir("corrupt-mfields");
+	char	   *path = harness_path(dir, "MANIFEST");
+	char		what[160];
+	uint8_t    *good;
+	size_t		len;
+	int			i;
+
+	build_store(dir);
+	good = read_file(path, &len);
+	for (i = 0; i < (int) (sizeof(bad) / sizeof(bad[0])); i++)
+	{
+		snprintf(what, sizeof(what), "forged MANIFEST %d (%s)", i,
+				 bad[i].expect);
+		CHECK_EQ(forge_manifest(dir, forge_field, (void *) &bad[i].edit), 0);
+		open_fails_everywhere(dir, "malformed manifest \"MANIFEST\" at offset",
+							  what);
+		open_fails_everywhere(dir, bad[i].expect, what);
+		write_file(path, good, len);
+	}
+	/* a store without value filters whose tables have none is well formed */
+	{
+		forge_field_edit none = {FORGE_NO_VALUE_FILTERS, 0};
+		lsm_options o;
+		lsm_db	   *db;
+
+		CHECK_EQ(forge_manifest(dir, forge_field, &none), 0);
+		store_options(&o);
+		o.read_only = 1;
+		CHECK_OK(lsm_open(dir, &o, &db));
+		CHECK_OK(lsm_close(db));
+		write_file(path, good, len);
+	}
+	probe_intact(dir, "store after restoring the MANIFEST");
+	free(good);
+	free(path);
+}
+
+/*
  * Files the manifest does not name (left by an interrupted flush,
  * compaction or ingest) do not stop the store, and lsm_verify names each
  * through the log callback; an empty newer log is one of them.
@@ -1704,6 +1774,7 @@ main(int argc, char **argv)
 	RUN(lost_manifest);
 	RUN(lost_log);
 	RUN(stale_manifest);
+	RUN(manifest_forged_fields);
 	RUN(orphans_reported);
 	RUN(unreadable_table);
 	RUN(scan_error_detail);

@@ -1107,6 +1107,55 @@ TEST(manifest_forged_values)
 	lsm_buf_free(&b);
 }
 
+/*
+ * Counts and node references that no writer writes (issue 16): a file
+ * count that fits the payload at a byte per file but not at the bytes a
+ * file takes (the reader allocated for it first), a node with more
+ * children than bytes left, and two internal nodes naming one node file
+ * (the root's, or a sibling's): each node is one file, the OR of its own
+ * children.  Refused with LSM_CORRUPTION naming them; the same tree with
+ * distinct node files is read.
+ */
+TEST(manifest_forged_counts_and_nodes)
+{
+	char	   *dir = harness_tmpdir("manc");
+	lsm_buf		b = {0};
+	uint64_t	hdr[7] = {1, 12, 2, 50, 4096, 3, 3};
+	ffile		files[4] = {{3, 1, "a", "b", 600}, {4, 1, "c", "d", 600},
+	{5, 1, "e", "f", 600}, {6, 1, "g", "h", 600}};
+	/* root 10 over nodes 9 and 11, two leaves each */
+	uint64_t	tree[] = {1, 2, 10, 2, 9, 0, 3, 0, 4, 2, 11, 0, 5, 0, 6};
+	uint64_t	sibling[] = {1, 2, 10, 2, 9, 0, 3, 0, 4, 2, 9, 0, 5, 0, 6};
+	uint64_t	root[] = {1, 2, 10, 2, 10, 0, 3, 0, 4, 2, 11, 0, 5, 0, 6};
+	uint64_t	wide[] = {1, 4096, 10, 0, 3, 0, 4, 0, 5, 0, 6};
+	int			ntree = (int) (sizeof(tree) / sizeof(tree[0]));
+
+	forge_payload(&b, hdr, files, 4, tree, ntree);
+	check_forged(dir, 2, &b, NULL);
+	forge_payload(&b, hdr, files, 4, sibling, ntree);
+	check_forged(dir, 2, &b, "node file 9 is named twice");
+	forge_payload(&b, hdr, files, 4, root, ntree);
+	check_forged(dir, 2, &b, "node file 10 is named twice");
+	forge_payload(&b, hdr, files, 4, wide, 11);
+	check_forged(dir, 2, &b, "a node with 4096 children in 8 bytes");
+
+	/* 100 files on level 0 in 200 bytes: not 10 bytes a file */
+	{
+		uint64_t	levels = LSM_MAX_LEVELS;
+		uint64_t	n = 100;
+		uint8_t		junk[200];
+
+		memset(junk, 1, sizeof(junk));
+		b.len = 0;
+		put_varints(&b, hdr, 7);
+		put_varints(&b, &levels, 1);
+		put_varints(&b, &n, 1);
+		CHECK_OK(lsm_buf_append(&b, junk, sizeof(junk)));
+		check_forged(dir, 2, &b, "100 files in level 0 do not fit");
+	}
+	lsm_buf_free(&b);
+}
+
 /* Runs the tests named on the command line, or all of them. */
 int
 main(int argc, char **argv)
@@ -1122,5 +1171,6 @@ main(int argc, char **argv)
 	RUN(manifest_damage);
 	RUN(manifest_forged);
 	RUN(manifest_forged_values);
+	RUN(manifest_forged_counts_and_nodes);
 	return harness_done();
 }

@@ -241,6 +241,9 @@ typedef struct decoder
 	uint8_t    *taken;			/* per leaf: named by the tree already */
 	int			nleaves;
 	uint64_t	next_file;		/* node files are numbered below it */
+	uint64_t   *nodes;			/* the node files named so far */
+	int			nnodes;
+	int			capnodes;
 	lsm_err    *e;
 } decoder;
 
@@ -286,6 +289,26 @@ decode(decoder *d, const uint8_t **p, const uint8_t *end, int depth,
 						   "node file %llu is not below next_file %llu",
 						   (unsigned long long) number,
 						   (unsigned long long) d->next_file);
+	/* each child takes two bytes at least: nothing is sized past the input */
+	if (nchild > (uint64_t) (end - *p) / 2)
+		return lsm_err_set(d->e, LSM_CORRUPTION,
+						   "a node with %llu children in %zu bytes",
+						   (unsigned long long) nchild, (size_t) (end - *p));
+	/* noted for lsm_hier_decode's check that no two nodes share a file */
+	if (number != 0)
+	{
+		if (d->nnodes == d->capnodes)
+		{
+			uint64_t   *g = realloc(d->nodes, sizeof(uint64_t) *
+									((size_t) d->capnodes * 2 + 8));
+
+			if (g == NULL)
+				return LSM_NOMEM;
+			d->nodes = g;
+			d->capnodes = d->capnodes * 2 + 8;
+		}
+		d->nodes[d->nnodes++] = number;
+	}
 	n = calloc(1, sizeof(*n));
 	if (n == NULL || (n->child = calloc(nchild, sizeof(lsm_hnode *))) == NULL)
 	{
@@ -315,6 +338,15 @@ decode(decoder *d, const uint8_t **p, const uint8_t *end, int depth,
 	return LSM_OK;
 }
 
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t	x = *(const uint64_t *) a;
+	uint64_t	y = *(const uint64_t *) b;
+
+	return (x > y) - (x < y);
+}
+
 int
 lsm_hier_decode(const uint8_t **p, const uint8_t *end, lsm_version *v,
 				lsm_hnode **root, lsm_err *e)
@@ -329,6 +361,8 @@ lsm_hier_decode(const uint8_t **p, const uint8_t *end, lsm_version *v,
 	d.leaves = eligible_leaves(v, &d.nleaves);
 	d.taken = calloc(d.nleaves + 1, 1);
 	d.next_file = v->next_file;
+	d.nodes = NULL;
+	d.nnodes = d.capnodes = 0;
 	d.e = e;
 	if (d.leaves == NULL || d.taken == NULL)
 		rc = LSM_NOMEM;
@@ -341,8 +375,20 @@ lsm_hier_decode(const uint8_t **p, const uint8_t *end, lsm_version *v,
 		rc = lsm_err_set(e, LSM_CORRUPTION,
 						 "%d of the %d tables with value filters in levels >= 1 are leaves",
 						 *root ? (int) (*root)->nleaves : 0, d.nleaves);
+	/* a stored node is one file: two nodes never share one (0: saturated) */
+	if (rc == LSM_OK && d.nnodes > 1)
+	{
+		int			i;
+
+		qsort(d.nodes, d.nnodes, sizeof(uint64_t), cmp_u64);
+		for (i = 1; i < d.nnodes && rc == LSM_OK; i++)
+			if (d.nodes[i] == d.nodes[i - 1])
+				rc = lsm_err_set(e, LSM_CORRUPTION, "node file %llu is named twice",
+								 (unsigned long long) d.nodes[i]);
+	}
 	free(d.leaves);
 	free(d.taken);
+	free(d.nodes);
 	if (rc != LSM_OK)
 	{
 		lsm_hnode_unref(*root);

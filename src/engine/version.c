@@ -14,6 +14,7 @@
 
 #include "env.h"
 #include "hierarchy.h"
+#include "memtable.h"				/* LSM_MAX_SEQUENCE */
 #include "version.h"
 
 lsm_version *
@@ -578,6 +579,41 @@ get_file(mreader *r, uint32_t format, const lsm_version *v, lsm_file *f)
 						 (unsigned long long) f->meta.global_seq,
 						 (unsigned long long) f->meta.number,
 						 (unsigned long long) v->last_seq);
+	/* the sequences order level 0 and say which writes the file holds */
+	if (f->meta.min_seq > f->meta.max_seq || f->meta.max_seq > v->last_seq)
+		return MALFORMED(r, at, "min_seq %llu and max_seq %llu of file %llu are not in order below last_seq %llu",
+						 (unsigned long long) f->meta.min_seq,
+						 (unsigned long long) f->meta.max_seq,
+						 (unsigned long long) f->meta.number,
+						 (unsigned long long) v->last_seq);
+	if (f->meta.global_seq != 0 &&
+		(f->meta.min_seq != f->meta.global_seq ||
+		 f->meta.max_seq != f->meta.global_seq))
+		return MALFORMED(r, at, "min_seq %llu and max_seq %llu of file %llu are not its global sequence %llu",
+						 (unsigned long long) f->meta.min_seq,
+						 (unsigned long long) f->meta.max_seq,
+						 (unsigned long long) f->meta.number,
+						 (unsigned long long) f->meta.global_seq);
+	if (f->meta.deletions > f->meta.entries)
+		return MALFORMED(r, at, "deletion count %llu of file %llu is above its entry count %llu",
+						 (unsigned long long) f->meta.deletions,
+						 (unsigned long long) f->meta.number,
+						 (unsigned long long) f->meta.entries);
+	/* every table has a footer, and its filters are inside it */
+	if (f->meta.size < LSM_SST_FOOTER ||
+		f->meta.filter_bytes > f->meta.size - LSM_SST_FOOTER ||
+		f->meta.value_filter_bytes >
+		f->meta.size - LSM_SST_FOOTER - f->meta.filter_bytes)
+		return MALFORMED(r, at, "file %llu of %llu bytes cannot hold a footer, filter_bytes %llu and value_filter_bytes %llu",
+						 (unsigned long long) f->meta.number,
+						 (unsigned long long) f->meta.size,
+						 (unsigned long long) f->meta.filter_bytes,
+						 (unsigned long long) f->meta.value_filter_bytes);
+	/* a store without value filters has no table with one (nor leaves) */
+	if (v->value_filter_bits == 0 && f->meta.value_filter_bytes != 0)
+		return MALFORMED(r, at, "file %llu has value_filter_bytes %llu in a store without value filters",
+						 (unsigned long long) f->meta.number,
+						 (unsigned long long) f->meta.value_filter_bytes);
 	if (lsm_key_cmp(f->meta.smallest, f->meta.smallest_len,
 					f->meta.largest, f->meta.largest_len) > 0)
 		return MALFORMED(r, at, "file %llu has its smallest key above its largest",
@@ -677,11 +713,14 @@ lsm_manifest_decode(const uint8_t *buf, size_t size, const char *name,
 	"hierarchy_order", "level count"};
 	mreader		r;
 	const uint8_t *params_at = NULL,
+			   *seq_at = NULL,
 			   *files_at;
 	lsm_version *v = NULL;
 	uint64_t	hdr[8];
+	uint64_t	total_size = 0;
 	uint32_t	len;
 	uint32_t	format;
+	size_t		min_file;
 	int			rc;
 	int			l,
 				i;
@@ -714,6 +753,8 @@ lsm_manifest_decode(const uint8_t *buf, size_t size, const char *name,
 	}
 	for (i = 0; i < 8; i++)
 	{
+		if (i == 3)
+			seq_at = r.p;
 		if (i == 4)
 			params_at = r.p;
 		if ((rc = get_u64(&r, &hdr[i], hdr_names[i])) != LSM_OK)
@@ -729,6 +770,14 @@ lsm_manifest_decode(const uint8_t *buf, size_t size, const char *name,
 	v->value_filter_bits = (uint32_t) hdr[4];
 	v->value_filter_hashes = (int) hdr[5];
 	v->hierarchy_order = (int) hdr[6];
+	/* sequences are 56 bits (memtable.h): last_seq + 1 must still be one */
+	if (v->last_seq > LSM_MAX_SEQUENCE)
+	{
+		rc = MALFORMED(&r, seq_at, "last_seq %llu is above %llu",
+					   (unsigned long long) v->last_seq,
+					   (unsigned long long) LSM_MAX_SEQUENCE);
+		goto out;
+	}
 	if (v->log_number == 0 || v->log_number >= v->next_file)
 	{
 		rc = MALFORMED(&r, buf + 16, "log_number %llu is not between 1 and next_file %llu",
@@ -743,6 +792,8 @@ lsm_manifest_decode(const uint8_t *buf, size_t size, const char *name,
 		goto out;
 	}
 	files_at = r.p;
+	/* get_file's fields (7, 8 or 9 varints) and two key lengths */
+	min_file = (format >= 3 ? 9 : format >= 2 ? 8 : 7) + 2;
 	for (l = 0; l < LSM_MAX_LEVELS; l++)
 	{
 		const uint8_t *at = r.p;
@@ -750,8 +801,11 @@ lsm_manifest_decode(const uint8_t *buf, size_t size, const char *name,
 
 		if ((rc = get_u64(&r, &n, "file count")) != LSM_OK)
 			goto out;
-		/* every file takes more than one byte */
-		if (n > (uint64_t) (r.end - r.p))
+		/*
+		 * every file takes a byte per field and per key length at least:
+		 * all the files of a manifest (< 4 GiB) then number below INT_MAX
+		 */
+		if (n > (uint64_t) (r.end - r.p) / min_file)
 		{
 			rc = MALFORMED(&r, at, "%llu files in level %d do not fit",
 						   (unsigned long long) n, l);
@@ -768,6 +822,7 @@ lsm_manifest_decode(const uint8_t *buf, size_t size, const char *name,
 		for (i = 0; i < (int) n; i++)
 		{
 			lsm_file   *f = lsm_file_new();
+			const uint8_t *fat = r.p;
 
 			if (f == NULL)
 			{
@@ -777,6 +832,14 @@ lsm_manifest_decode(const uint8_t *buf, size_t size, const char *name,
 			v->files[l][v->nfiles[l]++] = f;
 			if ((rc = get_file(&r, format, v, f)) != LSM_OK)
 				goto out;
+			/* the byte totals of the levels (lsm_version_sort) */
+			if (f->meta.size > UINT64_MAX - total_size)
+			{
+				rc = MALFORMED(&r, fat, "the sizes of the files add up past 2^64 at file %llu of level %d",
+							   (unsigned long long) f->meta.number, l);
+				goto out;
+			}
+			total_size += f->meta.size;
 		}
 	}
 	lsm_version_sort(v);

@@ -10,8 +10,12 @@
  * are outside what lsm_open allows (issue 11: heap overflows in the flat
  * layout and in WAL replay, reads past tables' filters, a stack array
  * overrun for k > 32, allocations of tens of GB, a hang, a signed
- * overflow in lsm_verify), and a valid store with no leaves (a FLAT
- * search did pointer arithmetic on NULL).
+ * overflow in lsm_verify), a valid store with no leaves (a FLAT
+ * search did pointer arithmetic on NULL), and manifests with one other
+ * value out of range (issue 16: last_seq past 56 bits, sequences out of
+ * order, more deletions than entries, sizes that cannot hold a table or
+ * add up past 2^64, value filters in a store without them, two nodes of
+ * the hierarchy naming one node file).
  */
 #include "fuzz.h"
 #include "forge.h"
@@ -36,6 +40,29 @@ static const struct
 	{"regress-k-billion", {FUZZ_VALUE_BITS, 1000000000, 2}},
 	/* d near 2^31: 2 * d overflowed in lsm_verify */
 	{"regress-d-huge", {FUZZ_VALUE_BITS, 3, 0x7fffffff}},
+};
+
+/* Values the manifest reader refuses since issue 16 (forge_field). */
+static const struct
+{
+	const char *name;
+	forge_field_edit edit;
+}			fields[] = {
+	/* sequences are 56 bits: last_seq + 1 wrapped, tags lost bits */
+	{"regress-last-seq-past-56-bits", {FORGE_LAST_SEQ, UINT64_MAX}},
+	/* level 0 is ordered by max_seq; the WAL replays after last_seq */
+	{"regress-min-seq-above-max-seq", {FORGE_MIN_SEQ, 1}},
+	{"regress-max-seq-past-last-seq", {FORGE_MAX_SEQ, 1}},
+	{"regress-global-seq-not-min-max", {FORGE_GLOBAL_SEQ, 1}},
+	{"regress-deletions-above-entries", {FORGE_DELETIONS, 1}},
+	/* sizes: no footer, filters past the file, level totals wrapped */
+	{"regress-size-below-footer", {FORGE_SIZE, 10}},
+	{"regress-filter-bytes-past-size", {FORGE_FILTER_BYTES, 1}},
+	{"regress-sizes-add-past-2-64", {FORGE_SIZE, UINT64_C(1) << 63}},
+	/* m = k = 0 while the tables (and leaves) have value filters */
+	{"regress-value-filters-without-m", {FORGE_NO_VALUE_FILTERS, 0}},
+	/* a node mapped another's file: not the OR of its own children */
+	{"regress-node-file-twice", {FORGE_NODE_TWICE, 0}},
 };
 
 /*
@@ -104,6 +131,9 @@ write_seeds(const char *dir)
 		forged_seed(dir, damaged[i].name, forge_params,
 					(void *) &damaged[i].p);
 	forged_seed(dir, "regress-flat-without-leaves", level0_only, NULL);
+	for (i = 0; i < (int) (sizeof(fields) / sizeof(fields[0])); i++)
+		forged_seed(dir, fields[i].name, forge_field,
+					(void *) &fields[i].edit);
 }
 
 int			LLVMFuzzerInitialize(int *argc, char ***argv);
