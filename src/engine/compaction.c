@@ -313,24 +313,7 @@ run(lsm_db *db, compaction *c, lsm_file ***outs, int *nouts, lsm_err *e)
 			continue;
 		if (b == NULL)
 		{
-			char		name[32],
-						path[4096];
-
-			for (;; number++)
-			{
-				lsm_dir_name(LSM_F_TABLE, number, name, sizeof(name));
-				snprintf(path, sizeof(path), "%s/%s", db->dir, name);
-				rc = lsm_table_builder_open(path, number, db->opt.block_bytes,
-											db->opt.key_bits_per_key, &b, e);
-				if (rc != LSM_EXISTS)
-					break;
-			}
-			if (rc == LSM_OK && (rc = lsm_db_value_params(db, b, e)) != LSM_OK)
-			{
-				lsm_table_builder_abandon(b);
-				b = NULL;
-			}
-			if (rc != LSM_OK)
+			if ((rc = lsm_db_new_table(db, &number, false, &b, e)) != LSM_OK)
 				break;
 			number++;
 		}
@@ -416,7 +399,7 @@ discard_outputs(lsm_db *db, lsm_file **outs, int nouts)
 					path[4096];
 
 		lsm_dir_name(LSM_F_TABLE, outs[i]->meta.number, name, sizeof(name));
-		snprintf(path, sizeof(path), "%s/%s", db->dir, name);
+		(void) lsm_dir_path(path, sizeof(path), db->dir, name, NULL);
 		(void) lsm_env_unlink(path, NULL);
 		lsm_file_unref(outs[i]);
 	}

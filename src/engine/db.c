@@ -915,21 +915,16 @@ acknowledge(lsm_db *db, uint64_t last)
 static int
 create_log(lsm_db *db, uint64_t start, uint64_t *number, int *fd, lsm_err *e)
 {
-	char		name[32],
+	char		name[LSM_FNAME_MAX],
 				path[4096];
-	uint64_t	n;
+	uint64_t	n = start;
 	int			rc;
 
-	for (n = start;; n++)
-	{
-		lsm_dir_name(LSM_F_LOG, n, name, sizeof(name));
-		path_of(db, name, path, sizeof(path));
-		rc = lsm_env_open(path, O_RDWR | O_CREAT | O_EXCL, 0644, fd, e);
-		if (rc == LSM_OK)
-			break;
-		if (e->saved_errno != EEXIST)
-			return rc;
-	}
+	rc = lsm_dir_create_excl(db->dir, LSM_F_LOG, &n, O_RDWR, fd, e);
+	if (rc != LSM_OK)
+		return rc;
+	lsm_dir_name(LSM_F_LOG, n, name, sizeof(name));
+	path_of(db, name, path, sizeof(path));
 	/* invariant (4), with the directory fsync the caller makes */
 	rc = lsm_env_fsync(*fd, name, e);
 	if (rc != LSM_OK)
@@ -3143,26 +3138,12 @@ write_level0(lsm_db *db, lsm_memtable *mt, uint64_t snap, bool bottom,
 	lsm_table_meta meta;
 	lsm_iiter  *it;
 	uint64_t	number = db->current->next_file;
-	char		name[32],
-				path[4096];
 	int			rc;
 
 	*out = NULL;
 	if ((it = lsm_memtable_iter(mt, snap, e)) == NULL)
 		return LSM_NOMEM_ERR(e);
-	for (;; number++)
-	{
-		lsm_dir_name(LSM_F_TABLE, number, name, sizeof(name));
-		path_of(db, name, path, sizeof(path));
-		if (publish && db->page)
-			__atomic_store_n(&db->page->flush_number, number, __ATOMIC_SEQ_CST);
-		rc = lsm_table_builder_open(path, number, db->opt.block_bytes,
-									db->opt.key_bits_per_key, &b, e);
-		if (rc != LSM_EXISTS)
-			break;
-	}
-	if (rc == LSM_OK)
-		rc = lsm_db_value_params(db, b, e);
+	rc = lsm_db_new_table(db, &number, publish, &b, e);
 	for (lsm_iiter_seek(it, NULL, 0); rc == LSM_OK && it->valid; lsm_iiter_next(it))
 		if (!(it->del && bottom))
 			rc = lsm_table_builder_add(b, it->key, it->klen, it->seq, it->del,
@@ -3181,8 +3162,8 @@ write_level0(lsm_db *db, lsm_memtable *mt, uint64_t snap, bool bottom,
 	db->ctr.sst_bytes_written += meta.size;
 	if ((*out = lsm_file_new()) == NULL)
 	{
+		lsm_db_remove_table(db, meta.number);
 		lsm_table_meta_free(&meta);
-		(void) lsm_env_unlink(path, NULL);
 		return LSM_NOMEM_ERR(e);
 	}
 	(*out)->meta = meta;
@@ -4133,13 +4114,20 @@ lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, bool defer, lsm_err *e)
 	return rc;
 }
 
+/* lsm_dir_create_fn of lsm_db_move_in: moves file arg to path. */
+static int
+move_to(const char *path, uint64_t number, void *arg, lsm_err *e)
+{
+	(void) number;
+	return lsm_env_rename_noreplace(arg, path, e);
+}
+
 int
 lsm_db_move_in(lsm_db *db, const char *stage_dir, const lsm_table_meta *tables,
 			   int n, lsm_file **files, int *moved, lsm_err *e)
 {
-	char		name[32],
-				from[4096],
-				to[4096];
+	char		name[LSM_FNAME_MAX],
+				from[4096];
 	uint64_t	number = db->current->next_file;
 	int			i,
 				rc = LSM_OK;
@@ -4168,16 +4156,9 @@ lsm_db_move_in(lsm_db *db, const char *stage_dir, const lsm_table_meta *tables,
 		if (stage_dir == NULL)
 			continue;			/* in the store already */
 		lsm_dir_name(LSM_F_TABLE, tables[i].number, name, sizeof(name));
-		snprintf(from, sizeof(from), "%s/%s", stage_dir, name);
-		for (;; number++)
-		{
-			lsm_dir_name(LSM_F_TABLE, number, name, sizeof(name));
-			path_of(db, name, to, sizeof(to));
-			rc = lsm_env_rename_noreplace(from, to, e);
-			if (rc != LSM_EXISTS)
-				break;
-		}
-		if (rc != LSM_OK)
+		if ((rc = lsm_dir_path(from, sizeof(from), stage_dir, name, e)) != LSM_OK ||
+			(rc = lsm_dir_create(db->dir, LSM_F_TABLE, &number, move_to,
+								 from, e)) != LSM_OK)
 			return rc;
 		(*moved)++;
 		f->meta.number = number++;
@@ -4199,7 +4180,7 @@ lsm_db_move_back(lsm_db *db, const char *stage_dir,
 		lsm_dir_name(LSM_F_TABLE, files[i]->meta.number, name, sizeof(name));
 		path_of(db, name, from, sizeof(from));
 		lsm_dir_name(LSM_F_TABLE, tables[i].number, name, sizeof(name));
-		snprintf(to, sizeof(to), "%s/%s", stage_dir, name);
+		(void) lsm_dir_path(to, sizeof(to), stage_dir, name, NULL);
 		if (lsm_env_rename(from, to, NULL) != LSM_OK)
 			(void) lsm_env_unlink(from, NULL);
 	}
@@ -4842,6 +4823,42 @@ lsm_view_is_empty(lsm_db *db)
 		if (db->current->nfiles[l] > 0)
 			return 0;
 	return 1;
+}
+
+/* lsm_dir_create_fn of lsm_db_new_table */
+typedef struct new_table
+{
+	lsm_db	   *db;
+	bool		publish;
+	lsm_table_builder **b;
+} new_table;
+
+static int
+open_builder(const char *path, uint64_t number, void *arg, lsm_err *e)
+{
+	new_table  *t = arg;
+
+	if (t->publish && t->db->page)
+		__atomic_store_n(&t->db->page->flush_number, number, __ATOMIC_SEQ_CST);
+	return lsm_table_builder_open(path, number, t->db->opt.block_bytes,
+								  t->db->opt.key_bits_per_key, t->b, e);
+}
+
+int
+lsm_db_new_table(lsm_db *db, uint64_t *number, bool publish,
+				 lsm_table_builder **b, lsm_err *e)
+{
+	new_table	t = {db, publish, b};
+	int			rc;
+
+	*b = NULL;
+	rc = lsm_dir_create(db->dir, LSM_F_TABLE, number, open_builder, &t, e);
+	if (rc == LSM_OK && (rc = lsm_db_value_params(db, *b, e)) != LSM_OK)
+	{
+		lsm_table_builder_abandon(*b);
+		*b = NULL;
+	}
+	return rc;
 }
 
 int

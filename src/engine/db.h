@@ -319,6 +319,16 @@ int			lsm_db_version_get(lsm_db *db, lsm_version *v, const void *key,
 int			lsm_db_value_params(lsm_db *db, lsm_table_builder *b, lsm_err *e);
 
 /*
+ * A builder of a new table of the store, with its options and value filter
+ * parameters, under the first free number from *number on (which gets
+ * it); with publish, each number is stored in LOCK's page before its file
+ * is created (a flush outside the write lock, whose table the orphan sweep
+ * must keep).  *b is NULL on failure.
+ */
+int			lsm_db_new_table(lsm_db *db, uint64_t *number, bool publish,
+							 lsm_table_builder **b, lsm_err *e);
+
+/*
  * Installs the sorted runs of a stage (stage.c), newer than everything in
  * the store: takes the write lock, catches up, renames table i (file
  * stage_dir/<tables[i].number>.sst, fsynced), which belongs to run

@@ -423,7 +423,7 @@ nodefile_open(const char *dir, uint64_t number, uint32_t m, int k,
 	nf->refs = 1;
 	nf->number = number;
 	lsm_dir_name(LSM_F_NODE, number, name, sizeof(name));
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	(void) lsm_dir_path(path, sizeof(path), dir, name, NULL);
 	rc = lsm_env_open(path, O_RDONLY, 0, &fd, e);
 	if (rc != LSM_OK)
 	{
@@ -492,7 +492,7 @@ lsm_hier_files_exist(const lsm_hnode *n, const char *dir)
 	if (n->number != 0)
 	{
 		lsm_dir_name(LSM_F_NODE, n->number, name, sizeof(name));
-		snprintf(path, sizeof(path), "%s/%s", dir, name);
+		(void) lsm_dir_path(path, sizeof(path), dir, name, NULL);
 		if (access(path, F_OK) != 0)
 			return false;
 	}
@@ -955,17 +955,13 @@ write_node(update *u, const uint8_t *bits, uint64_t *number)
 	int			fd = -1,
 				rc;
 
-	for (;;)
-	{
-		*number = (*u->next_file)++;
-		lsm_dir_name(LSM_F_NODE, *number, name, sizeof(name));
-		snprintf(path, sizeof(path), "%s/%s", u->dir, name);
-		rc = lsm_env_open(path, O_WRONLY | O_CREAT | O_EXCL, 0644, &fd, u->e);
-		if (rc == LSM_OK || u->e->saved_errno != EEXIST)
-			break;
-	}
+	rc = lsm_dir_create_excl(u->dir, LSM_F_NODE, u->next_file, O_WRONLY, &fd,
+							 u->e);
 	if (rc != LSM_OK)
 		return rc;
+	*number = (*u->next_file)++;
+	lsm_dir_name(LSM_F_NODE, *number, name, sizeof(name));
+	(void) lsm_dir_path(path, sizeof(path), u->dir, name, NULL);
 	lsm_bloom_trailer(tail, 'H', u->k, lsm_vfilter_lines(u->m));
 	{
 		XXH3_state_t st;

@@ -265,7 +265,7 @@ lsm_table_open(const char *dir, uint64_t number, uint64_t global_seq,
 	t->number = number;
 	t->global_seq = global_seq;
 	lsm_dir_name(LSM_F_TABLE, number, t->name, sizeof(t->name));
-	snprintf(path, sizeof(path), "%s/%s", dir, t->name);
+	(void) lsm_dir_path(path, sizeof(path), dir, t->name, NULL);
 	lsm_err_clear(&local);
 	rc = lsm_env_open(path, O_RDONLY, 0, &fd, &local);
 	if (rc == LSM_NOTFOUND)

@@ -227,7 +227,7 @@ path_in(const lsm_stage *st, uint64_t number, char *buf, size_t n)
 	char		name[32];
 
 	lsm_dir_name(LSM_F_TABLE, number, name, sizeof(name));
-	snprintf(buf, n, "%s/%s", st->dir, name);
+	(void) lsm_dir_path(buf, n, st->dir, name, NULL);
 }
 
 /* Releases a table of the stage; with unlink_file, removes its file too. */

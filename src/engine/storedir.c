@@ -104,6 +104,33 @@ lsm_dir_create(const char *dir, lsm_fkind kind, uint64_t *number,
 	}
 }
 
+/* lsm_dir_create_fn of lsm_dir_create_excl */
+typedef struct excl
+{
+	int			flags;
+	int		   *fd;
+} excl;
+
+static int
+open_excl(const char *path, uint64_t number, void *arg, lsm_err *e)
+{
+	excl	   *x = arg;
+	int			rc;
+
+	(void) number;
+	rc = lsm_env_open(path, x->flags | O_CREAT | O_EXCL, 0644, x->fd, e);
+	return rc != LSM_OK && e->saved_errno == EEXIST ? LSM_EXISTS : rc;
+}
+
+int
+lsm_dir_create_excl(const char *dir, lsm_fkind kind, uint64_t *number,
+					int flags, int *fd, lsm_err *e)
+{
+	excl		x = {flags, fd};
+
+	return lsm_dir_create(dir, kind, number, open_excl, &x, e);
+}
+
 /* ---------- stage directories ---------- */
 
 void

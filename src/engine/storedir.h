@@ -73,6 +73,14 @@ typedef int (*lsm_dir_create_fn) (const char *path, uint64_t number,
 int			lsm_dir_create(const char *dir, lsm_fkind kind, uint64_t *number,
 						   lsm_dir_create_fn create, void *arg, lsm_err *e);
 
+/*
+ * lsm_dir_create of a file opened with O_CREAT | O_EXCL and flags
+ * (O_RDWR, O_WRONLY) into *fd.
+ */
+int			lsm_dir_create_excl(const char *dir, lsm_fkind kind,
+								uint64_t *number, int flags, int *fd,
+								lsm_err *e);
+
 /* Stage directories: STAGE_PREFIX PID.N, holding a LOCK while in use. */
 #define LSM_STAGE_PREFIX "stage."
 
