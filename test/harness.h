@@ -49,6 +49,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <inttypes.h>
 #include <setjmp.h>
@@ -59,6 +60,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lsm.h"
@@ -397,7 +400,181 @@ harness_cleanup_tmpdirs(void)
 }
 
 /* ---------------------------------------------------------------------- */
-/* Keys. */
+/* Files and directories. */
+
+/*
+ * Reads the whole file at path into a new allocation (release with free());
+ * its size in *len.  Fails the test if the file cannot be read.
+ */
+static inline uint8_t *
+harness_read_file(const char *path, size_t *len)
+{
+	struct stat st;
+	uint8_t    *buf;
+	int			fd = open(path, O_RDONLY);
+
+	CHECK_MSG(fd >= 0, "open %s: %s", path, strerror(errno));
+	CHECK_MSG(fstat(fd, &st) == 0, "stat %s: %s", path, strerror(errno));
+	buf = malloc(st.st_size > 0 ? (size_t) st.st_size : 1);
+	if (buf == NULL)
+		harness_fail(__FILE__, __LINE__, "out of memory");
+	CHECK(pread(fd, buf, (size_t) st.st_size, 0) == st.st_size);
+	close(fd);
+	*len = (size_t) st.st_size;
+	return buf;
+}
+
+/*
+ * Replaces (or creates) the file at path with contents buf[0 .. len).
+ * Fails the test if it cannot be written.
+ */
+static inline void
+harness_write_file(const char *path, const void *buf, size_t len)
+{
+	int			fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	CHECK_MSG(fd >= 0, "open %s: %s", path, strerror(errno));
+	CHECK(write(fd, buf, len) == (ssize_t) len);
+	close(fd);
+}
+
+/*
+ * Size in bytes of the file at path, or -1 if there is none; fails the test
+ * if stat fails otherwise.
+ */
+static inline long long
+harness_file_size(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) != 0)
+	{
+		int			e = errno;
+
+		CHECK_MSG(e == ENOENT, "stat %s: %s", path, strerror(e));
+		return -1;
+	}
+	return (long long) st.st_size;
+}
+
+/*
+ * Empties directory dir: removes every entry, a subdirectory with all it
+ * holds.  Fails the test if dir cannot be read or an entry removed.
+ */
+static inline void
+harness_clear_dir(const char *dir)
+{
+	DIR		   *d = opendir(dir);
+	struct dirent *de;
+
+	CHECK_MSG(d != NULL, "opendir %s: %s", dir, strerror(errno));
+	while ((de = readdir(d)) != NULL)
+	{
+		char	   *p;
+
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		p = harness_path(dir, de->d_name);
+		CHECK_MSG(harness_rmtree(p) == 0, "remove %s: %s", p, strerror(errno));
+		free(p);
+	}
+	closedir(d);
+}
+
+/*
+ * Copies the regular files of directory from into directory to (which must
+ * exist), replacing files of the same names there; subdirectories are not
+ * copied.  Fails the test on any error.
+ */
+static inline void
+harness_copy_dir(const char *from, const char *to)
+{
+	DIR		   *d = opendir(from);
+	struct dirent *de;
+	static char buf[1 << 16];
+
+	CHECK_MSG(d != NULL, "opendir %s: %s", from, strerror(errno));
+	while ((de = readdir(d)) != NULL)
+	{
+		char	   *src,
+				   *dst;
+		int			in,
+					out;
+		ssize_t		n;
+		struct stat sb;
+
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		src = harness_path(from, de->d_name);
+		dst = harness_path(to, de->d_name);
+		CHECK_MSG(stat(src, &sb) == 0, "stat %s: %s", src, strerror(errno));
+		if (S_ISREG(sb.st_mode))
+		{
+			in = open(src, O_RDONLY);
+			CHECK_MSG(in >= 0, "open %s: %s", src, strerror(errno));
+			out = open(dst, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+			CHECK_MSG(out >= 0, "open %s: %s", dst, strerror(errno));
+			while ((n = read(in, buf, sizeof(buf))) > 0)
+				CHECK(write(out, buf, (size_t) n) == n);
+			CHECK(n == 0);
+			close(in);
+			close(out);
+		}
+		free(src);
+		free(dst);
+	}
+	closedir(d);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Keys, values and rows. */
+
+/*
+ * The engine's key order, computed independently of it: memcmp, the
+ * shorter key first when one is a prefix of the other.
+ */
+static inline int
+harness_key_cmp(const void *a, size_t alen, const void *b, size_t blen)
+{
+	size_t		n = alen < blen ? alen : blen;
+	int			c = n > 0 ? memcmp(a, b, n) : 0;
+
+	if (c != 0)
+		return c;
+	return (alen > blen) - (alen < blen);
+}
+
+/*
+ * A copy of p[0 .. n) in a new allocation (release with free()), with a NUL
+ * after it.
+ */
+static inline uint8_t *
+harness_dup_bytes(const void *p, size_t n)
+{
+	uint8_t    *q = malloc(n + 1);
+
+	if (q == NULL)
+		harness_fail(__FILE__, __LINE__, "out of memory");
+	if (n > 0)
+		memcpy(q, p, n);
+	q[n] = '\0';
+	return q;
+}
+
+/*
+ * Whether row v (vn bytes; NULL: no row) has field `field` equal to
+ * (val, vlen) and not null.
+ */
+static inline int
+harness_row_matches(const uint8_t *v, size_t vn, int field, const void *val,
+					size_t vlen)
+{
+	lsm_field	f;
+
+	if (v == NULL || lsm_row_field(v, vn, field, &f) != LSM_OK || f.is_null)
+		return 0;
+	return f.len == vlen && (vlen == 0 || memcmp(f.data, val, vlen) == 0);
+}
 
 /*
  * The decimal number in key bytes [from, klen).  Keys are not
@@ -447,15 +624,24 @@ harness_seed(void)
 	return harness.seed;
 }
 
+/* splitmix64's finalizer: a well mixed function of x. */
+static inline uint64_t
+harness_mix(uint64_t x)
+{
+	x += UINT64_C(0x9e3779b97f4a7c15);
+	x = (x ^ (x >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+	x = (x ^ (x >> 27)) * UINT64_C(0x94d049bb133111eb);
+	return x ^ (x >> 31);
+}
+
 /* splitmix64: the next pseudo-random number from *state. */
 static inline uint64_t
 harness_rand64(uint64_t *state)
 {
-	uint64_t	z = (*state += UINT64_C(0x9e3779b97f4a7c15));
+	uint64_t	z = harness_mix(*state);
 
-	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-	return z ^ (z >> 31);
+	*state += UINT64_C(0x9e3779b97f4a7c15);
+	return z;
 }
 
 /*
@@ -523,6 +709,18 @@ harness_count_files(const char *dir, const char *suffix)
 	return n;
 }
 
+/* The tables that stats st count in levels from .. LSM_MAX_LEVELS - 1. */
+static inline uint64_t
+harness_files_from(const lsm_stats *st, int from)
+{
+	uint64_t	n = 0;
+	int			l;
+
+	for (l = from; l < LSM_MAX_LEVELS; l++)
+		n += (uint64_t) st->level[l].files;
+	return n;
+}
+
 /*
  * The tables db's version names (lsm_get_stats), in all levels; *l0, if
  * not NULL, gets level 0's.
@@ -531,15 +729,39 @@ static inline int
 harness_tables(lsm_db *db, int *l0)
 {
 	lsm_stats	st;
-	int			l,
-				n = 0;
 
 	CHECK_DB_OK(db, lsm_get_stats(db, &st));
-	for (l = 0; l < LSM_MAX_LEVELS; l++)
-		n += st.level[l].files;
 	if (l0)
 		*l0 = st.level[0].files;
-	return n;
+	return (int) harness_files_from(&st, 0);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Processes and time. */
+
+/* Milliseconds on the monotonic clock. */
+static inline long
+harness_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Waits for child pid, which must have been killed or have exited 0;
+ * returns its wait status.
+ */
+static inline int
+harness_wait_killed_or_ok(pid_t pid)
+{
+	int			status;
+
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	CHECK(WIFSIGNALED(status) || (WIFEXITED(status) &&
+								  WEXITSTATUS(status) == 0));
+	return status;
 }
 
 /* ---------------------------------------------------------------------- */

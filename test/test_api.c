@@ -338,18 +338,6 @@ get_stats(lsm_db *db, lsm_stats *st)
 	CHECK_EQ(st->levels, LSM_MAX_LEVELS);
 }
 
-/* Total files over levels from..LSM_MAX_LEVELS-1. */
-static int
-files_from(const lsm_stats *st, int from)
-{
-	int			l,
-				n = 0;
-
-	for (l = from; l < LSM_MAX_LEVELS; l++)
-		n += st->level[l].files;
-	return n;
-}
-
 /* The deepest level holding a file, or -1. */
 static int
 deepest_level(const lsm_stats *st)
@@ -1844,7 +1832,7 @@ TEST(value_search)
 	for (i = 1; i < n; i += 13)
 		put_row(db, i, 2, have, alive);	/* in the memtable */
 	get_stats(db, &st);
-	CHECK_GT(files_from(&st, 0), 1);
+	CHECK_GT(harness_files_from(&st, 0), 1);
 	CHECK_GT(st.memtable_entries, 0);
 
 	for (stage = 0; stage < 2; stage++)
@@ -1969,7 +1957,7 @@ TEST(stats_consistent)
 	get_stats(db, &st);
 	CHECK_EQ_U(st.last_sequence, 0);
 	CHECK_EQ_U(st.memtable_entries, 0);
-	CHECK_EQ(files_from(&st, 0), 0);
+	CHECK_EQ(harness_files_from(&st, 0), 0);
 	for (i = 0; i < n; i++)
 	{
 		char		key[16];
@@ -2081,7 +2069,7 @@ TEST(stats_consistent)
 			do_put(db, NULL, i, 0);
 		CHECK_DB_OK(db, lsm_flush(db));
 		get_stats(db, &st);
-		CHECK_GT(files_from(&st, 0), 0);
+		CHECK_GT(harness_files_from(&st, 0), 0);
 		for (l = 0; l < LSM_MAX_LEVELS; l++)
 			CHECK_EQ_U(st.level[l].filter_bytes, 0);
 		scan_tables(dir2, 0, &dt);
@@ -2122,7 +2110,7 @@ TEST(flush_compaction_counters)
 	get_stats(db, &st);
 	CHECK_GE(st.compactions, 1);
 	CHECK_LT(st.level[0].files, o.l0_compaction_trigger);
-	CHECK_GT(files_from(&st, 1), 0);
+	CHECK_GT(harness_files_from(&st, 1), 0);
 	CHECK_GT(st.sst_bytes_written, 0);
 	/* nothing over target: another compaction does nothing */
 	{
@@ -2564,7 +2552,7 @@ TEST(two_handles_refresh)
 		do_del(a, &m, i);
 	CHECK_DB_OK(a, lsm_compact(a));
 	get_stats(a, &st);
-	CHECK_GT(files_from(&st, 1), 0);
+	CHECK_GT(harness_files_from(&st, 1), 0);
 	CHECK_DB_OK(b, lsm_refresh(b));
 	check_model(b, &m);
 	get_stats(b, &st);

@@ -70,16 +70,6 @@ static int	models[NMODELS][NKEYS];
 /* ---------------------------------------------------------------------- */
 /* The store's contents. */
 
-/* splitmix64's finalizer: a well mixed function of x. */
-static uint64_t
-mix(uint64_t x)
-{
-	x += UINT64_C(0x9e3779b97f4a7c15);
-	x = (x ^ (x >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	x = (x ^ (x >> 27)) * UINT64_C(0x94d049bb133111eb);
-	return x ^ (x >> 31);
-}
-
 /* Writes the name of key idx into buf (16 bytes); returns its length. */
 static size_t
 key_name(int idx, char *buf)
@@ -113,14 +103,14 @@ key_index(const void *key, size_t klen)
 static size_t
 value_of(int ver, int idx, char *buf)
 {
-	uint64_t	h = mix(((uint64_t) ver << 32) | (uint32_t) idx);
+	uint64_t	h = harness_mix(((uint64_t) ver << 32) | (uint32_t) idx);
 	size_t		len = 20 + h % 100;
 	size_t		n;
 
 	n = (size_t) sprintf(buf, "v%05d/%05d/", ver, idx);
 	for (; n < len; n++)
 	{
-		h = mix(h);
+		h = harness_mix(h);
 		buf[n] = (char) ('A' + h % 26);
 	}
 	return len;
@@ -244,35 +234,6 @@ build_store(const char *dir)
 
 /* ---------------------------------------------------------------------- */
 /* Files. */
-
-/* Reads the whole file at path into a new allocation; sets *len. */
-static uint8_t *
-read_file(const char *path, size_t *len)
-{
-	struct stat st;
-	uint8_t    *buf;
-	int			fd = open(path, O_RDONLY);
-
-	CHECK_MSG(fd >= 0, "open %s: %s", path, strerror(errno));
-	CHECK(fstat(fd, &st) == 0);
-	buf = malloc(st.st_size > 0 ? (size_t) st.st_size : 1);
-	CHECK(buf != NULL);
-	CHECK(pread(fd, buf, (size_t) st.st_size, 0) == st.st_size);
-	close(fd);
-	*len = (size_t) st.st_size;
-	return buf;
-}
-
-/* Replaces (or creates) the file at path with contents buf[0 .. len). */
-static void
-write_file(const char *path, const uint8_t *buf, size_t len)
-{
-	int			fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-	CHECK_MSG(fd >= 0, "open %s: %s", path, strerror(errno));
-	CHECK(write(fd, buf, len) == (ssize_t) len);
-	close(fd);
-}
 
 /* Writes one byte at off of the file at path. */
 static void
@@ -876,7 +837,7 @@ TEST(sstable_flips)
 		sst_layout	l;
 		size_t		size,
 					p;
-		uint8_t    *orig = read_file(sf.sst[s], &size);
+		uint8_t    *orig = harness_read_file(sf.sst[s], &size);
 		size_t		phase = harness_rand64(&rng) % DATA_STRIDE;
 		const char *name = strrchr(sf.sst[s], '/') + 1;
 		int			b = 0;
@@ -945,7 +906,7 @@ TEST(sstable_truncation)
 	{
 		sst_layout	l;
 		size_t		size;
-		uint8_t    *orig = read_file(sf.sst[s], &size);
+		uint8_t    *orig = harness_read_file(sf.sst[s], &size);
 		const char *name = strrchr(sf.sst[s], '/') + 1;
 		size_t		lens[20];
 		int			n = 0,
@@ -980,9 +941,9 @@ TEST(sstable_truncation)
 			r.lo = r.hi = NWAL;
 			r.reads_may_fail = true;
 			r.detect = true;
-			write_file(sf.sst[s], orig, lens[i]);
+			harness_write_file(sf.sst[s], orig, lens[i]);
 			count(&t, probe(dir, &r, what));
-			write_file(sf.sst[s], orig, size);
+			harness_write_file(sf.sst[s], orig, size);
 		}
 
 		/* a table the manifest names is gone */
@@ -996,7 +957,7 @@ TEST(sstable_truncation)
 			r.open_fails = true;
 			CHECK(unlink(sf.sst[s]) == 0);
 			count(&t, probe(dir, &r, what));
-			write_file(sf.sst[s], orig, size);
+			harness_write_file(sf.sst[s], orig, size);
 		}
 		free(l.covered);
 		free(orig);
@@ -1051,7 +1012,7 @@ TEST(wal_flips)
 	memset(&earlier_t, 0, sizeof(earlier_t));
 	build_store(dir);
 	list_files(dir, &sf);
-	orig = read_file(sf.wal, &size);
+	orig = harness_read_file(sf.wal, &size);
 	CHECK_EQ(wal_records(orig, &size, starts), NWAL);
 	for (p = 0; p < size; p++)
 	{
@@ -1081,7 +1042,7 @@ TEST(wal_flips)
 		poke(sf.wal, p, orig[p] ^ mask);
 		count(rec == NWAL - 1 ? &last_t : &earlier_t, probe(dir, &r, what));
 		/* the open may have cut the damaged record off: restore all */
-		write_file(sf.wal, orig, size);
+		harness_write_file(sf.wal, orig, size);
 	}
 	probe_intact(dir, "store after restoring the WAL");
 	report("WAL flips in the last record", &last_t);
@@ -1111,7 +1072,7 @@ TEST(wal_torn_tails)
 	memset(&t, 0, sizeof(t));
 	build_store(dir);
 	list_files(dir, &sf);
-	orig = read_file(sf.wal, &size);
+	orig = harness_read_file(sf.wal, &size);
 	CHECK_EQ(wal_records(orig, &size, starts), NWAL);
 
 	/* every truncation: the complete records survive, nothing else */
@@ -1127,12 +1088,12 @@ TEST(wal_torn_tails)
 		memset(&r, 0, sizeof(r));
 		r.lo = r.hi = complete;
 		r.verify_ok = true;
-		write_file(sf.wal, orig, len);
+		harness_write_file(sf.wal, orig, len);
 		count(&t, probe(dir, &r, what));
 		/* the open cut the torn record off (invariant 7) */
 		check_size(sf.wal, starts[complete], what);
 	}
-	write_file(sf.wal, orig, size);
+	harness_write_file(sf.wal, orig, size);
 
 	/* stale bytes after the last record: zeros, garbage, an old record */
 	longer = malloc(size + 4096);
@@ -1173,12 +1134,12 @@ TEST(wal_torn_tails)
 		memset(&r, 0, sizeof(r));
 		r.lo = r.hi = NWAL;
 		r.verify_ok = true;
-		write_file(sf.wal, longer, size + extra);
+		harness_write_file(sf.wal, longer, size + extra);
 		count(&t, probe(dir, &r, what));
 		/* zeros are room for records (wal.h); the rest is cut */
 		check_size(sf.wal, i < 10 ? size + extra : size, what);
 	}
-	write_file(sf.wal, orig, size);
+	harness_write_file(sf.wal, orig, size);
 	probe_intact(dir, "store after restoring the WAL");
 	report("WAL torn tails and stale bytes", &t);
 	free(longer);
@@ -1203,7 +1164,7 @@ TEST(manifest_damage)
 	memset(&t, 0, sizeof(t));
 	build_store(dir);
 	list_files(dir, &sf);
-	orig = read_file(sf.manifest, &size);
+	orig = harness_read_file(sf.manifest, &size);
 	memset(&r, 0, sizeof(r));
 	r.lo = r.hi = NWAL;
 	r.open_fails = true;
@@ -1221,16 +1182,16 @@ TEST(manifest_damage)
 	{
 		snprintf(what, sizeof(what), "MANIFEST truncated to %zu of %zu bytes",
 				 p, size);
-		write_file(sf.manifest, orig, p);
+		harness_write_file(sf.manifest, orig, p);
 		count(&t, probe(dir, &r, what));
 	}
 	longer = malloc(size + 1);
 	CHECK(longer != NULL);
 	memcpy(longer, orig, size);
 	longer[size] = 0;
-	write_file(sf.manifest, longer, size + 1);
+	harness_write_file(sf.manifest, longer, size + 1);
 	count(&t, probe(dir, &r, "MANIFEST with a byte appended"));
-	write_file(sf.manifest, orig, size);
+	harness_write_file(sf.manifest, orig, size);
 	probe_intact(dir, "store after restoring the MANIFEST");
 	report("MANIFEST flips and truncations", &t);
 	CHECK_EQ(t.n[OPEN_FAILED], t.probes);
@@ -1288,11 +1249,11 @@ dir_fingerprint(const char *dir)
 						j;
 
 			for (c = names[i]->d_name; *c; c++)
-				h = mix(h ^ (uint8_t) *c);
-			buf = read_file(path, &len);
-			h = mix(h ^ len);
+				h = harness_mix(h ^ (uint8_t) *c);
+			buf = harness_read_file(path, &len);
+			h = harness_mix(h ^ len);
 			for (j = 0; j < len; j++)
-				h = mix(h ^ buf[j]);
+				h = harness_mix(h ^ buf[j]);
 			free(buf);
 			free(path);
 		}
@@ -1362,7 +1323,7 @@ TEST(lost_manifest)
 	open_fails_everywhere(dir, "has no MANIFEST", "MANIFEST and LOCK removed");
 	CHECK(access(lock, F_OK) != 0);
 
-	write_file(log, (const uint8_t *) "", 0);
+	harness_write_file(log, (const uint8_t *) "", 0);
 	store_options(&o);
 	CHECK_OK(lsm_open(fresh, &o, &db));
 	CHECK_DB_OK(db, lsm_put(db, "k", 1, "v", 1));
@@ -1429,8 +1390,8 @@ TEST(stale_manifest)
 
 	build_store(dir);
 	list_files(dir, &sf);
-	old_manifest = read_file(sf.manifest, &manifest_len);
-	old_log = read_file(sf.wal, &log_len);
+	old_manifest = harness_read_file(sf.manifest, &manifest_len);
+	old_log = harness_read_file(sf.wal, &log_len);
 	old_wal = strdup(sf.wal);
 	manifest = strdup(sf.manifest);
 	free_files(&sf);
@@ -1439,8 +1400,8 @@ TEST(stale_manifest)
 	CHECK_DB_OK(db, lsm_flush(db));
 	CHECK_DB_OK(db, lsm_put(db, "c99999", 6, "new", 3));
 	CHECK_OK(lsm_close(db));
-	write_file(manifest, old_manifest, manifest_len);
-	write_file(old_wal, old_log, log_len);
+	harness_write_file(manifest, old_manifest, manifest_len);
+	harness_write_file(old_wal, old_log, log_len);
 	open_fails_everywhere(dir, "is newer than the log its MANIFEST names",
 						  "old MANIFEST");
 	free(old_manifest);
@@ -1535,9 +1496,9 @@ TEST(orphans_reported)
 
 	build_store(dir);
 	list_files(dir, &sf);
-	buf = read_file(sf.sst[0], &len);
-	write_file(orphan_sst, buf, len);
-	write_file(orphan_log, buf, 0);
+	buf = harness_read_file(sf.sst[0], &len);
+	harness_write_file(orphan_sst, buf, len);
+	harness_write_file(orphan_log, buf, 0);
 	free(buf);
 	store_options(&o);
 	o.log = tell;
@@ -1742,7 +1703,7 @@ TEST(scan_error_detail)
 
 	build_store(dir);
 	list_files(dir, &sf);
-	orig = read_file(sf.sst[0], &len);
+	orig = harness_read_file(sf.sst[0], &len);
 	poke(sf.sst[0], 20, orig[20] ^ 0x40);	/* in its first data block */
 	store_options(&o);
 	CHECK_OK(lsm_open(dir, &o, &db));

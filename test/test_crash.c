@@ -334,16 +334,6 @@ check_store(lsm_db *db, uint64_t L, int round)
 	CHECK_DB_OK(db, lsm_verify(db));
 }
 
-/* Milliseconds on the monotonic clock. */
-static long
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* The compactor child: lsm_compact in a loop, forever (until killed). */
 static void
 compactor_main(const char *dir, const lsm_options *o, shared *sh,
@@ -454,7 +444,7 @@ crash_rounds(const char *tag, int sync, int helpers, int rounds, uint64_t seed)
 				L = 0;
 	lsm_db	   *db;
 	lsm_stats	st;
-	long		start = now_ms();
+	long		start = harness_now_ms();
 	int			round,
 				l,
 				rc,
@@ -532,12 +522,12 @@ crash_rounds(const char *tag, int sync, int helpers, int rounds, uint64_t seed)
 		if (rpid > 0)
 		{
 			int			status;
-			long		deadline = now_ms() + 60000;
+			long		deadline = harness_now_ms() + 60000;
 			pid_t		p;
 
 			__atomic_store_n(&sh->stop_reader, 1, __ATOMIC_SEQ_CST);
 			while ((p = waitpid(rpid, &status, WNOHANG)) == 0 &&
-				   now_ms() < deadline)
+				   harness_now_ms() < deadline)
 				usleep(2000);
 			if (p == 0)
 			{
@@ -606,7 +596,8 @@ crash_rounds(const char *tag, int sync, int helpers, int rounds, uint64_t seed)
 		   "explicit flushes %" PRIu64 ", compactions %" PRIu64
 		   "; compactor loops %" PRIu64 ", reader loops %" PRIu64
 		   "; at the end %d tables in the version, %d .sst and %d .log "
-		   "files in the directory\n", tag, L, rounds, now_ms() - start,
+		   "files in the directory\n", tag, L, rounds,
+		   harness_now_ms() - start,
 		   torn_rounds, early_kills, sh->flushes, sh->compactions,
 		   sh->compactor_loops, sh->reader_loops, files,
 		   harness_count_files(dir, ".sst"), harness_count_files(dir, ".log"));

@@ -74,16 +74,6 @@ typedef struct bop
 /* ---------------------------------------------------------------------- */
 /* The workload: keys, values, batches and the reference model. */
 
-/* splitmix64's finalizer: a well mixed function of x. */
-static uint64_t
-mix(uint64_t x)
-{
-	x += UINT64_C(0x9e3779b97f4a7c15);
-	x = (x ^ (x >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	x = (x ^ (x >> 27)) * UINT64_C(0x94d049bb133111eb);
-	return x ^ (x >> 31);
-}
-
 /*
  * Writes the name of key idx into buf (at least 16 bytes); returns its
  * length.  Key indexes sort like the names: k0000.. < m0000.. < u0000-0..
@@ -114,14 +104,14 @@ marker_idx(int b)
 static size_t
 value_of(int b, int idx, char *buf)
 {
-	uint64_t	h = mix(((uint64_t) b << 32) | (uint32_t) idx);
+	uint64_t	h = harness_mix(((uint64_t) b << 32) | (uint32_t) idx);
 	size_t		len = 40 + h % 200;
 	size_t		n;
 
 	n = (size_t) sprintf(buf, "b%04d/i%05d/", b, idx);
 	for (; n < len; n++)
 	{
-		h = mix(h);
+		h = harness_mix(h);
 		buf[n] = (char) ('a' + h % 26);
 	}
 	return len;
@@ -136,7 +126,7 @@ value_of(int b, int idx, char *buf)
 static int
 batch_ops(int b, bop *ops)
 {
-	uint64_t	r = mix(UINT64_C(0x5eed000000) + (uint64_t) b);
+	uint64_t	r = harness_mix(UINT64_C(0x5eed000000) + (uint64_t) b);
 	int			n = 0,
 				j;
 
@@ -158,7 +148,7 @@ batch_ops(int b, bop *ops)
 	{
 		for (j = 0; j < 5; j++)
 		{
-			r = mix(r);
+			r = harness_mix(r);
 			ops[n].idx = (int) (r % NBASE);
 			ops[n++].del = j == 4;
 		}
@@ -382,63 +372,6 @@ check_error(lsm_db *db, int rc, int err, const char *ctx)
 /* ---------------------------------------------------------------------- */
 /* Store directories. */
 
-/* Removes every file in dir (a flat store directory). */
-static void
-clear_dir(const char *dir)
-{
-	DIR		   *d = opendir(dir);
-	struct dirent *de;
-
-	CHECK(d != NULL);
-	while ((de = readdir(d)) != NULL)
-	{
-		char	   *p;
-
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		p = harness_path(dir, de->d_name);
-		CHECK_MSG(unlink(p) == 0, "unlink %s: %s", p, strerror(errno));
-		free(p);
-	}
-	closedir(d);
-}
-
-/* Copies every regular file of directory from into directory to. */
-static void
-copy_dir(const char *from, const char *to)
-{
-	DIR		   *d = opendir(from);
-	struct dirent *de;
-	static char buf[1 << 16];
-
-	CHECK(d != NULL);
-	while ((de = readdir(d)) != NULL)
-	{
-		char	   *src,
-				   *dst;
-		int			in,
-					out;
-		ssize_t		n;
-
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		src = harness_path(from, de->d_name);
-		dst = harness_path(to, de->d_name);
-		in = open(src, O_RDONLY);
-		CHECK_MSG(in >= 0, "open %s: %s", src, strerror(errno));
-		out = open(dst, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		CHECK_MSG(out >= 0, "open %s: %s", dst, strerror(errno));
-		while ((n = read(in, buf, sizeof(buf))) > 0)
-			CHECK(write(out, buf, (size_t) n) == n);
-		CHECK(n == 0);
-		close(in);
-		close(out);
-		free(src);
-		free(dst);
-	}
-	closedir(d);
-}
-
 /*
  * Builds the template store in dir: batches 0 .. NTMPL - 1 with flushes and
  * a compaction on the way, leaving level-1 tables, level-0 tables and WAL
@@ -597,8 +530,8 @@ sweep_position(const char *tmpl, const char *work, const int *tmpl_state,
 				nissued = 0,
 				nacked = 0;
 
-	clear_dir(work);
-	copy_dir(tmpl, work);
+	harness_clear_dir(work);
+	harness_copy_dir(tmpl, work);
 	memset(acked, 0, sizeof(acked));
 	store_options(&o, 1);
 	snprintf(ctx, sizeof(ctx), "%s at N=%ld%s", m->tag, n,
@@ -844,14 +777,14 @@ drop_child(const char *dir, const drop_plan *p, int wfd)
 		if (i == p->crash_at)
 		{
 			/* from here on every write and fsync fails: the machine is off */
-			r = mix(r);
+			r = harness_mix(r);
 			f.fail_write_at = f.writes + 1 + (long) (r % 8);
-			r = mix(r);
+			r = harness_mix(r);
 			f.fail_sync_at = f.syncs + 1 + (long) (r % 4);
 			f.sticky = 1;
 			armed = true;
 		}
-		r = mix(r);
+		r = harness_mix(r);
 		kind = r % 12 == 0 ? STEP_FLUSH :
 			r % 12 == 1 ? STEP_COMPACT : STEP_WRITE;
 		if (kind == STEP_WRITE && next >= NTMPL + DROP_MAXB)
@@ -922,26 +855,27 @@ drop_runs(int sync)
 					flushed = -1,
 					present,
 					nacked = 0;
-		uint64_t	r = mix(seed ^ ((uint64_t) run << 40) ^ (uint64_t) sync);
+		uint64_t	r = harness_mix(seed ^ ((uint64_t) run << 40) ^
+									(uint64_t) sync);
 		pid_t		pid;
 		lsm_db	   *db;
 		ssize_t		got;
 
 		p.sync = sync;
 		p.nsteps = 4 + (int) (r % 50);
-		r = mix(r);
+		r = harness_mix(r);
 		p.crash_at = (int) (r % (uint64_t) (p.nsteps + 1));
-		r = mix(r);
+		r = harness_mix(r);
 		p.mid = (int) (r % 2);
-		p.rng = mix(r);
+		p.rng = harness_mix(r);
 		snprintf(ctx, sizeof(ctx),
 				 "power failure with sync=%d, run %d of seed %llu "
 				 "(%d steps, failure %s step %d)",
 				 sync, run, (unsigned long long) seed, p.nsteps,
 				 p.mid ? "in" : "before", p.crash_at);
 
-		clear_dir(work);
-		copy_dir(tmpl, work);
+		harness_clear_dir(work);
+		harness_copy_dir(tmpl, work);
 		CHECK(pipe(fds) == 0);
 		fflush(stdout);
 		pid = fork();

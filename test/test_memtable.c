@@ -194,11 +194,8 @@ check_at(const lsm_iiter *it, const model *m, size_t i)
 static int
 sign_of_reference(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
 {
-	size_t		n = alen < blen ? alen : blen;
-	int			c = n ? memcmp(a, b, n) : 0;
+	int			c = harness_key_cmp(a, alen, b, blen);
 
-	if (c == 0)
-		c = (alen > blen) - (alen < blen);
 	return (c > 0) - (c < 0);
 }
 

@@ -81,16 +81,6 @@ typedef struct shared
 /* The external lock file that orders writes of "shared" (not in the store). */
 static char *order_path;
 
-/* Milliseconds on the monotonic clock. */
-static long
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* An anonymous shared mapping of a zeroed struct shared. */
 static shared *
 shared_new(void)
@@ -690,21 +680,6 @@ compactor_main(const char *dir, shared *sh)
 	} while (0)
 
 /*
- * Waits for child pid, which must have been killed or have exited 0;
- * returns its wait status.
- */
-static int
-wait_killed_or_ok(pid_t pid)
-{
-	int			status;
-
-	CHECK_EQ(waitpid(pid, &status, 0), pid);
-	CHECK(WIFSIGNALED(status) || (WIFEXITED(status) &&
-								  WEXITSTATUS(status) == 0));
-	return status;
-}
-
-/*
  * Waits for the processes pids[0..n) to end, at most until deadline (ms on
  * the monotonic clock); then kills what is left.  Returns the number of
  * processes that did not exit with status 0, printing each.
@@ -735,7 +710,7 @@ wait_all(pid_t *pids, int n, long deadline)
 			pids[i] = 0;
 			left--;
 		}
-		if (left > 0 && now_ms() > deadline)
+		if (left > 0 && harness_now_ms() > deadline)
 		{
 			for (i = 0; i < n; i++)
 				if (pids[i] > 0)
@@ -783,7 +758,7 @@ TEST(writers_readers_compactor)
 				r;
 	uint64_t	seed = harness_seed(),
 				M[MAX_WRITERS];
-	long		start = now_ms();
+	long		start = harness_now_ms();
 	lsm_stats	st;
 
 	order_path = harness_path(harness_tmpdir("order"), "order.lock");
@@ -802,11 +777,11 @@ TEST(writers_readers_compactor)
 
 	bad = wait_all(writers, nwriters, start + 120000);
 	__atomic_store_n(&sh->writers_done, 1, __ATOMIC_SEQ_CST);
-	bad += wait_all(others, nothers, now_ms() + 60000);
+	bad += wait_all(others, nothers, harness_now_ms() + 60000);
 	printf("# %d writers x %" PRIu64 " batches in %ld ms; reader loops %" PRIu64
 		   ", %" PRIu64 ", %" PRIu64 " (read-only); compactions by the "
 		   "compactor %" PRIu64 "; busy retries %" PRIu64 "\n",
-		   NW, nbatches, now_ms() - start, sh->reader_loops[0],
+		   NW, nbatches, harness_now_ms() - start, sh->reader_loops[0],
 		   sh->reader_loops[1], sh->reader_loops[2], sh->compactions,
 		   sh->busy_retries);
 	CHECK_EQ(bad, 0);
@@ -886,7 +861,7 @@ TEST(concurrent_create)
 		  });
 	close(go[0]);
 	close(go[1]);
-	CHECK_EQ(wait_all(pids, np, now_ms() + 60000), 0);
+	CHECK_EQ(wait_all(pids, np, harness_now_ms() + 60000), 0);
 	CHECK_OK(lsm_open(dir, NULL, &db));
 	for (i = 0; i < NP; i++)
 	{
@@ -1007,9 +982,9 @@ TEST(write_lock_busy_and_interrupted)
 	holder = spawn_holder(dir, "LOCK", &release);
 
 	/* bounded wait */
-	t0 = now_ms();
+	t0 = harness_now_ms();
 	rc = lsm_put(db, "k1", 2, "v", 1);
-	dt = now_ms() - t0;
+	dt = harness_now_ms() - t0;
 	CHECK_RC(LSM_BUSY, rc);
 	CHECK_GE(dt, 250);
 	CHECK_LT(dt, 5000);
@@ -1044,9 +1019,9 @@ TEST(write_lock_busy_and_interrupted)
 	o.interrupt = count_interrupt;
 	o.interrupt_arg = &is;
 	CHECK_OK(lsm_open(dir, &o, &idb));
-	t0 = now_ms();
+	t0 = harness_now_ms();
 	rc = lsm_put(idb, "k4", 2, "v", 1);
-	dt = now_ms() - t0;
+	dt = harness_now_ms() - t0;
 	CHECK_RC(LSM_INTERRUPTED, rc);
 	CHECK_GE(is.calls, 1);
 	CHECK_LT(dt, 2000);
@@ -1066,10 +1041,10 @@ TEST(write_lock_busy_and_interrupted)
 	is.stop_at = 0;
 	is.release_at = 3;
 	is.release_fd = release;
-	t0 = now_ms();
+	t0 = harness_now_ms();
 	CHECK_DB_OK(idb, lsm_put(idb, "k5", 2, "after", 5));
 	printf("# put that waited for the holder: ok after %ld ms, %d callback calls\n",
-		   now_ms() - t0, is.calls);
+		   harness_now_ms() - t0, is.calls);
 	CHECK_GE(is.calls, 3);
 	CHECK_EQ(waitpid(holder, &status, 0), holder);
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
@@ -1117,9 +1092,9 @@ TEST(write_lock_held_in_process)
 	fd = open(path, O_RDWR);
 	CHECK(fd >= 0);
 	CHECK(flock(fd, LOCK_EX) == 0);
-	t0 = now_ms();
+	t0 = harness_now_ms();
 	CHECK_RC(LSM_BUSY, lsm_put(db, "k", 1, "v", 1));
-	dt = now_ms() - t0;
+	dt = harness_now_ms() - t0;
 	CHECK_GE(dt, 150);
 	CHECK_LT(dt, 5000);
 	CHECK(flock(fd, LOCK_UN) == 0);
@@ -1350,9 +1325,9 @@ TEST(exclusive_handle_holds_lock)
 	CHECK_OK(lsm_open(dir, &o, &b));
 	CHECK_DB_OK(b, lsm_get(b, "x0299", 5, &v, &vlen));
 	lsm_free(v);
-	t0 = now_ms();
+	t0 = harness_now_ms();
 	rc = lsm_put(b, "b", 1, "1", 1);
-	dt = now_ms() - t0;
+	dt = harness_now_ms() - t0;
 	CHECK_RC(LSM_BUSY, rc);
 	CHECK_GE(dt, 200);
 	CHECK_LT(dt, 5000);
@@ -1419,15 +1394,15 @@ probe_interrupt(void *arg)
 
 	if (p->calls++ > 0)
 		return 0;
-	t0 = now_ms();
+	t0 = harness_now_ms();
 	p->compact_busy_rc = lsm_compact(p->other);
-	p->compact_busy_ms = now_ms() - t0;
+	p->compact_busy_ms = harness_now_ms() - t0;
 	p->other_intr->stop_at = 1;
 	p->compact_intr_rc = lsm_compact(p->other);
 	p->other_intr->stop_at = 0;
-	t0 = now_ms();
+	t0 = harness_now_ms();
 	p->put_rc = lsm_put(p->other, "during", 6, "compaction", 10);
-	p->put_ms = now_ms() - t0;
+	p->put_ms = harness_now_ms() - t0;
 	return 0;
 }
 
@@ -2115,7 +2090,7 @@ TEST(group_commit_kills)
 				kills = 0,
 				w,
 				bad;
-	long		end = now_ms() + 6000;
+	long		end = harness_now_ms() + 6000;
 	lsm_options o = busy_options();
 	lsm_db	   *db;
 	lsm_stats	st;
@@ -2134,12 +2109,12 @@ TEST(group_commit_kills)
 		SPAWN(writers, np, gk_writer(dir, sh, w));
 	}
 	SPAWN(reader, nreader, gk_reader(dir, sh, rng));
-	while (now_ms() < end)
+	while (harness_now_ms() < end)
 	{
 		usleep(20000 + harness_rand64(&rng) % 80000);
 		w = (int) (harness_rand64(&rng) % GK_WRITERS);
 		kill(writers[w], SIGKILL);
-		(void) wait_killed_or_ok(writers[w]);
+		(void) harness_wait_killed_or_ok(writers[w]);
 		kills++;
 		{
 			int			np = w;
@@ -2148,8 +2123,8 @@ TEST(group_commit_kills)
 		}
 	}
 	sh->stop = 1;
-	bad = wait_all(writers, GK_WRITERS, now_ms() + 60000);
-	bad += wait_all(reader, 1, now_ms() + 60000);
+	bad = wait_all(writers, GK_WRITERS, harness_now_ms() + 60000);
+	bad += wait_all(reader, 1, harness_now_ms() + 60000);
 	CHECK_EQ(bad, 0);
 
 	CHECK_OK(lsm_open(dir, &o, &db));
@@ -2448,7 +2423,7 @@ TEST(shared_memtable_kill_points)
 		uint64_t	before = sh->acked;
 
 		SPAWN(pids, np, kp_writer(dir, sh, at));
-		status = wait_killed_or_ok(pids[0]);
+		status = harness_wait_killed_or_ok(pids[0]);
 		/* the open reader: whole batches, every acknowledged one */
 		CHECK_DB_OK(reader, lsm_refresh(reader));
 		for (n = 1; n <= sh->acked; n++)
@@ -2604,7 +2579,7 @@ TEST(flush_outside_kill_points)
 					status;
 
 		SPAWN(pids, np, fo_child(dir, sh, at));
-		status = wait_killed_or_ok(pids[0]);
+		status = harness_wait_killed_or_ok(pids[0]);
 		CHECK_OK(lsm_open(dir, &o, &db));
 		for (n = 1; n <= sh->acked; n++)
 			(void) kp_check(db, n, true);
@@ -2708,7 +2683,7 @@ TEST(manifest_switch_kill_points)
 					status;
 
 		SPAWN(pids, np, ms_flusher(dir, at));
-		status = wait_killed_or_ok(pids[0]);
+		status = harness_wait_killed_or_ok(pids[0]);
 		CHECK_DB_OK(reader, lsm_refresh(reader));
 		CHECK_OK(lsm_open(dir, &o, &db));
 		ms_same_view(reader, db, at);

@@ -356,9 +356,7 @@ killed_at(void (*child) (const char *, long, int), const char *dir, long at,
 	if (said)
 		*said = read(p[0], &c, 1) == 1;
 	close(p[0]);
-	CHECK_EQ(waitpid(pid, &status, 0), pid);
-	CHECK(WIFSIGNALED(status) || (WIFEXITED(status) &&
-								  WEXITSTATUS(status) == 0));
+	status = harness_wait_killed_or_ok(pid);
 	return WIFSIGNALED(status);
 }
 

@@ -54,35 +54,6 @@ typedef struct model
 	size_t		cap;
 } model;
 
-/*
- * Compares keys the way the engine orders them: memcmp, and the shorter key
- * first when one is a prefix of the other.
- */
-static int
-key_cmp(const void *a, size_t alen, const void *b, size_t blen)
-{
-	size_t		n = alen < blen ? alen : blen;
-	int			c = n > 0 ? memcmp(a, b, n) : 0;
-
-	if (c != 0)
-		return c;
-	return (alen > blen) - (alen < blen);
-}
-
-/* Returns a malloc'ed copy of n bytes (a valid pointer even for n == 0). */
-static uint8_t *
-dup_bytes(const void *p, size_t n)
-{
-	uint8_t    *q = malloc(n + 1);
-
-	if (q == NULL)
-		harness_fail(__FILE__, __LINE__, "out of memory");
-	if (n > 0)
-		memcpy(q, p, n);
-	q[n] = '\0';
-	return q;
-}
-
 /* Index of the first entry >= key; *found says whether it equals key. */
 static size_t
 model_lower_bound(const model *m, const void *key, size_t klen, int *found)
@@ -94,14 +65,14 @@ model_lower_bound(const model *m, const void *key, size_t klen, int *found)
 	{
 		size_t		mid = lo + (hi - lo) / 2;
 
-		if (key_cmp(m->e[mid].key, m->e[mid].klen, key, klen) < 0)
+		if (harness_key_cmp(m->e[mid].key, m->e[mid].klen, key, klen) < 0)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	if (found)
 		*found = lo < m->n &&
-			key_cmp(m->e[lo].key, m->e[lo].klen, key, klen) == 0;
+			harness_key_cmp(m->e[lo].key, m->e[lo].klen, key, klen) == 0;
 	return lo;
 }
 
@@ -115,7 +86,7 @@ model_put(model *m, const void *key, size_t klen, const void *val, size_t vlen)
 	if (found)
 	{
 		free(m->e[i].val);
-		m->e[i].val = dup_bytes(val, vlen);
+		m->e[i].val = harness_dup_bytes(val, vlen);
 		m->e[i].vlen = vlen;
 		return;
 	}
@@ -127,9 +98,9 @@ model_put(model *m, const void *key, size_t klen, const void *val, size_t vlen)
 			harness_fail(__FILE__, __LINE__, "out of memory");
 	}
 	memmove(&m->e[i + 1], &m->e[i], (m->n - i) * sizeof(ment));
-	m->e[i].key = dup_bytes(key, klen);
+	m->e[i].key = harness_dup_bytes(key, klen);
 	m->e[i].klen = klen;
-	m->e[i].val = dup_bytes(val, vlen);
+	m->e[i].val = harness_dup_bytes(val, vlen);
 	m->e[i].vlen = vlen;
 	m->n++;
 }
@@ -172,9 +143,9 @@ model_copy(model *dst, const model *src)
 		harness_fail(__FILE__, __LINE__, "out of memory");
 	for (i = 0; i < src->n; i++)
 	{
-		dst->e[i].key = dup_bytes(src->e[i].key, src->e[i].klen);
+		dst->e[i].key = harness_dup_bytes(src->e[i].key, src->e[i].klen);
 		dst->e[i].klen = src->e[i].klen;
-		dst->e[i].val = dup_bytes(src->e[i].val, src->e[i].vlen);
+		dst->e[i].val = harness_dup_bytes(src->e[i].val, src->e[i].vlen);
 		dst->e[i].vlen = src->e[i].vlen;
 	}
 }
@@ -312,8 +283,8 @@ pool_cmp(const void *a, const void *b)
 	int			i = *(const int *) a;
 	int			j = *(const int *) b;
 
-	return key_cmp(sort_state->pool[i], sort_state->pool_len[i],
-				   sort_state->pool[j], sort_state->pool_len[j]);
+	return harness_key_cmp(sort_state->pool[i], sort_state->pool_len[i],
+						   sort_state->pool[j], sort_state->pool_len[j]);
 }
 
 /*
@@ -350,7 +321,7 @@ make_pool(rstate *s, int n)
 		}
 		else
 			len = random_key(s, buf);
-		keys[i] = dup_bytes(buf, len);
+		keys[i] = harness_dup_bytes(buf, len);
 		lens[i] = len;
 		idx[i] = i;
 	}
@@ -368,8 +339,8 @@ make_pool(rstate *s, int n)
 	{
 		int			k = idx[i];
 
-		if (out > 0 && key_cmp(s->pool[out - 1], s->pool_len[out - 1],
-							   keys[k], lens[k]) == 0)
+		if (out > 0 && harness_key_cmp(s->pool[out - 1], s->pool_len[out - 1],
+									   keys[k], lens[k]) == 0)
 		{
 			free(keys[k]);
 			continue;
@@ -403,7 +374,7 @@ random_value(rstate *s, size_t *vlen)
 	if (rnd(s, 50) == 0)
 	{
 		*vlen = 0;
-		return dup_bytes("", 0);
+		return harness_dup_bytes("", 0);
 	}
 	nf = 1 + (int) rnd(s, 4);
 	memset(f, 0, sizeof(f));
@@ -440,7 +411,7 @@ random_value(rstate *s, size_t *vlen)
 		}
 	}
 	CHECK_OK(lsm_row_encode(f, nf, &row, &rowlen));
-	out = dup_bytes(row, rowlen);
+	out = harness_dup_bytes(row, rowlen);
 	lsm_free(row);
 	*vlen = rowlen;
 	return out;
@@ -604,7 +575,7 @@ check_iter_from(rstate *s, lsm_iter *it, const model *m, size_t pos,
 				   hexkey(m->e[pos].key, m->e[pos].klen, hb));
 		key = lsm_iter_key(it, &klen);
 		val = lsm_iter_value(it, &vlen);
-		if (key_cmp(key, klen, m->e[pos].key, m->e[pos].klen) != 0)
+		if (harness_key_cmp(key, klen, m->e[pos].key, m->e[pos].klen) != 0)
 			FAILOP(s, "%s: index %zu: iterator key %s, expected %s", what, pos,
 				   hexkey(key, klen, ha),
 				   hexkey(m->e[pos].key, m->e[pos].klen, hb));
@@ -638,7 +609,8 @@ check_batches_from(rstate *s, lsm_iter *it, const model *m, size_t pos,
 			if (pos >= m->n)
 				FAILOP(s, "%s: batch has %s past the model's end (%zu entries)",
 					   what, hexkey(e[j].key, e[j].klen, ha), m->n);
-			if (key_cmp(e[j].key, e[j].klen, m->e[pos].key, m->e[pos].klen) != 0)
+			if (harness_key_cmp(e[j].key, e[j].klen,
+								m->e[pos].key, m->e[pos].klen) != 0)
 				FAILOP(s, "%s: index %zu: batch key %s, expected %s", what, pos,
 					   hexkey(e[j].key, e[j].klen, ha),
 					   hexkey(m->e[pos].key, m->e[pos].klen, hb));
@@ -753,7 +725,7 @@ check_iter_back_from(rstate *s, lsm_iter *it, const model *m, size_t pos,
 				   hexkey(e->key, e->klen, hb));
 		key = lsm_iter_key(it, &klen);
 		val = lsm_iter_value(it, &vlen);
-		if (key_cmp(key, klen, e->key, e->klen) != 0)
+		if (harness_key_cmp(key, klen, e->key, e->klen) != 0)
 			FAILOP(s, "%s: index %zu (going back): iterator key %s, "
 				   "expected %s", what, pos - 1, hexkey(key, klen, ha),
 				   hexkey(e->key, e->klen, hb));
@@ -903,19 +875,7 @@ hit_cmp(const void *a, const void *b)
 	const hit  *x = a;
 	const hit  *y = b;
 
-	return key_cmp(x->key, x->klen, y->key, y->klen);
-}
-
-/* Does value v have field `field` equal to (val, vlen), not null? */
-static int
-row_matches(const uint8_t *v, size_t vn, int field, const void *val,
-			size_t vlen)
-{
-	lsm_field	f;
-
-	if (lsm_row_field(v, vn, field, &f) != LSM_OK || f.is_null)
-		return 0;
-	return f.len == vlen && (vlen == 0 || memcmp(f.data, val, vlen) == 0);
+	return harness_key_cmp(x->key, x->klen, y->key, y->klen);
 }
 
 /*
@@ -952,9 +912,9 @@ check_value_search_one(rstate *s, lsm_db *db, const model *m, int field,
 			if (hits == NULL)
 				harness_fail(__FILE__, __LINE__, "out of memory");
 		}
-		hits[nhits].key = dup_bytes(k, kn);
+		hits[nhits].key = harness_dup_bytes(k, kn);
 		hits[nhits].klen = kn;
-		hits[nhits].val = dup_bytes(v, vn);
+		hits[nhits].val = harness_dup_bytes(v, vn);
 		hits[nhits].vlen = vn;
 		nhits++;
 		lsm_iter_next(it);
@@ -972,20 +932,20 @@ check_value_search_one(rstate *s, lsm_db *db, const model *m, int field,
 	{
 		const ment *e = &m->e[i];
 
-		if (!row_matches(e->val, e->vlen, field, val, vlen))
+		if (!harness_row_matches(e->val, e->vlen, field, val, vlen))
 			continue;
 		if (j >= nhits)
 			FAILOP(s, "value search field %d = %s: missing key %s "
 				   "(%zu hits)", field, hexkey(val, vlen, hb),
 				   hexkey(e->key, e->klen, ha), nhits);
-		if (key_cmp(hits[j].key, hits[j].klen, e->key, e->klen) != 0)
+		if (harness_key_cmp(hits[j].key, hits[j].klen, e->key, e->klen) != 0)
 		{
-			if (j > 0 && key_cmp(hits[j].key, hits[j].klen,
-								 hits[j - 1].key, hits[j - 1].klen) == 0)
+			if (j > 0 && harness_key_cmp(hits[j].key, hits[j].klen,
+										 hits[j - 1].key, hits[j - 1].klen) == 0)
 				FAILOP(s, "value search field %d = %s: key %s returned twice",
 					   field, hexkey(val, vlen, hb),
 					   hexkey(hits[j].key, hits[j].klen, ha));
-			if (key_cmp(hits[j].key, hits[j].klen, e->key, e->klen) < 0)
+			if (harness_key_cmp(hits[j].key, hits[j].klen, e->key, e->klen) < 0)
 				FAILOP(s, "value search field %d = %s: extra key %s "
 					   "(value %s)", field, hexkey(val, vlen, hb),
 					   hexkey(hits[j].key, hits[j].klen, ha),
@@ -1004,8 +964,9 @@ check_value_search_one(rstate *s, lsm_db *db, const model *m, int field,
 		FAILOP(s, "value search field %d = %s: extra key %s (%s)",
 			   field, hexkey(val, vlen, hb),
 			   hexkey(hits[j].key, hits[j].klen, ha),
-			   j > 0 && key_cmp(hits[j].key, hits[j].klen, hits[j - 1].key,
-								hits[j - 1].klen) == 0 ? "returned twice" :
+			   j > 0 && harness_key_cmp(hits[j].key, hits[j].klen,
+										hits[j - 1].key,
+										hits[j - 1].klen) == 0 ? "returned twice" :
 			   model_get(m, hits[j].key, hits[j].klen) ?
 			   "stale or not matching" : "deleted or never written");
 	s->n_vsearch++;
@@ -1752,8 +1713,8 @@ TEST(iterator_snapshot)
 						want = 0;
 
 			for (i = 0; i < (int) before.n; i++)
-				want += row_matches(before.e[i].val, before.e[i].vlen, 0,
-									"red", 3);
+				want += harness_row_matches(before.e[i].val, before.e[i].vlen,
+											0, "red", 3);
 			while (lsm_iter_valid(vs))
 			{
 				size_t		kn,

@@ -32,16 +32,6 @@ typedef struct rmodel
 	int			version[NKEYS]; /* value version; 0 = absent */
 } rmodel;
 
-/* The engine's key order: memcmp, the shorter first when a prefix. */
-static int
-key_cmp(const void *a, size_t alen, const void *b, size_t blen)
-{
-	size_t		n = alen < blen ? alen : blen;
-	int			c = n > 0 ? memcmp(a, b, n) : 0;
-
-	return c != 0 ? c : (alen > blen) - (alen < blen);
-}
-
 /* A random key: one of three long prefixes, then 0..6 bytes heavy in 0x00/0xff. */
 static size_t
 random_key(uint64_t *rng, uint8_t *k)
@@ -69,8 +59,8 @@ cmp_index(const void *a, const void *b)
 	int			i = *(const int *) a,
 				j = *(const int *) b;
 
-	return key_cmp(model_sort_tmp->key[i], model_sort_tmp->klen[i],
-				   model_sort_tmp->key[j], model_sort_tmp->klen[j]);
+	return harness_key_cmp(model_sort_tmp->key[i], model_sort_tmp->klen[i],
+						   model_sort_tmp->key[j], model_sort_tmp->klen[j]);
 }
 
 /* Fills m with NKEYS distinct random keys in engine order, all absent. */
@@ -89,7 +79,7 @@ model_init(rmodel *m, uint64_t *rng)
 		size_t		kl = random_key(rng, k);
 
 		for (i = 0; i < n; i++)
-			if (key_cmp(tmp->key[i], tmp->klen[i], k, kl) == 0)
+			if (harness_key_cmp(tmp->key[i], tmp->klen[i], k, kl) == 0)
 				break;
 		if (i < n)
 			continue;
@@ -124,7 +114,8 @@ model_last_le(const rmodel *m, const uint8_t *t, size_t tlen)
 
 	for (i = NKEYS - 1; i >= 0; i--)
 		if (m->version[i] != 0 &&
-			(t == NULL || key_cmp(m->key[i], m->klen[i], t, tlen) <= 0))
+			(t == NULL ||
+			 harness_key_cmp(m->key[i], m->klen[i], t, tlen) <= 0))
 			return i;
 	return -1;
 }
@@ -162,7 +153,7 @@ check_backwards(lsm_iter *it, const rmodel *m, const uint8_t *t, size_t tlen,
 		k = lsm_iter_key(it, &kl);
 		v = lsm_iter_value(it, &vl);
 		wlen = value_of(i, m->version[i], want);
-		CHECK_MSG(key_cmp(k, kl, m->key[i], m->klen[i]) == 0,
+		CHECK_MSG(harness_key_cmp(k, kl, m->key[i], m->klen[i]) == 0,
 				  "%s: step %d: wrong key (model key #%d)", what, n, i);
 		CHECK_MEMEQ(v, vl, want, wlen);
 		lsm_iter_next(it);
@@ -337,7 +328,7 @@ check_entry(lsm_iter *it, const sentry *want, const char *what, int n)
 
 	CHECK_MSG(lsm_iter_valid(it), "%s: step %d: ended early", what, n);
 	read_entry(it, &got);
-	CHECK_MSG(key_cmp(got.key, got.klen, want->key, want->klen) == 0,
+	CHECK_MSG(harness_key_cmp(got.key, got.klen, want->key, want->klen) == 0,
 			  "%s: step %d: wrong key", what, n);
 	CHECK_MEMEQ(got.val, got.vlen, want->val, want->vlen);
 	CHECK_EQ(got.del, want->del);
@@ -416,7 +407,7 @@ TEST(stage_reverse)
 					s;
 
 		while (target != NULL && j >= 0 &&
-			   key_cmp(fwd[j].key, fwd[j].klen, target, tlen) > 0)
+			   harness_key_cmp(fwd[j].key, fwd[j].klen, target, tlen) > 0)
 			j--;
 		CHECK_DB_OK(db, lsm_stage_iter_open(st, &it));
 		CHECK_OK(lsm_iter_reverse(it));

@@ -581,17 +581,6 @@ table_path(const char *dir, uint64_t number)
 	return harness_path(dir, name);
 }
 
-/* Size of a file in bytes, or -1. */
-static long long
-file_size(const char *path)
-{
-	struct stat st;
-
-	if (stat(path, &st) != 0)
-		return -1;
-	return (long long) st.st_size;
-}
-
 /*
  * Writes the entries es[0..n) as table number in dir; fills *meta and
  * checks it against the entries.
@@ -631,7 +620,7 @@ write_table(const char *dir, uint64_t number, const entry *es, size_t n,
 	CHECK_EQ_U(meta->deletions, dels);
 	CHECK_EQ_U(meta->min_seq, n ? minseq : 0);
 	CHECK_EQ_U(meta->max_seq, maxseq);
-	CHECK_EQ_U(meta->size, (uint64_t) file_size(path));
+	CHECK_EQ_U(meta->size, (uint64_t) harness_file_size(path));
 	CHECK_EQ_U(meta->filter_bytes, lsm_bloom_size(n, bits_per_key));
 	if (n > 0)
 	{
@@ -1067,7 +1056,7 @@ TEST(builder_exclusive_and_abandon)
 
 	lsm_err_clear(&e);
 	CHECK_OK(lsm_table_builder_open(path, 7, 4096, 10, &b, &e));
-	CHECK_EQ(file_size(path), 0);
+	CHECK_EQ(harness_file_size(path), 0);
 
 	/* a second builder on the same path: LSM_EXISTS, first file intact */
 	b2 = (lsm_table_builder *) 1;
@@ -1085,7 +1074,7 @@ TEST(builder_exclusive_and_abandon)
 	}
 	/* abandoned mid-way (some of it already written): the file is gone */
 	lsm_table_builder_abandon(b);
-	CHECK_EQ(file_size(path), -1);
+	CHECK_EQ(harness_file_size(path), -1);
 	lsm_table_builder_abandon(NULL);
 
 	/* the number is free again; a finished table is not overwritten */
@@ -1093,7 +1082,7 @@ TEST(builder_exclusive_and_abandon)
 	CHECK_OK(lsm_table_builder_add(b, "a", 1, 1, 0, "1", 1, &e));
 	CHECK_OK(lsm_table_builder_finish(b, &meta, &e));
 	CHECK_RC(LSM_EXISTS, lsm_table_builder_open(path, 7, 4096, 10, &b2, &e));
-	CHECK_EQ(file_size(path), (long long) meta.size);
+	CHECK_EQ(harness_file_size(path), (long long) meta.size);
 	CHECK_OK(lsm_table_open(dir, 7, 0, &t, &e));
 	CHECK_OK(lsm_table_get(t, "a", 1, &hit, &e));
 	CHECK_MEMEQ(hit.val, hit.vlen, "1", 1);

@@ -60,16 +60,6 @@
 /* ---------------------------------------------------------------------- */
 /* Keys, values, models. */
 
-/* splitmix64's finalizer. */
-static uint64_t
-mix(uint64_t x)
-{
-	x += UINT64_C(0x9e3779b97f4a7c15);
-	x = (x ^ (x >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	x = (x ^ (x >> 27)) * UINT64_C(0x94d049bb133111eb);
-	return x ^ (x >> 31);
-}
-
 /* Key i: "k00042". */
 static size_t
 key_of(int i, char *buf)
@@ -81,7 +71,7 @@ key_of(int i, char *buf)
 static int
 cat_of(int i, uint64_t ver)
 {
-	return (int) (mix(ver * 7919 + (uint64_t) i) % NCAT);
+	return (int) (harness_mix(ver * 7919 + (uint64_t) i) % NCAT);
 }
 
 /*
@@ -96,7 +86,7 @@ row_of(int i, uint64_t ver, size_t *len)
 				f1[48];
 	uint8_t		fill[128];
 	lsm_field	f[3];
-	uint64_t	h = mix(ver ^ ((uint64_t) i << 40));
+	uint64_t	h = harness_mix(ver ^ ((uint64_t) i << 40));
 	size_t		flen = (size_t) (h % 120),
 				j;
 	void	   *row;
@@ -375,68 +365,6 @@ stage_tables(const char *dir, int *max_number)
 	closedir(d);
 	free(sdir);
 	return n;
-}
-
-/* Removes every regular file of a flat directory. */
-static void
-clear_dir(const char *dir)
-{
-	DIR		   *d = opendir(dir);
-	struct dirent *de;
-
-	CHECK(d != NULL);
-	while ((de = readdir(d)) != NULL)
-	{
-		char	   *p;
-
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		p = harness_path(dir, de->d_name);
-		CHECK_MSG(harness_rmtree(p) == 0, "remove %s: %s", p, strerror(errno));
-		free(p);
-	}
-	closedir(d);
-}
-
-/* Copies the regular files of directory from into directory to. */
-static void
-copy_dir(const char *from, const char *to)
-{
-	DIR		   *d = opendir(from);
-	struct dirent *de;
-	static char buf[1 << 16];
-
-	CHECK(d != NULL);
-	while ((de = readdir(d)) != NULL)
-	{
-		char	   *src,
-				   *dst;
-		int			in,
-					out;
-		ssize_t		n;
-		struct stat sb;
-
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		src = harness_path(from, de->d_name);
-		dst = harness_path(to, de->d_name);
-		CHECK(stat(src, &sb) == 0);
-		if (S_ISREG(sb.st_mode))
-		{
-			in = open(src, O_RDONLY);
-			CHECK_MSG(in >= 0, "open %s: %s", src, strerror(errno));
-			out = open(dst, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-			CHECK_MSG(out >= 0, "open %s: %s", dst, strerror(errno));
-			while ((n = read(in, buf, sizeof(buf))) > 0)
-				CHECK(write(out, buf, (size_t) n) == n);
-			CHECK(n == 0);
-			close(in);
-			close(out);
-		}
-		free(src);
-		free(dst);
-	}
-	closedir(d);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1038,7 +966,7 @@ TEST(stage_tiers)
 		for (pass = 0; pass < 3; pass++)
 			for (i = 0; i < NK; i++)
 			{
-				int			k = order ? (int) (mix((uint64_t) (pass * NK + i)) % NK) :
+				int			k = order ? (int) (harness_mix((uint64_t) (pass * NK + i)) % NK) :
 					i;
 				char		kb[16];
 				size_t		klen = key_of(k, kb),
@@ -1788,16 +1716,6 @@ TEST(stage_deletes_deep_keys)
 /* ---------------------------------------------------------------------- */
 /* Backwards. */
 
-/* The engine's key order: memcmp, the shorter first when a prefix. */
-static int
-key_order(const void *a, size_t alen, const void *b, size_t blen)
-{
-	size_t		n = alen < blen ? alen : blen;
-	int			c = n > 0 ? memcmp(a, b, n) : 0;
-
-	return c != 0 ? c : (alen > blen) - (alen < blen);
-}
-
 /*
  * The last key the stage model s writes that is <= target (target NULL:
  * the last it writes), counting down from key below (exclusive); -1 if
@@ -1814,7 +1732,7 @@ staged_le(const smodel *s, const char *target, size_t tlen, int below)
 		size_t		klen = key_of(i, k);
 
 		if (s->state[i] != ST_NONE &&
-			(target == NULL || key_order(k, klen, target, tlen) <= 0))
+			(target == NULL || harness_key_cmp(k, klen, target, tlen) <= 0))
 			return i;
 	}
 	return -1;
@@ -1844,7 +1762,7 @@ check_staged(lsm_iter *it, const smodel *s, int i, const char *ctx, int step)
 			  step, lsm_strerror(lsm_iter_status(it)), k);
 	ik = lsm_iter_key(it, &iklen);
 	iv = lsm_iter_value(it, &ivlen);
-	CHECK_MSG(key_order(ik, iklen, k, klen) == 0, "%s, step %d: %.*s, "
+	CHECK_MSG(harness_key_cmp(ik, iklen, k, klen) == 0, "%s, step %d: %.*s, "
 			  "expected %s", ctx, step, (int) iklen, (const char *) ik, k);
 	if (s->state[i] == ST_DEL)
 	{
@@ -2454,7 +2372,8 @@ fill_stage(lsm_db *db, lsm_stage *st, smodel *s, uint64_t ver, int nops)
 
 	for (i = 0; i < nops; i++)
 	{
-		int			k = (int) (mix(ver * 1000 + (uint64_t) i) % (NK - 1));
+		int			k = (int) (harness_mix(ver * 1000 + (uint64_t) i) %
+							   (NK - 1));
 
 		if (i % 4 == 3)
 			stage_del(db, st, s, k);
@@ -2556,8 +2475,8 @@ TEST(stage_commit_faults)
 				snprintf(ctx, sizeof(ctx), "%s%s %ld failing with %s",
 						 trunc ? "truncating, " : "",
 						 kind < 2 ? "write" : "fsync", n, strerror(err));
-				clear_dir(dir);
-				copy_dir(tmpl, dir);
+				harness_clear_dir(dir);
+				harness_copy_dir(tmpl, dir);
 				db = open_store(dir, n % 2);
 				CHECK_DB_OK(db, lsm_stage_open(db, 4096, &st));
 				if (trunc)
@@ -2735,8 +2654,8 @@ TEST(stage_power_failure)
 		char		ctx[64];
 
 		snprintf(ctx, sizeof(ctx), "power failure run %d", run);
-		clear_dir(dir);
-		copy_dir(tmpl, dir);
+		harness_clear_dir(dir);
+		harness_copy_dir(tmpl, dir);
 		pid = fork();
 		CHECK(pid >= 0);
 		if (pid == 0)

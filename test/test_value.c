@@ -79,20 +79,6 @@ key_index(const void *key, size_t klen, int nkeys)
 	return i < nkeys ? i : -1;
 }
 
-/* Returns a malloc'ed copy of n bytes (a valid pointer even for n == 0). */
-static uint8_t *
-dup_bytes(const void *p, size_t n)
-{
-	uint8_t    *q = malloc(n + 1);
-
-	if (q == NULL)
-		harness_fail(__FILE__, __LINE__, "out of memory");
-	if (n > 0)
-		memcpy(q, p, n);
-	q[n] = '\0';
-	return q;
-}
-
 /* Encodes nf fields into a malloc'ed row of *len bytes. */
 static uint8_t *
 make_row(const lsm_field *f, int nf, size_t *len)
@@ -102,7 +88,7 @@ make_row(const lsm_field *f, int nf, size_t *len)
 	uint8_t    *out;
 
 	CHECK_OK(lsm_row_encode(f, nf, &row, &rowlen));
-	out = dup_bytes(row, rowlen);
+	out = harness_dup_bytes(row, rowlen);
 	lsm_free(row);
 	*len = rowlen;
 	return out;
@@ -153,7 +139,7 @@ static void
 model_set(model *m, int i, const void *v, size_t vlen)
 {
 	free(m->val[i]);
-	m->val[i] = dup_bytes(v, vlen);
+	m->val[i] = harness_dup_bytes(v, vlen);
 	m->vlen[i] = vlen;
 }
 
@@ -228,18 +214,6 @@ del_row(lsm_db *db, model *m, int i)
 	model_del(m, i);
 }
 
-/* Does row v have field `field` equal to (val, vlen), not null? */
-static int
-row_matches(const uint8_t *v, size_t vn, int field, const void *val,
-			size_t vlen)
-{
-	lsm_field	f;
-
-	if (v == NULL || lsm_row_field(v, vn, field, &f) != LSM_OK || f.is_null)
-		return 0;
-	return f.len == vlen && (vlen == 0 || memcmp(f.data, val, vlen) == 0);
-}
-
 /* Number of the model's rows matching. */
 static size_t
 model_count(const model *m, int field, const void *val, size_t vlen)
@@ -248,7 +222,7 @@ model_count(const model *m, int field, const void *val, size_t vlen)
 	int			i;
 
 	for (i = 0; i < m->nkeys; i++)
-		n += row_matches(m->val[i], m->vlen[i], field, val, vlen);
+		n += harness_row_matches(m->val[i], m->vlen[i], field, val, vlen);
 	return n;
 }
 
@@ -345,7 +319,7 @@ take_row(lsm_iter *it, const model *m, int field, const void *val,
 					 "%s (%zu bytes, newest is %zu bytes)", what,
 					 harness_hex(k, kn, hk), harness_hex(v, vn, hv), vn,
 					 m->vlen[i]);
-	if (!row_matches(v, vn, field, val, vlen))
+	if (!harness_row_matches(v, vn, field, val, vlen))
 		harness_fail(__FILE__, __LINE__, "%s: returned key %s whose row %s does "
 					 "not match", what, harness_hex(k, kn, hk),
 					 harness_hex(v, vn, hv));
@@ -371,7 +345,8 @@ drain_finish(lsm_iter *it, const model *m, int field, const void *val,
 		harness_fail(__FILE__, __LINE__, "%s: iterator status %d (%s)", what,
 					 lsm_iter_status(it), lsm_strerror(lsm_iter_status(it)));
 	for (i = 0; i < m->nkeys; i++)
-		if (!d->seen[i] && row_matches(m->val[i], m->vlen[i], field, val, vlen))
+		if (!d->seen[i] &&
+			harness_row_matches(m->val[i], m->vlen[i], field, val, vlen))
 		{
 			char		key[16];
 
@@ -384,18 +359,6 @@ drain_finish(lsm_iter *it, const model *m, int field, const void *val,
 	n = d->count;
 	free(d->seen);
 	d->seen = NULL;
-	return n;
-}
-
-/* Files in levels [from, LSM_MAX_LEVELS). */
-static uint64_t
-files_from(const lsm_stats *st, int from)
-{
-	uint64_t	n = 0;
-	int			l;
-
-	for (l = from; l < LSM_MAX_LEVELS; l++)
-		n += (uint64_t) st->level[l].files;
 	return n;
 }
 
@@ -435,7 +398,7 @@ check_counters(const sctx *c, const lsm_search_stats *st, int strategy,
 			   int field, size_t n, const lsm_stats *dst, const char *what)
 {
 	const lsm_hierarchy_stats *h = &dst->hierarchy;
-	uint64_t	nfiles = files_from(dst, 0);
+	uint64_t	nfiles = harness_files_from(dst, 0);
 	int			used = strategy;
 	bool		unfiltered_field = h->value_filter_bits == 0 ||
 		h->value_filter_hashes == 0 ||
@@ -774,10 +737,10 @@ check_shape(const lsm_stats *st, const lsm_options *o, bool damaged,
 					 h->value_filter_bits, h->value_filter_hashes,
 					 h->hierarchy_order, m, o->value_filter_hashes,
 					 o->hierarchy_order);
-	if (h->leaves > files_from(st, 1))
+	if (h->leaves > harness_files_from(st, 1))
 		harness_fail(__FILE__, __LINE__, "%s: %" PRIu64 " leaves but %" PRIu64
 					 " tables in levels >= 1", where, h->leaves,
-					 files_from(st, 1));
+					 harness_files_from(st, 1));
 	if (m == 0 && (h->leaves || h->internal || h->height || h->node_bytes))
 		harness_fail(__FILE__, __LINE__, "%s: a hierarchy without value filters",
 					 where);
@@ -1053,7 +1016,7 @@ random_value(vstate *s, size_t *len)
 	if (r == 0)
 	{
 		*len = 0;
-		return dup_bytes("", 0);
+		return harness_dup_bytes("", 0);
 	}
 	if (r == 1)
 	{
@@ -1063,7 +1026,7 @@ random_value(vstate *s, size_t *len)
 		for (j = 0; j < n; j++)
 			buf[0][j] = (uint8_t) rnd(s, 256);
 		*len = n;
-		return dup_bytes(buf[0], n);
+		return harness_dup_bytes(buf[0], n);
 	}
 	r = (int) rnd(s, 20);
 	nf = r == 0 ? 1 : r < 6 ? 2 : 3;
@@ -1228,8 +1191,8 @@ checkpoint(vstate *s)
 	CHECK_DB_OK(s->db, lsm_verify(s->db));
 	get_stats(s->db, &st);
 	check_shape(&st, &s->opt, false, s->where);
-	if (files_from(&st, 0) > s->max_files)
-		s->max_files = files_from(&st, 0);
+	if (harness_files_from(&st, 0) > s->max_files)
+		s->max_files = harness_files_from(&st, 0);
 	for (l = 0; l < LSM_MAX_LEVELS; l++)
 		if (st.level[l].files > 0 && l + 1 > s->max_levels)
 			s->max_levels = l + 1;
@@ -1629,7 +1592,7 @@ TEST(newest_version_only)
 	CHECK_DB_OK(db, lsm_compact_all(db));
 	get_stats(db, &st);
 	CHECK_EQ(st.level[0].files, 0);
-	CHECK_GT(files_from(&st, 1), 0);
+	CHECK_GT(harness_files_from(&st, 1), 0);
 	put_text(db, &m, 3, 2, "cyan", "x", NULL);
 	CHECK_DB_OK(db, lsm_flush(db));
 	get_stats(db, &st);
@@ -1705,8 +1668,8 @@ TEST(newest_version_only)
 	put_text(db, &m, 8, 1, "red", NULL, NULL);
 	put_text(db, &m, 9, 2, NULL, "q", NULL);
 	put_text(db, &m, 10, 2, "", "q", NULL);
-	put_row(db, &m, 11, dup_bytes("", 0), 0);
-	put_row(db, &m, 12, dup_bytes("\x05\x01", 2), 2);
+	put_row(db, &m, 11, harness_dup_bytes("", 0), 0);
+	put_row(db, &m, 12, harness_dup_bytes("\x05\x01", 2), 2);
 	put_text(db, &m, 13, 0, NULL, NULL, NULL);
 	c.where = "null, missing and malformed fields";
 	search_str(&c, 1, "q", 2);
@@ -1789,7 +1752,7 @@ TEST(search_snapshot)
 		}
 	}
 	get_stats(db, &st);
-	CHECK_GT(files_from(&st, 1), 1);
+	CHECK_GT(harness_files_from(&st, 1), 1);
 	CHECK_GT(st.memtable_entries, 0);
 	model_copy(&snap, &m);
 
@@ -1965,9 +1928,9 @@ TEST(unindexed_fields)
 	}
 	CHECK_DB_OK(db, lsm_compact_all(db));
 	get_stats(db, &st);
-	CHECK_GT(files_from(&st, 1), 4);
+	CHECK_GT(harness_files_from(&st, 1), 4);
 	/* the tables of the second range are no leaves */
-	CHECK_LT(st.hierarchy.leaves, files_from(&st, 1));
+	CHECK_LT(st.hierarchy.leaves, harness_files_from(&st, 1));
 	CHECK_GE(st.hierarchy.leaves, 2);
 
 	c = ctx_of(db, &m, &o, "unindexed field 1");
@@ -1976,7 +1939,7 @@ TEST(unindexed_fields)
 	for (s = 0; s < NSTRAT; s++)
 	{
 		search_one(&c, 1, "u7", 2, all_strategies[s], &ss);
-		CHECK_EQ_U(ss.sstables_scanned, files_from(&st, 0));
+		CHECK_EQ_U(ss.sstables_scanned, harness_files_from(&st, 0));
 		if (ss.strategy != LSM_SEARCH_SCAN)
 			CHECK_GT(ss.sstables_unfiltered, 0);
 	}
@@ -1990,7 +1953,7 @@ TEST(unindexed_fields)
 	search_one(&c, 66, "far99", 5, LSM_SEARCH_LEAVES, &ss);
 	CHECK_EQ_U(ss.sstables_scanned, 0);
 	search_one(&c, 0, "red", 3, LSM_SEARCH_TREE, &ss);
-	CHECK_LT(ss.sstables_scanned, files_from(&st, 0));
+	CHECK_LT(ss.sstables_scanned, harness_files_from(&st, 0));
 	CHECK_DB_OK(db, lsm_verify(db));
 
 	/* another open asking for every field: the store keeps its setting */
@@ -2008,13 +1971,13 @@ TEST(unindexed_fields)
 	for (s = 0; s < NSTRAT; s++)
 	{
 		search_one(&c, 1, "u5", 2, all_strategies[s], &ss);
-		CHECK_EQ_U(ss.sstables_scanned, files_from(&st, 0));
+		CHECK_EQ_U(ss.sstables_scanned, harness_files_from(&st, 0));
 	}
 	CHECK_DB_OK(db, lsm_compact_all(db));
 	get_stats(db, &st);
 	search_str(&c, 1, "u5", model_count(&m, 1, "u5", 2));
 	search_one(&c, 1, "u5", 2, LSM_SEARCH_TREE, &ss);
-	CHECK_EQ_U(ss.sstables_scanned, files_from(&st, 0));
+	CHECK_EQ_U(ss.sstables_scanned, harness_files_from(&st, 0));
 	search_str(&c, 0, "green", 400);
 	CHECK_DB_OK(db, lsm_verify(db));
 	CHECK_DB_OK(db, lsm_close(db));
@@ -2065,7 +2028,7 @@ TEST(no_value_filters)
 			CHECK_DB_OK(db, lsm_flush(db));
 		}
 		get_stats(db, &st);
-		CHECK_GT(files_from(&st, 0), 4);
+		CHECK_GT(harness_files_from(&st, 0), 4);
 		CHECK_EQ_U(st.hierarchy.value_filter_bits, 0);
 		CHECK_EQ_U(st.hierarchy.leaves, 0);
 		CHECK_EQ_U(st.hierarchy.internal, 0);
@@ -2081,10 +2044,10 @@ TEST(no_value_filters)
 		for (s = 0; s < NSTRAT; s++)
 		{
 			search_one(&c, 0, "blue", 4, all_strategies[s], &ss);
-			CHECK_EQ_U(ss.sstables_scanned, files_from(&st, 0));
+			CHECK_EQ_U(ss.sstables_scanned, harness_files_from(&st, 0));
 			CHECK_EQ_U(ss.leaves_probed, 0);
 			if (ss.strategy != LSM_SEARCH_SCAN)
-				CHECK_EQ_U(ss.sstables_unfiltered, files_from(&st, 0));
+				CHECK_EQ_U(ss.sstables_unfiltered, harness_files_from(&st, 0));
 		}
 		CHECK_DB_OK(db, lsm_verify(db));
 	}
@@ -2383,8 +2346,10 @@ TEST(value_search_split_processes)
 			}
 			for (i = 0; i < 3000; i++)
 				CHECK_MSG(sh->seen[i] ==
-						  (uint32_t) row_matches(snap.val[i], snap.vlen[i], field,
-												 vals[v], strlen(vals[v])),
+						  (uint32_t) harness_row_matches(snap.val[i],
+														 snap.vlen[i], field,
+														 vals[v],
+														 strlen(vals[v])),
 						  "%s = %s: key %d returned %u times",
 						  strategy_name(all_strategies[s]), vals[v], i,
 						  sh->seen[i]);
@@ -2559,7 +2524,7 @@ TEST(move_during_flush)
 	get_stats(db, &st);
 	CHECK_EQ(st.level[0].files, 0);
 	CHECK_GT(st.level[1].files, 8);
-	CHECK_EQ(files_from(&st, 2), 0);
+	CHECK_EQ(harness_files_from(&st, 2), 0);
 	CHECK_DB_OK(db, lsm_close(db));
 
 	memset(&mdf, 0, sizeof(mdf));
@@ -2574,8 +2539,8 @@ TEST(move_during_flush)
 	CHECK_GT(mdf.calls, 0);
 	CHECK(mdf.w == NULL);
 	get_stats(db, &st);
-	CHECK_GT(files_from(&st, 2), 0);
-	CHECK_EQ_U(st.hierarchy.leaves, files_from(&st, 1));
+	CHECK_GT(harness_files_from(&st, 2), 0);
+	CHECK_EQ_U(st.hierarchy.leaves, harness_files_from(&st, 1));
 	CHECK_DB_OK(db, lsm_verify(db));
 	c = ctx_of(db, &m, &o, "after a move during a flush");
 	search_str(&c, 0, "red", model_count(&m, 0, "red", 3));
@@ -2631,7 +2596,7 @@ TEST(estimate_matches_search)
 	CHECK_EQ(st.level[0].files, 0);
 	CHECK_EQ(st.memtable_entries, 0);
 	CHECK_GE(st.hierarchy.leaves, 4);
-	CHECK_EQ_U(st.hierarchy.leaves, files_from(&st, 1));
+	CHECK_EQ_U(st.hierarchy.leaves, harness_files_from(&st, 1));
 	check_shape(&st, &o, false, "estimate store");
 
 	c = ctx_of(db, &m, &o, "estimate");
@@ -2670,7 +2635,7 @@ TEST(estimate_matches_search)
 	search_str(&c, 0, "common3", 375);
 	CHECK_DB_OK(db, lsm_value_search_estimate(db, 0, "common3", 7,
 											  LSM_SEARCH_TREE, &est));
-	CHECK_EQ_U(est.sstables_scanned, files_from(&st, 1));
+	CHECK_EQ_U(est.sstables_scanned, harness_files_from(&st, 1));
 	CHECK_DB_OK(db, lsm_verify(db));
 	CHECK_DB_OK(db, lsm_close(db));
 	model_free(&m);
@@ -2716,7 +2681,7 @@ TEST(hierarchy_shape_and_damage)
 		   " saturated), height %d\n", st.hierarchy.leaves,
 		   st.hierarchy.internal, st.hierarchy.saturated, st.hierarchy.height);
 	CHECK_EQ(st.level[0].files, 0);
-	CHECK_EQ_U(st.hierarchy.leaves, files_from(&st, 1));
+	CHECK_EQ_U(st.hierarchy.leaves, harness_files_from(&st, 1));
 	CHECK_GT(st.hierarchy.leaves, 64);	/* two groups of the flat layout */
 	CHECK_GT(st.hierarchy.internal, 0);
 	CHECK_GE(st.hierarchy.height, 2);

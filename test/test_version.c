@@ -182,20 +182,9 @@ static uint8_t *
 slurp(const char *dir, const char *name, size_t *len)
 {
 	char	   *path = harness_path(dir, name);
-	struct stat st;
-	uint8_t    *buf;
-	int			fd;
-	lsm_err		e;
+	uint8_t    *buf = harness_read_file(path, len);
 
-	lsm_err_clear(&e);
-	CHECK_OK(lsm_env_open(path, O_RDONLY, 0, &fd, &e));
-	CHECK_EQ(fstat(fd, &st), 0);
-	buf = malloc(st.st_size ? st.st_size : 1);
-	CHECK(buf != NULL);
-	CHECK_OK(lsm_env_pread(fd, buf, st.st_size, 0, name, &e));
-	lsm_env_close(fd);
 	free(path);
-	*len = (size_t) st.st_size;
 	return buf;
 }
 
@@ -204,11 +193,8 @@ static void
 spew(const char *dir, const char *name, const void *buf, size_t len)
 {
 	char	   *path = harness_path(dir, name);
-	int			fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 
-	CHECK(fd >= 0);
-	CHECK_EQ(write(fd, buf, len), (ssize_t) len);
-	close(fd);
+	harness_write_file(path, buf, len);
 	free(path);
 }
 

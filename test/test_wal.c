@@ -1053,43 +1053,6 @@ tail_options(lsm_options *o)
 	o->log = log_message;
 }
 
-/* Size of the file at path. */
-static uint64_t
-file_size(const char *path)
-{
-	struct stat st;
-
-	CHECK_MSG(stat(path, &st) == 0, "stat %s: %s", path, strerror(errno));
-	return (uint64_t) st.st_size;
-}
-
-/* Reads the whole file at path into a new allocation; its size in *len. */
-static uint8_t *
-slurp(const char *path, size_t *len)
-{
-	int			fd = open(path, O_RDONLY);
-	uint8_t    *buf;
-
-	CHECK_MSG(fd >= 0, "open %s: %s", path, strerror(errno));
-	*len = (size_t) file_size(path);
-	buf = malloc(*len ? *len : 1);
-	CHECK(buf != NULL);
-	CHECK(pread(fd, buf, *len, 0) == (ssize_t) *len);
-	close(fd);
-	return buf;
-}
-
-/* Writes buf[0 .. len) as the whole file at path. */
-static void
-spill(const char *path, const uint8_t *buf, size_t len)
-{
-	int			fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-	CHECK_MSG(fd >= 0, "open %s: %s", path, strerror(errno));
-	CHECK(write(fd, buf, len) == (ssize_t) len);
-	close(fd);
-}
-
 /* Puts key k<tag>/<j> for j < n, values of vbytes bytes, in one batch. */
 static void
 put_batch(lsm_db *db, const char *tag, int n, size_t vbytes)
@@ -1194,29 +1157,8 @@ build_tail_store(const char *dir, uint64_t *start, uint64_t *end, char **log)
 static void
 copy_store(const char *from, const char *to)
 {
-	DIR		   *d = opendir(from);
-	struct dirent *de;
-
-	CHECK(d != NULL);
 	CHECK_EQ(mkdir(to, 0755), 0);
-	while ((de = readdir(d)) != NULL)
-	{
-		char	   *src,
-				   *dst;
-		uint8_t    *buf;
-		size_t		len;
-
-		if (de->d_name[0] == '.')
-			continue;
-		src = harness_path(from, de->d_name);
-		dst = harness_path(to, de->d_name);
-		buf = slurp(src, &len);
-		spill(dst, buf, len);
-		free(buf);
-		free(src);
-		free(dst);
-	}
-	closedir(d);
+	harness_copy_dir(from, to);
 }
 
 /*
@@ -1312,7 +1254,7 @@ recover_every_mode(const char *template, const char *work, const uint8_t *bytes,
 		snprintf(msg, sizeof(msg), "%s, %s", what, mode_names[m]);
 		CHECK_EQ(harness_rmtree(work), 0);
 		copy_store(template, work);
-		spill(log, bytes, len);
+		harness_write_file(log, bytes, len);
 		memset(&logged, 0, sizeof(logged));
 		commit_in_mode(work, (tail_mode) m, torn_present, msg);
 
@@ -1365,7 +1307,7 @@ TEST(torn_tail_every_mode)
 
 	CHECK_EQ(mkdir(template, 0755), 0);
 	build_tail_store(template, &start, &end, &log);
-	orig = slurp(log, &size);
+	orig = harness_read_file(log, &size);
 	CHECK(size >= end);			/* zeros follow the records (wal.h) */
 	for (len = start; len <= end; len++)
 	{
@@ -1604,7 +1546,7 @@ TEST(cut_under_mapping)
 	CHECK_OK(lsm_open(dir, &o, &a));
 	CHECK_OK(lsm_open(dir, &o, &b));
 	put_batch(a, "first", 3, 10);
-	CHECK_EQ_U(file_size(log) % (1 << 20), 0);
+	CHECK_EQ_U(harness_file_size(log) % (1 << 20), 0);
 
 	memset(&f, 0, sizeof(f));
 	f.fail_write_at = 1;
@@ -1620,10 +1562,10 @@ TEST(cut_under_mapping)
 	}
 	lsm_fault_install(NULL);
 	CHECK_EQ(f.injected, 1);
-	CHECK_EQ_U(file_size(log), b->log_off);
+	CHECK_EQ_U(harness_file_size(log), b->log_off);
 
 	put_batch(a, "second", 3, 10);
-	CHECK_GT(file_size(log), b->log_off);
+	CHECK_GT(harness_file_size(log), b->log_off);
 	CHECK_OK(lsm_close(b));
 	CHECK_OK(lsm_close(a));
 
@@ -1661,8 +1603,8 @@ TEST(preallocated_log)
 	put_batch(db, "synced", 3, 10);
 	end = db->log_off;
 	CHECK_GT(end, 0);
-	CHECK_EQ_U(file_size(log) % (1 << 20), 0);
-	CHECK_GT(file_size(log), end);
+	CHECK_EQ_U(harness_file_size(log) % (1 << 20), 0);
+	CHECK_GT(harness_file_size(log), end);
 	CHECK_OK(lsm_close(db));
 
 	o.sync = 0;
