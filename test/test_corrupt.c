@@ -1449,7 +1449,7 @@ TEST(manifest_forged_fields)
 	int			i;
 
 	build_store(dir);
-	good = read_file(path, &len);
+	good = harness_read_file(path, &len);
 	for (i = 0; i < (int) (sizeof(bad) / sizeof(bad[0])); i++)
 	{
 		snprintf(what, sizeof(what), "forged MANIFEST %d (%s)", i,
@@ -1458,7 +1458,7 @@ TEST(manifest_forged_fields)
 		open_fails_everywhere(dir, "malformed manifest \"MANIFEST\" at offset",
 							  what);
 		open_fails_everywhere(dir, bad[i].expect, what);
-		write_file(path, good, len);
+		harness_write_file(path, good, len);
 	}
 	/* a store without value filters whose tables have none is well formed */
 	{
@@ -1471,7 +1471,7 @@ TEST(manifest_forged_fields)
 		o.read_only = 1;
 		CHECK_OK(lsm_open(dir, &o, &db));
 		CHECK_OK(lsm_close(db));
-		write_file(path, good, len);
+		harness_write_file(path, good, len);
 	}
 	probe_intact(dir, "store after restoring the MANIFEST");
 	free(good);
