@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "compaction.h"
 #include "db.h"
 #include "env.h"
 

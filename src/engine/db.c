@@ -104,7 +104,7 @@
  *		old once, and a copy left by a crash begins at or below the old
  *		log's last sequence (check_directory).  Its table's number is in
  *		LOCK's page before the file exists, and the sweep keeps that table
- *		while LOCK.flush is held (compaction.c remove_obsolete).
+ *		while LOCK.flush is held (lsm_db_remove_obsolete).
  *	(14) While a pin slot of LOCK's page names a live process of this boot,
  *		no table, log or shared memtable is removed (lsm_db_views_pinned,
  *		asked under the flock of LOCK by every removal); lsm_share takes its
@@ -4333,61 +4333,7 @@ found(lsm_db *db, int del, const uint8_t *v, size_t n, void **val, size_t *vlen)
 	return LSM_OK;
 }
 
-/*
- * Probes file i of level l for a key with hash h: its filter (from the
- * version's compact array), then the table.  Returns LSM_OK with *hit,
- * LSM_NOTFOUND, or an error.
- */
-static inline int
-probe_table(lsm_db *db, const lsm_version *v, int l, int i, const void *key,
-			size_t klen, uint64_t h, lsm_table_hit *hit, lsm_err *e)
-{
-	const lsm_bloom *f = &v->filters[l][i];
-	int			rc;
 
-	db->ctr.filter_probes++;
-	if (f->num_lines > 0 && !lsm_bloom_may_match(f, h))
-	{
-		db->ctr.filter_negatives++;
-		return LSM_NOTFOUND;
-	}
-	db->ctr.sstable_reads++;
-	rc = lsm_table_get(v->files[l][i]->table, key, klen, hit, e);
-	if (rc == LSM_NOTFOUND)
-		db->ctr.false_positives++;
-	return rc;
-}
-
-/*
- * Looks key (hash h, computed once by the caller) up in the tables of v.
- * LSM_OK with *hit, LSM_NOTFOUND, or an error.
- */
-int
-lsm_db_version_get(lsm_db *db, lsm_version *v, const void *key, size_t klen,
-				   uint64_t h, lsm_table_hit *hit, lsm_err *e)
-{
-	int			l,
-				i,
-				rc;
-
-	for (i = 0; i < v->nfiles[0]; i++)
-	{
-		if (!lsm_file_overlaps(v->files[0][i], key, klen, key, klen))
-			continue;
-		rc = probe_table(db, v, 0, i, key, klen, h, hit, e);
-		if (rc != LSM_NOTFOUND)
-			return rc;
-	}
-	for (l = 1; l < LSM_MAX_LEVELS; l++)
-	{
-		if (v->nfiles[l] == 0 || (i = lsm_version_locate(v, l, key, klen)) < 0)
-			continue;
-		rc = probe_table(db, v, l, i, key, klen, h, hit, e);
-		if (rc != LSM_NOTFOUND)
-			return rc;
-	}
-	return LSM_NOTFOUND;
-}
 
 int
 lsm_get(lsm_db *db, const void *key, size_t klen, void **val, size_t *vlen)
@@ -4416,7 +4362,7 @@ lsm_get(lsm_db *db, const void *key, size_t klen, void **val, size_t *vlen)
 		lsm_memtable_get(db->mem, key, klen, db->read_seq, &kind, &mv, &mvlen,
 						 &seq))
 		return found(db, kind == LSM_KIND_DEL, mv, mvlen, val, vlen);
-	rc = lsm_db_version_get(db, db->current, key, klen, h, &hit, &db->err);
+	rc = lsm_version_get(db->current, key, klen, h, &hit, &db->ctr, &db->err);
 	if (rc != LSM_OK)
 		return rc;
 	return found(db, hit.del, hit.val, hit.vlen, val, vlen);
@@ -4457,7 +4403,7 @@ newest_since(lsm_db *db, const void *key, size_t klen, uint64_t seq,
 		*written = false;
 		return LSM_OK;
 	}
-	rc = lsm_db_version_get(db, db->current, key, klen, h, &hit, e);
+	rc = lsm_version_get(db->current, key, klen, h, &hit, &db->ctr, e);
 	if (rc == LSM_NOTFOUND)
 		return LSM_OK;
 	if (rc != LSM_OK)
@@ -4635,8 +4581,8 @@ lsm_multi_get(lsm_db *db, size_t n, const void *const *keys,
 
 				if (st[i].done || st[i].file < 0)
 					continue;
-				rc = probe_table(db, v, l, st[i].file, keys[i], klens[i],
-								 st[i].h, &hit, &db->err);
+				rc = lsm_version_probe(v, l, st[i].file, keys[i], klens[i],
+									   st[i].h, &hit, &db->ctr, &db->err);
 				if (rc == LSM_NOTFOUND)
 					continue;
 				st[i].done = true;

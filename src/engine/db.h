@@ -1,24 +1,10 @@
 /*
  * db.h
- *		The database layer's private state: the open handle, batches and the
- *		functions shared by db.c, iter.c and compaction.c.
- *
- * Files in a store directory:
- *		LOCK			flock'ed exclusively by a writer (append, flush, install);
- *						its first page is mapped shared and holds the change
- *						generation (see "change generation" in db.c)
- *		LOCK.compact	flock'ed by the one process compacting
- *		LOCK.flush		flock'ed by the one process writing the memtable to a
- *						table outside the write lock (see "flushes outside
- *						the write lock" in docs/architecture.md)
- *		LOCK.sync		flock'ed by the one process syncing the WAL for a group
- *						of commits (see "group commit" in db.c)
- *		MANIFEST		the current version (version.h)
- *		NNNNNN.log		the WAL named by the manifest (wal.h)
- *		NNNNNN.mem		its shared memtable (memfile.h), a cache of the log
- *		NNNNNN.sst		SSTables (sstable.h)
- *		stage.<pid>.<n>/	a stage's private directory of sorted runs
- *						(stage.c), flock'ed through its LOCK file
+ *		The store core (db.c): the open handle's state, and the services the
+ *		layers above it use (locks, catch-up, install, the write path, ingest,
+ *		background failures).  docs/architecture.md, "Layers", has the stack;
+ *		the files of a store directory are named in storedir.h and described
+ *		byte by byte in docs/format.md.
  */
 #ifndef LSM_DB_H
 #define LSM_DB_H
@@ -173,7 +159,7 @@ typedef struct lsm_lock_page
 	/*
 	 * The number of the table a flush outside the write lock is writing,
 	 * stored before the file is created, while holding LOCK.flush: the
-	 * orphan sweep keeps it (compaction.c remove_obsolete).
+	 * orphan sweep keeps it (lsm_db_remove_obsolete).
 	 */
 	uint64_t	flush_number;
 
@@ -307,14 +293,6 @@ bool		lsm_db_views_pinned(lsm_db *db);
  */
 int			lsm_db_install(lsm_db *db, lsm_version *v, lsm_err *e);
 
-/*
- * Looks key (hash h) up in the tables of v: LSM_OK with *hit (the newest
- * version there), LSM_NOTFOUND, or an error.
- */
-int			lsm_db_version_get(lsm_db *db, lsm_version *v, const void *key,
-							   size_t klen, uint64_t h, lsm_table_hit *hit,
-							   lsm_err *e);
-
 /* Gives a new table the store's value filter parameters. */
 int			lsm_db_value_params(lsm_db *db, lsm_table_builder *b, lsm_err *e);
 
@@ -425,22 +403,6 @@ int			lsm_db_update_tree(lsm_db *db, lsm_version *v,
 							   lsm_err *e);
 
 /*
- * Prepares the tables of a stage (stage.c) for owner (twophase.c): under the write lock
- * (taken unless lsm_lock holds it), moves table i (stage_dir/<number>.sst,
- * of run run_of[i] of nruns) into the store under a fresh number, makes the
- * names durable and appends a record of type 5 listing them, with replace
- * (a truncating stage; n may be 0), durable as flags say (LSM_WRITE_*,
- * LSM_WRITE_DEFER included).  lsm_resolve decides them.  LSM_EXISTS if
- * owner has an undecided prepared write already.  On a failure before the
- * record is written the tables are moved back.
- */
-int			lsm_db_prepare_tables(lsm_db *db, const char *stage_dir,
-								  const lsm_table_meta *tables,
-								  const int *run_of, int n, int nruns,
-								  bool replace, uint64_t owner, int flags,
-								  lsm_err *e);
-
-/*
  * Waits until every record the handle has seen is durable (another
  * process's too, left unsynced by a writer that died), which makes them
  * visible.  Not under the write lock.
@@ -450,36 +412,6 @@ int			lsm_db_sync_seen(lsm_db *db, lsm_err *e);
 /* The write path of lsm_write_opt with sync resolved (true: fdatasync). */
 int			lsm_db_write(lsm_db *db, lsm_batch *b, bool sync, bool defer,
 						 lsm_err *e);
-
-/*
- * A public iterator over the internal iterator build(arg, err) returns
- * (NULL: out of memory), which reports its errors in err, the iterator's
- * own record; for stages, which set deletes to show tombstones rather than
- * skip them.  LSM_NOMEM or LSM_OK with *out.
- */
-int			lsm_iter_build(lsm_db *db, bool deletes,
-						   lsm_iiter *(*build) (void *arg, lsm_err *err),
-						   void *arg, lsm_iter **out);
-
-/*
- * A public iterator of db over version v and memtable mem (NULL: none) at
- * snapshot snap, holding a reference on each (lsm_iter_open: the handle's
- * current ones).  LSM_NOMEM or LSM_OK with *out.
- */
-int			lsm_iter_open_version(lsm_db *db, lsm_version *v,
-								  lsm_memtable *mem, uint64_t snap,
-								  lsm_iter **out);
-
-/*
- * A value search of db over v and mem at snap, as lsm_iter_open_version's
- * iterator (lsm_value_search_with: the handle's current ones), reading
- * the units claim hands it (NULL: all).  Positioned on its first row.
- */
-int			lsm_iter_search_version(lsm_db *db, lsm_version *v,
-									lsm_memtable *mem, uint64_t snap,
-									int field, const void *val, size_t vlen,
-									int strategy, lsm_claim_fn claim,
-									void *arg, lsm_iter **out);
 
 /*
  * The version (its tables open), the memtable (NULL: none) and the read
@@ -496,19 +428,6 @@ void		lsm_db_log(lsm_db *db, int level, const char *fmt,...)
 
 /* Is the interrupt callback asking to stop? */
 bool		lsm_db_interrupted(lsm_db *db);
-
-/* Compaction (compaction.c): pick and run until nothing is over target. */
-int			lsm_db_compact(lsm_db *db, bool wait, lsm_err *e);
-
-/*
- * The automatic compaction a flush or an ingest made due (compaction.c):
- * the store core's writes only note it (compact_due), and every caller of
- * lsm_db_write or lsm_db_ingest above compaction calls this once the call
- * returned; nothing under lsm_lock (lsm_unlock calls it then).  A failure
- * is recorded (lsm_db_background_failed), never returned: the write
- * succeeded.
- */
-void		lsm_db_compact_if_due(lsm_db *db);
 
 /*
  * An automatic flush or compaction that failed although the call that ran

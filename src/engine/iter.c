@@ -10,6 +10,7 @@
 #endif
 #include <stdlib.h>
 
+#include "cursor.h"
 #include "db.h"
 #include "merge.h"
 #include "vsearch.h"
@@ -387,6 +388,21 @@ lsm_iter_close(lsm_iter *it)
 	free(it);
 }
 
+/*
+ * What a value search of db needs of it (lsm_vsearch_env); returns the
+ * strategy, with LSM_SEARCH_AUTO replaced by the handle's value_search
+ * option.
+ */
+static int
+search_env(lsm_db *db, int strategy, lsm_vsearch_env *env)
+{
+	env->flat = &db->flat;
+	env->ctr = &db->ctr;
+	env->interrupt = db->opt.interrupt;
+	env->interrupt_arg = db->opt.interrupt_arg;
+	return strategy == LSM_SEARCH_AUTO ? db->opt.value_search : strategy;
+}
+
 int
 lsm_iter_search_version(lsm_db *db, lsm_version *v, lsm_memtable *mem,
 						uint64_t snap, int field, const void *val,
@@ -394,9 +410,11 @@ lsm_iter_search_version(lsm_db *db, lsm_version *v, lsm_memtable *mem,
 						void *arg, lsm_iter **out)
 {
 	lsm_iter   *it;
+	lsm_vsearch_env env;
 	int			rc;
 
 	*out = NULL;
+	strategy = search_env(db, strategy, &env);
 	it = calloc(1, sizeof(*it));
 	if (it == NULL)
 		return lsm_err_set(&db->err, LSM_NOMEM, "out of memory");
@@ -407,7 +425,7 @@ lsm_iter_search_version(lsm_db *db, lsm_version *v, lsm_memtable *mem,
 	lsm_version_ref(it->v);
 	if (it->mem)
 		lsm_memtable_ref(it->mem);
-	rc = lsm_vsearch_new(db, it->v, it->mem, snap, field, val ? val : "",
+	rc = lsm_vsearch_new(&env, it->v, it->mem, snap, field, val ? val : "",
 						 vlen, strategy, claim, arg, &it->err, &it->m);
 	if (rc != LSM_OK)
 	{
@@ -460,6 +478,7 @@ lsm_value_search_estimate(lsm_db *db, int field, const void *val, size_t vlen,
 						  int strategy, lsm_search_stats *st)
 {
 	lsm_iiter  *m;
+	lsm_vsearch_env env;
 	lsm_err		e;
 	int			rc;
 
@@ -467,7 +486,8 @@ lsm_value_search_estimate(lsm_db *db, int field, const void *val, size_t vlen,
 		strategy < LSM_SEARCH_AUTO || strategy > LSM_SEARCH_SCAN)
 		return LSM_INVALID;
 	lsm_err_clear(&e);
-	rc = lsm_vsearch_new(db, db->current, db->mem, db->read_seq, field,
+	strategy = search_env(db, strategy, &env);
+	rc = lsm_vsearch_new(&env, db->current, db->mem, db->read_seq, field,
 						 val ? val : "", vlen, strategy, NULL, NULL, &e, &m);
 	if (rc != LSM_OK)
 		return lsm_db_fail(db, rc, &e);

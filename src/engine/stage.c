@@ -88,9 +88,12 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include "compaction.h"
+#include "cursor.h"
 #include "db.h"
 #include "env.h"
 #include "storedir.h"
+#include "twophase.h"
 
 #define STAGE_MAX_TRIES 1000
 

@@ -11,8 +11,9 @@
  *		NNNNNN.vfn		a node of the value filter hierarchy (hierarchy.h)
  *		NNNNNN.mem		the shared memtable of log NNNNNN (memfile.h), and
  *		NNNNNN.mem.tmp	one being built
- *		stage.PID.N/	a stage's private directory (stage.h)
- *		MANIFEST, MANIFEST.tmp, LOCK, LOCK.compact, LOCK.flush, ...
+ *		stage.PID.N/	a stage's private directory (stage.c)
+ *		MANIFEST, MANIFEST.tmp (version.h), LOCK (its first page: db.c,
+ *		"change generation"), LOCK.compact, LOCK.flush, LOCK.sync
  *
  * Numbers come from one counter per store (the version's next_file); a
  * number is used once, whatever the kind.  Writers in other processes may

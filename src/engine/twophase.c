@@ -9,10 +9,12 @@
 #include <inttypes.h>
 #include <stdlib.h>
 
+#include "compaction.h"
 #include "db.h"
 #include "env.h"
 #include "lsm.h"
 #include "prepared.h"
+#include "twophase.h"
 #include "wal.h"
 
 /*

@@ -296,6 +296,33 @@ lsm_version_bind_filters(lsm_version *v)
 	return LSM_OK;
 }
 
+int
+lsm_version_get(const lsm_version *v, const void *key, size_t klen,
+				uint64_t h, lsm_table_hit *hit, lsm_stats *ctr, lsm_err *e)
+{
+	int			l,
+				i,
+				rc;
+
+	for (i = 0; i < v->nfiles[0]; i++)
+	{
+		if (!lsm_file_overlaps(v->files[0][i], key, klen, key, klen))
+			continue;
+		rc = lsm_version_probe(v, 0, i, key, klen, h, hit, ctr, e);
+		if (rc != LSM_NOTFOUND)
+			return rc;
+	}
+	for (l = 1; l < LSM_MAX_LEVELS; l++)
+	{
+		if (v->nfiles[l] == 0 || (i = lsm_version_locate(v, l, key, klen)) < 0)
+			continue;
+		rc = lsm_version_probe(v, l, i, key, klen, h, hit, ctr, e);
+		if (rc != LSM_NOTFOUND)
+			return rc;
+	}
+	return LSM_NOTFOUND;
+}
+
 bool
 lsm_version_names(const lsm_version *v, lsm_fkind kind, uint64_t number)
 {

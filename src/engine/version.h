@@ -34,6 +34,7 @@
 #define LSM_VERSION_H
 
 #include "file.h"
+#include "lsm.h"
 
 #define LSM_MANIFEST_MAGIC UINT64_C(0x46494e414d4d534c)	/* "LSMMANIF" */
 #define LSM_MANIFEST_FORMAT 2		/* written; 1 (no hierarchy) is read */
@@ -123,6 +124,41 @@ int			lsm_version_locate(const lsm_version *v, int level, const void *key,
  * opened).  LSM_NOMEM leaves v without them (lookups then ask the tables).
  */
 int			lsm_version_bind_filters(lsm_version *v);
+
+/*
+ * Probes file i of level l of v for key with hash h: its filter (from the
+ * version's compact array), then the table, counting both in *ctr.
+ * LSM_OK with *hit, LSM_NOTFOUND, or an error.
+ */
+static inline int
+lsm_version_probe(const lsm_version *v, int l, int i, const void *key,
+				  size_t klen, uint64_t h, lsm_table_hit *hit, lsm_stats *ctr,
+				  lsm_err *e)
+{
+	const lsm_bloom *f = &v->filters[l][i];
+	int			rc;
+
+	ctr->filter_probes++;
+	if (f->num_lines > 0 && !lsm_bloom_may_match(f, h))
+	{
+		ctr->filter_negatives++;
+		return LSM_NOTFOUND;
+	}
+	ctr->sstable_reads++;
+	rc = lsm_table_get(v->files[l][i]->table, key, klen, hit, e);
+	if (rc == LSM_NOTFOUND)
+		ctr->false_positives++;
+	return rc;
+}
+
+/*
+ * Looks key (hash h, computed once by the caller) up in the tables of v,
+ * counting in *ctr: LSM_OK with *hit (the newest version there),
+ * LSM_NOTFOUND, or an error.
+ */
+int			lsm_version_get(const lsm_version *v, const void *key, size_t klen,
+							uint64_t h, lsm_table_hit *hit, lsm_stats *ctr,
+							lsm_err *e);
 
 /*
  * Does v name file number of kind (a table of a level, its log or that

@@ -36,7 +36,6 @@
 #endif
 #include <stdlib.h>
 
-#include "db.h"
 #include "vsearch.h"
 
 typedef struct cand
@@ -68,7 +67,7 @@ typedef struct mem_ref
 typedef struct vsearch
 {
 	lsm_iiter	base;
-	lsm_db	   *db;
+	lsm_vsearch_env env;		/* what the handle lends (vsearch.h) */
 	lsm_version *v;
 	lsm_memtable *mem;
 	uint64_t	snap;
@@ -231,11 +230,9 @@ tree_search(vsearch *s, const lsm_hnode *n)
  * caller's call (value_search = FLAT, or one explicit FLAT search).
  */
 static int
-auto_strategy(const lsm_db *db)
+auto_strategy(const vsearch *s)
 {
-	if (db->opt.value_search != LSM_SEARCH_AUTO)
-		return db->opt.value_search;
-	return db->flat != NULL ? LSM_SEARCH_FLAT : LSM_SEARCH_TREE;
+	return *s->env.flat != NULL ? LSM_SEARCH_FLAT : LSM_SEARCH_TREE;
 }
 
 /* qsort comparator of candidates by file number */
@@ -262,7 +259,7 @@ collect(vsearch *s, int strategy)
 				rc = LSM_OK;
 
 	if (strategy == LSM_SEARCH_AUTO)
-		strategy = auto_strategy(s->db);
+		strategy = auto_strategy(s);
 	/* the same tables, without a layout to build in each participant */
 	if (strategy == LSM_SEARCH_FLAT && s->claim != NULL)
 		strategy = LSM_SEARCH_TREE;
@@ -309,9 +306,9 @@ collect(vsearch *s, int strategy)
 		rc = tree_search(s, v->hroot);
 	if (rc == LSM_OK && strategy == LSM_SEARCH_FLAT)
 	{
-		rc = lsm_flat_sync(&s->db->flat, v, s->base.err);
+		rc = lsm_flat_sync(s->env.flat, v, s->base.err);
 		if (rc == LSM_OK)
-			rc = lsm_flat_search(s->db->flat, s->h, flat_leaf, s,
+			rc = lsm_flat_search(*s->env.flat, s->h, flat_leaf, s,
 								 &s->st.flat_words);
 	}
 	if (rc == LSM_NOMEM)
@@ -368,7 +365,7 @@ validate(vsearch *s, const uint8_t *key, size_t klen, uint64_t seq,
 	if (s->mem != NULL && lsm_memtable_may_hold_key(s->mem, h) &&
 		lsm_memtable_get(s->mem, key, klen, s->snap, &kind, &mv, &mvlen, &mseq))
 		return LSM_OK;			/* a newer version is in the memtable */
-	rc = lsm_db_version_get(s->db, s->v, key, klen, h, &hit, s->base.err);
+	rc = lsm_version_get(s->v, key, klen, h, &hit, s->env.ctr, s->base.err);
 	if (rc == LSM_NOTFOUND)
 		return LSM_OK;
 	if (rc != LSM_OK)
@@ -673,7 +670,7 @@ vs_advance(vsearch *s)
 			s->cand_read = true;
 			s->st.sstables_scanned++;
 		}
-		if (lsm_db_interrupted(s->db))
+		if (s->env.interrupt && s->env.interrupt(s->env.interrupt_arg))
 			return vs_fail(s, lsm_err_set(s->base.err, LSM_INTERRUPTED,
 										  "value search interrupted"));
 		s->nrows = s->ri = 0;
@@ -741,7 +738,8 @@ static const lsm_iiter_ops vsearch_ops = {vs_seek, vs_next, NULL, NULL,
 	vs_destroy, NULL};
 
 int
-lsm_vsearch_new(lsm_db *db, lsm_version *v, lsm_memtable *mem, uint64_t snap,
+lsm_vsearch_new(const lsm_vsearch_env *env, lsm_version *v,
+				lsm_memtable *mem, uint64_t snap,
 				int field, const void *val, size_t vlen, int strategy,
 				lsm_claim_fn claim, void *claim_arg, lsm_err *err,
 				lsm_iiter **out)
@@ -757,7 +755,7 @@ lsm_vsearch_new(lsm_db *db, lsm_version *v, lsm_memtable *mem, uint64_t snap,
 	}
 	s->base.ops = &vsearch_ops;
 	s->base.err = err;
-	s->db = db;
+	s->env = *env;
 	s->v = v;
 	s->mem = mem;
 	s->snap = snap;

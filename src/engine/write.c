@@ -5,6 +5,7 @@
  *		compaction that the write made due (compaction.c), which is why they
  *		live above both.
  */
+#include "compaction.h"
 #include "db.h"
 #include "lsm.h"
 
