@@ -338,15 +338,6 @@ decode(decoder *d, const uint8_t **p, const uint8_t *end, int depth,
 	return LSM_OK;
 }
 
-static int
-cmp_u64(const void *a, const void *b)
-{
-	uint64_t	x = *(const uint64_t *) a;
-	uint64_t	y = *(const uint64_t *) b;
-
-	return (x > y) - (x < y);
-}
-
 int
 lsm_hier_decode(const uint8_t **p, const uint8_t *end, lsm_version *v,
 				lsm_hnode **root, lsm_err *e)
@@ -380,7 +371,7 @@ lsm_hier_decode(const uint8_t **p, const uint8_t *end, lsm_version *v,
 	{
 		int			i;
 
-		qsort(d.nodes, d.nnodes, sizeof(uint64_t), cmp_u64);
+		qsort(d.nodes, d.nnodes, sizeof(uint64_t), lsm_cmp_u64);
 		for (i = 1; i < d.nnodes && rc == LSM_OK; i++)
 			if (d.nodes[i] == d.nodes[i - 1])
 				rc = lsm_err_set(e, LSM_CORRUPTION, "node file %llu is named twice",

@@ -965,15 +965,6 @@ vindex_reserve(lsm_memtable *mt, uint32_t ntags)
 	return true;
 }
 
-static int
-cmp_u64(const void *a, const void *b)
-{
-	uint64_t	x = *(const uint64_t *) a,
-				y = *(const uint64_t *) b;
-
-	return (x > y) - (x < y);
-}
-
 /*
  * Sorts tags (insertion sort for the usual few fields) and drops repeats,
  * so that a row is on each of its chains once even if two of its fields
@@ -987,7 +978,7 @@ unique_tags(uint64_t *hs, uint32_t n)
 				out;
 
 	if (n > 32)
-		qsort(hs, n, sizeof(uint64_t), cmp_u64);
+		qsort(hs, n, sizeof(uint64_t), lsm_cmp_u64);
 	else
 		for (i = 1; i < n; i++)
 		{

@@ -247,3 +247,12 @@ lsm_popcount(const uint8_t *a, const uint8_t *b, size_t bytes)
 #endif
 	return popcount_words(a, b, bytes);
 }
+
+int
+lsm_cmp_u64(const void *a, const void *b)
+{
+	uint64_t	x = *(const uint64_t *) a;
+	uint64_t	y = *(const uint64_t *) b;
+
+	return (x > y) - (x < y);
+}

@@ -179,6 +179,9 @@ lsm_get_varint(const uint8_t *p, const uint8_t *end, uint64_t *v)
 	return NULL;
 }
 
+/* qsort comparator of uint64_t values, ascending. */
+int			lsm_cmp_u64(const void *a, const void *b);
+
 /* ---------- keys ---------- */
 
 /*

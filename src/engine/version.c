@@ -648,15 +648,6 @@ get_file(mreader *r, uint32_t format, const lsm_version *v, lsm_file *f)
 	return LSM_OK;
 }
 
-static int
-cmp_u64(const void *a, const void *b)
-{
-	uint64_t	x = *(const uint64_t *) a;
-	uint64_t	y = *(const uint64_t *) b;
-
-	return (x > y) - (x < y);
-}
-
 /*
  * Checks what spans the files of v: no file number twice, and the files of
  * each level >= 1 (sorted) disjoint.  at is where the files were read.
@@ -678,7 +669,7 @@ check_files(mreader *r, const uint8_t *at, const lsm_version *v)
 	for (l = 0; l < LSM_MAX_LEVELS; l++)
 		for (i = 0; i < (size_t) v->nfiles[l]; i++)
 			numbers[n++] = v->files[l][i]->meta.number;
-	qsort(numbers, n, sizeof(uint64_t), cmp_u64);
+	qsort(numbers, n, sizeof(uint64_t), lsm_cmp_u64);
 	for (i = 1; i < n; i++)
 		if (numbers[i] == numbers[i - 1])
 		{
