@@ -645,6 +645,38 @@ TEST(forged_rows)
  * a store takes it (memtable and table value filters) and finds it by the
  * value of its last field, before and after a flush.
  */
+/*
+ * Varints (util.h), which rows, manifests and properties are made of: every
+ * width round-trips, UINT64_MAX takes ten bytes, and a tenth byte with more
+ * than bit 63, an eleventh byte or a cut varint is refused.
+ */
+TEST(varint_bounds)
+{
+	static const uint64_t values[] = {0, 1, 127, 128, 16383, 16384,
+		UINT64_C(1) << 35, UINT64_C(1) << 56, (UINT64_C(1) << 63) - 1,
+	UINT64_C(1) << 63, UINT64_MAX};
+	uint8_t		buf[16];
+	uint64_t	v;
+	size_t		i,
+				n;
+
+	for (i = 0; i < sizeof(values) / sizeof(values[0]); i++)
+	{
+		n = (size_t) lsm_put_varint(buf, values[i]);
+		CHECK_EQ(n, lsm_varint_len(values[i]));
+		CHECK(lsm_get_varint(buf, buf + n, &v) == buf + n);
+		CHECK_EQ(v, values[i]);
+		CHECK(lsm_get_varint(buf, buf + n - 1, &v) == NULL);
+	}
+	CHECK_EQ(lsm_put_varint(buf, UINT64_MAX), 10);
+	CHECK_EQ(buf[9], 1);
+	buf[9] = 2;					/* bit 64 */
+	CHECK(lsm_get_varint(buf, buf + 10, &v) == NULL);
+	buf[9] = 0x81;				/* an eleventh byte follows */
+	buf[10] = 0;
+	CHECK(lsm_get_varint(buf, buf + 11, &v) == NULL);
+}
+
 TEST(wide_row)
 {
 	const int	n = 100000;
@@ -732,5 +764,6 @@ main(int argc, char **argv)
 	RUN(malformed_never_crash);
 	RUN(forged_rows);
 	RUN(wide_row);
+	RUN(varint_bounds);
 	return harness_done();
 }

@@ -16,6 +16,15 @@
 #ifndef LSM_UTIL_H
 #define LSM_UTIL_H
 
+/*
+ * The integer coding below copies host integers into files: on a
+ * big-endian host every file would be written in the wrong byte order, so
+ * the engine refuses to build there rather than write them.
+ */
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the LSM engine's file formats need a little-endian host"
+#endif
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -92,8 +101,7 @@ int			lsm_err_corrupt_at(lsm_err *e, const char *file, int line,
 static inline void
 lsm_put_u32(uint8_t *p, uint32_t v)
 {
-	memcpy(p, &v, 4);			/* little-endian hosts only: see configure
-								 * check in lsm_open */
+	memcpy(p, &v, 4);			/* little-endian hosts only: see below */
 }
 
 static inline void
@@ -169,6 +177,9 @@ lsm_get_varint(const uint8_t *p, const uint8_t *end, uint64_t *v)
 	{
 		uint64_t	b = *p++;
 
+		/* the tenth byte holds bit 63 alone: more is not a uint64 */
+		if (shift == 63 && b > 1)
+			return NULL;
 		r |= (b & 0x7f) << shift;
 		if (b < 0x80)
 		{
