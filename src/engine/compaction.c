@@ -396,12 +396,7 @@ discard_outputs(lsm_db *db, lsm_file **outs, int nouts)
 
 	for (i = 0; i < nouts; i++)
 	{
-		char		name[32],
-					path[4096];
-
-		lsm_dir_name(LSM_F_TABLE, outs[i]->meta.number, name, sizeof(name));
-		(void) lsm_dir_path(path, sizeof(path), db->dir, name, NULL);
-		(void) lsm_env_unlink(path, NULL);
+		lsm_db_remove_table(db, outs[i]->meta.number);
 		lsm_file_unref(outs[i]);
 	}
 	free(outs);
