@@ -1395,6 +1395,91 @@ TEST(malformed_batch_applies_nothing)
 }
 
 /*
+ * Records of prepared writes that lsm_prepare and lsm_resolve never write
+ * are corruption, like a malformed batch: owner 0 (which nothing could
+ * decide) on a commit (type 2) or a prepared batch (type 3), and a prepared
+ * batch whose own batch does not begin at sequence 1.
+ */
+TEST(prepared_records_checked)
+{
+	static const struct
+	{
+		int			type;
+		uint64_t	owner;
+		uint64_t	first;		/* the inner batch's first sequence */
+		const char *msg;
+	}			cases[] = {
+		{LSM_WAL_BATCH_OF, 0, 0, "without an owner"},
+		{LSM_WAL_PREPARE, 0, 1, "without an owner"},
+		{LSM_WAL_PREPARE, 7, 2, "malformed record of prepared write 7"},
+	};
+	size_t		c;
+
+	for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+	{
+		char	   *dir = harness_tmpdir("walprep");
+		char	   *log = harness_path(dir, "000001.log");
+		lsm_options o;
+		lsm_db	   *db,
+				   *ro;
+		lsm_stats	st;
+		lsm_err		e;
+		uint8_t		rec[96];
+		size_t		len = LSM_WAL_HEADER;
+		int			fd;
+
+		tail_options(&o);
+		CHECK_OK(lsm_open(dir, &o, &db));
+		put_batch(db, "r0", 3, 10);
+		o.read_only = 1;
+		CHECK_OK(lsm_open(dir, &o, &ro));
+		CHECK_DB_OK(db, lsm_get_stats(db, &st));
+
+		memset(rec, 0, sizeof(rec));
+		lsm_put_u64(rec + len, st.last_sequence + 1);
+		lsm_put_u32(rec + len + 8, 1);
+		len += LSM_BATCH_HEADER;
+		if (cases[c].type == LSM_WAL_PREPARE)
+		{
+			/* [owner][the batch: first sequence, count, one put] */
+			lsm_put_u64(rec + len, cases[c].owner);
+			len += LSM_WAL_OWNER;
+			lsm_put_u64(rec + len, cases[c].first);
+			lsm_put_u32(rec + len + 8, 1);
+			len += LSM_BATCH_HEADER;
+			memcpy(rec + len, "\x01\x02p1\x01x", 6);
+			len += 6;
+		}
+		else
+		{
+			/* [one put][owner] */
+			memcpy(rec + len, "\x01\x02p1\x01x", 6);
+			len += 6;
+			lsm_put_u64(rec + len, cases[c].owner);
+			len += LSM_WAL_OWNER;
+		}
+		lsm_err_clear(&e);
+		CHECK_OK(lsm_db_write_lock(db, &e));
+		fd = open(log, O_WRONLY);
+		CHECK(fd >= 0);
+		CHECK_OK(lsm_wal_append(fd, NULL, "000001.log", db->log_off,
+								cases[c].type, rec, len, &e));
+		close(fd);
+		lsm_db_write_unlock(db);
+
+		CHECK_RC(LSM_CORRUPTION, lsm_refresh(ro));
+		CHECK_MSG(strstr(lsm_errmsg(ro), cases[c].msg) != NULL, "case %zu: %s",
+				  c, lsm_errmsg(ro));
+		CHECK(batch_present(ro, "r0", 3));
+		CHECK_OK(lsm_close(ro));
+		CHECK_OK(lsm_close(db));
+		o.read_only = 0;
+		CHECK_RC(LSM_CORRUPTION, lsm_open(dir, &o, &db));
+		free(log);
+	}
+}
+
+/*
  * A failed append whose cut fails too leaves a partial record behind the
  * handle's position: its next commit must cut it first, not append after
  * it (the handle must not take the fast path of its next catch-up).
@@ -1648,5 +1733,6 @@ main(int argc, char **argv)
 	RUN(killed_append);
 	RUN(preallocated_log);
 	RUN(cut_under_mapping);
+	RUN(prepared_records_checked);
 	return harness_done();
 }

@@ -1035,19 +1035,27 @@ record_parts(int type, const uint8_t *p, size_t n, const uint8_t **batch,
 		case LSM_WAL_BATCH_OF:
 			*blen = n - LSM_WAL_OWNER;
 			*owner = lsm_get_u64(p + *blen);
-			return LSM_OK;
+			break;
 		case LSM_WAL_PREPARE:
 		case LSM_WAL_PREPARE_TABLES:
 		case LSM_WAL_ROLLBACK:
 			*owner = lsm_get_u64(p + LSM_BATCH_HEADER);
 			*batch = type == LSM_WAL_ROLLBACK ? NULL : p + head;
 			*blen = n - head;
-			if (lsm_get_u32(p + 8) != 1 || (type == LSM_WAL_ROLLBACK && n != head))
+			/* a prepared batch is written at sequence 1 (lsm_prepare) */
+			if (lsm_get_u32(p + 8) != 1 || (type == LSM_WAL_ROLLBACK && n != head) ||
+				(type == LSM_WAL_PREPARE && lsm_get_u64(p + head) != 1))
 				return LSM_CORRUPT(e, "malformed record of prepared write %llx",
 								   (unsigned long long) *owner);
-			return LSM_OK;
+			break;
+		default:
+			return LSM_CORRUPT(e, "log record of unknown type %d", type);
 	}
-	return LSM_CORRUPT(e, "log record of unknown type %d", type);
+	/* owner 0 is no owner: lsm_resolve could never decide it */
+	if (*owner == 0)
+		return LSM_CORRUPT(e, "log record of type %d of a prepared write without an owner",
+						   type);
+	return LSM_OK;
 }
 
 /* Checks what record_parts found in a record of type: its batch or tables. */
