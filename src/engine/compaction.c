@@ -35,7 +35,7 @@
 
 typedef struct compaction compaction;
 static int	step(lsm_db *db, int level, bool *did, lsm_err *e);
-static int	compact_locked(lsm_db *db, lsm_err *e);
+static int	compact_locked(lsm_db *db, bool yield, lsm_err *e);
 
 struct compaction
 {
@@ -528,20 +528,24 @@ lsm_db_compact(lsm_db *db, bool wait, lsm_err *e)
 {
 	int			rc;
 
+	/* an automatic one leaves the work to a process waiting to do it */
+	if (!wait && lsm_db_compact_wanted(db))
+		return LSM_OK;
 	rc = lsm_db_compact_lock(db, wait, e);
 	if (rc == LSM_BUSY && !wait)
 		return LSM_OK;			/* someone else is compacting */
 	if (rc != LSM_OK)
 		return rc;
-	return compact_locked(db, e);
+	return compact_locked(db, !wait, e);
 }
 
 /*
- * Compacts until no level is due, removes what dead processes left, and
- * releases LOCK.compact.  REQUIRES: LOCK.compact held.
+ * Compacts until no level is due (with yield: or a process waits for
+ * LOCK.compact, lsm_db_compact_wanted), removes what dead processes left,
+ * and releases LOCK.compact.  REQUIRES: LOCK.compact held.
  */
 static int
-compact_locked(lsm_db *db, lsm_err *e)
+compact_locked(lsm_db *db, bool yield, lsm_err *e)
 {
 	int			rc;
 
@@ -554,6 +558,9 @@ compact_locked(lsm_db *db, lsm_err *e)
 
 		rc = step(db, -1, &did, e);
 		if (rc != LSM_OK || !did)
+			break;
+		/* with yield, a process waiting for the lock takes over */
+		if (yield && lsm_db_compact_wanted(db))
 			break;
 	}
 	/* leftovers of a process that died mid-flush or mid-compaction */
@@ -692,7 +699,7 @@ lsm_compact_try(lsm_db *db)
 						   "another process is compacting the store (\"%s\" is locked)",
 						   "LOCK.compact");
 	if (rc == LSM_OK)
-		rc = compact_locked(db, &e);
+		rc = compact_locked(db, false, &e);
 	return lsm_db_fail(db, rc, &e);
 }
 

@@ -321,6 +321,31 @@ lsm_db_side_lock_probe(lsm_db *db, int *fd, const char *name)
 	return rc;
 }
 
+/* CLOCK_MONOTONIC, in nanoseconds. */
+static uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t) ts.tv_sec * 1000000000 + (uint64_t) ts.tv_nsec;
+}
+
+bool
+lsm_db_compact_wanted(lsm_db *db)
+{
+	uint64_t	stamp,
+				now;
+
+	if (db->page == NULL)
+		return false;
+	stamp = __atomic_load_n(&db->page->compact_wanted, __ATOMIC_SEQ_CST);
+	now = now_ns();
+	/* one from a clock that ran ahead of ours (another boot) is stale */
+	return stamp != 0 && stamp <= now &&
+		now - stamp < (uint64_t) LSM_COMPACT_WANTED_MS * 1000000;
+}
+
 int
 lsm_db_lock(lsm_db *db, int fd, const char *name, lsm_err *e)
 {
@@ -347,6 +372,10 @@ lsm_db_lock(lsm_db *db, int fd, const char *name, lsm_err *e)
 		if (waited_ms >= db->opt.lock_timeout_ms)
 			return lsm_err_set(e, LSM_BUSY, "could not lock \"%s\" within %d ms",
 							   name, db->opt.lock_timeout_ms);
+		/* automatic compactions leave LOCK.compact to a waiter */
+		if (fd == db->compact_fd && db->page)
+			__atomic_store_n(&db->page->compact_wanted, now_ns(),
+							 __ATOMIC_SEQ_CST);
 		if (pg)
 		{
 			/*
@@ -609,6 +638,7 @@ release_lock(lsm_db *db)
 _Static_assert(offsetof(lsm_lock_page, flush_number) == 152 &&
 			   offsetof(lsm_lock_page, flush_claim) == 160 &&
 			   offsetof(lsm_lock_page, shares) == 168 &&
+			   offsetof(lsm_lock_page, compact_wanted) == 296 &&
 			   sizeof(lsm_lock_page) <= 4096,
 			   "LOCK's page layout changed");
 
@@ -3696,12 +3726,9 @@ lsm_flush_claim(lsm_db *db, int ttl_ms)
 bool
 lsm_db_claim(uint64_t *slot, int ttl_ms)
 {
-	struct timespec ts;
-	uint64_t	now,
+	uint64_t	now = now_ns(),
 				old;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = (uint64_t) ts.tv_sec * 1000000000 + (uint64_t) ts.tv_nsec;
 	old = __atomic_load_n(slot, __ATOMIC_SEQ_CST);
 	for (;;)
 	{

@@ -176,7 +176,20 @@ typedef struct lsm_lock_page
 	 * atomic operations, without the write lock.
 	 */
 	uint64_t	shares[LSM_SHARE_SLOTS];	/* boot << 32 | pid; 0: free */
+
+	/*
+	 * CLOCK_MONOTONIC nanoseconds of the last poll of a process waiting for
+	 * LOCK.compact (lsm_compact, lsm_lock with LSM_LOCK_COMPACTION).  An
+	 * flock has no queue: automatic compactions, which only try the lock,
+	 * took it again in every gap of a waiter's polls and starved it.  While
+	 * this is younger than LSM_COMPACT_WANTED_MS they neither start nor
+	 * take another step (lsm_db_compact_wanted); a waiter that died or got
+	 * the lock ages out by itself.
+	 */
+	uint64_t	compact_wanted;
 } lsm_lock_page;
+
+#define LSM_COMPACT_WANTED_MS 50
 
 #define LSM_GROUP_MAGIC UINT64_C(0x4c534d47524f5550)
 
@@ -437,6 +450,12 @@ bool		lsm_db_interrupted(lsm_db *db);
  */
 void		lsm_db_background_failed(lsm_db *db, const char *what,
 									 const lsm_err *e);
+
+/*
+ * Is a process waiting for LOCK.compact (lsm_lock_page.compact_wanted)?
+ * Automatic compactions then leave the lock to it.
+ */
+bool		lsm_db_compact_wanted(lsm_db *db);
 
 /* Whether write flags (LSM_WRITE_*) ask for a sync; -1: unknown flags. */
 int			lsm_db_sync_of(const lsm_db *db, int flags);
