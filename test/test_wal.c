@@ -1338,6 +1338,64 @@ TEST(torn_tail_every_mode)
 }
 
 /*
+ * A writer and a read-only reader on a store of dir holding batch "r0";
+ * *st: the writer's statistics (its last sequence).
+ */
+static void
+open_writer_reader(const char *dir, lsm_db **db, lsm_db **ro, lsm_stats *st)
+{
+	lsm_options o;
+
+	tail_options(&o);
+	CHECK_OK(lsm_open(dir, &o, db));
+	put_batch(*db, "r0", 3, 10);
+	o.read_only = 1;
+	CHECK_OK(lsm_open(dir, &o, ro));
+	CHECK_DB_OK(*db, lsm_get_stats(*db, st));
+}
+
+/*
+ * Appends record rec (len bytes, LSM_WAL_HEADER of them reserved at its
+ * start) of type to the log of db's store, as a writer would: under the
+ * write lock, with a good checksum.  The reader ro must then meet it as
+ * corruption whose message holds msg, read nothing of it (absent, if not
+ * NULL, is one of its keys) and still read "r0"; the store must no longer
+ * open.  Closes db and ro.
+ */
+static void
+check_malformed_record(const char *dir, lsm_db *db, lsm_db *ro, int type,
+					   uint8_t *rec, size_t len, const char *msg,
+					   const char *absent)
+{
+	char	   *log = harness_path(dir, "000001.log");
+	lsm_options o;
+	lsm_err		e;
+	void	   *v = NULL;
+	size_t		vlen;
+	int			fd;
+
+	lsm_err_clear(&e);
+	CHECK_OK(lsm_db_write_lock(db, &e));
+	fd = open(log, O_WRONLY);
+	CHECK(fd >= 0);
+	CHECK_OK(lsm_wal_append(fd, NULL, "000001.log", db->log_off, type, rec,
+							len, &e));
+	close(fd);
+	lsm_db_write_unlock(db);
+
+	CHECK_RC(LSM_CORRUPTION, lsm_refresh(ro));
+	CHECK_MSG(strstr(lsm_errmsg(ro), msg) != NULL, "%s", lsm_errmsg(ro));
+	if (absent)
+		CHECK_RC(LSM_NOTFOUND, lsm_get(ro, absent, strlen(absent), &v, &vlen));
+	CHECK(batch_present(ro, "r0", 3));
+	CHECK_OK(lsm_close(ro));
+	CHECK_OK(lsm_close(db));
+	tail_options(&o);
+	CHECK_RC(LSM_CORRUPTION, lsm_open(dir, &o, &db));
+	free(log);
+}
+
+/*
  * A record with a good checksum whose batch is malformed is corruption,
  * and none of its entries reach the memtable: a refreshing reader that
  * meets one fails and still reads nothing of it (before, the entries
@@ -1346,52 +1404,22 @@ TEST(torn_tail_every_mode)
 TEST(malformed_batch_applies_nothing)
 {
 	char	   *dir = harness_tmpdir("walmal");
-	char	   *log = harness_path(dir, "000001.log");
-	lsm_options o;
 	lsm_db	   *db,
 			   *ro;
 	lsm_stats	st;
-	lsm_err		e;
 	uint8_t		rec[64];
-	size_t		len;
-	int			fd;
-	void	   *v = NULL;
-	size_t		vlen;
+	size_t		len = LSM_WAL_HEADER;
 
-	tail_options(&o);
-	CHECK_OK(lsm_open(dir, &o, &db));
-	put_batch(db, "r0", 3, 10);
-	o.read_only = 1;
-	CHECK_OK(lsm_open(dir, &o, &ro));
-	CHECK_DB_OK(db, lsm_get_stats(db, &st));
-
+	open_writer_reader(dir, &db, &ro, &st);
 	/* two good entries, then a third of kind 7 */
 	memset(rec, 0, sizeof(rec));
-	len = LSM_WAL_HEADER;
 	lsm_put_u64(rec + len, st.last_sequence + 1);
 	lsm_put_u32(rec + len + 8, 3);
 	len += LSM_BATCH_HEADER;
 	memcpy(rec + len, "\x01\x02m1\x01x\x01\x02m2\x01y\x07\x02m3", 16);
 	len += 16;
-	/* appended as a writer would: under the write lock */
-	lsm_err_clear(&e);
-	CHECK_OK(lsm_db_write_lock(db, &e));
-	fd = open(log, O_WRONLY);
-	CHECK(fd >= 0);
-	CHECK_OK(lsm_wal_append(fd, NULL, "000001.log", db->log_off, LSM_WAL_BATCH,
-							rec, len, &e));
-	close(fd);
-	lsm_db_write_unlock(db);
-
-	CHECK_RC(LSM_CORRUPTION, lsm_refresh(ro));
-	CHECK(strstr(lsm_errmsg(ro), "malformed batch") != NULL);
-	CHECK_RC(LSM_NOTFOUND, lsm_get(ro, "m1", 2, &v, &vlen));
-	CHECK(batch_present(ro, "r0", 3));
-	CHECK_OK(lsm_close(ro));
-	CHECK_OK(lsm_close(db));
-	o.read_only = 0;
-	CHECK_RC(LSM_CORRUPTION, lsm_open(dir, &o, &db));
-	free(log);
+	check_malformed_record(dir, db, ro, LSM_WAL_BATCH, rec, len,
+						   "malformed batch", "m1");
 }
 
 /*
@@ -1418,23 +1446,13 @@ TEST(prepared_records_checked)
 	for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
 	{
 		char	   *dir = harness_tmpdir("walprep");
-		char	   *log = harness_path(dir, "000001.log");
-		lsm_options o;
 		lsm_db	   *db,
 				   *ro;
 		lsm_stats	st;
-		lsm_err		e;
 		uint8_t		rec[96];
 		size_t		len = LSM_WAL_HEADER;
-		int			fd;
 
-		tail_options(&o);
-		CHECK_OK(lsm_open(dir, &o, &db));
-		put_batch(db, "r0", 3, 10);
-		o.read_only = 1;
-		CHECK_OK(lsm_open(dir, &o, &ro));
-		CHECK_DB_OK(db, lsm_get_stats(db, &st));
-
+		open_writer_reader(dir, &db, &ro, &st);
 		memset(rec, 0, sizeof(rec));
 		lsm_put_u64(rec + len, st.last_sequence + 1);
 		lsm_put_u32(rec + len + 8, 1);
@@ -1458,24 +1476,8 @@ TEST(prepared_records_checked)
 			lsm_put_u64(rec + len, cases[c].owner);
 			len += LSM_WAL_OWNER;
 		}
-		lsm_err_clear(&e);
-		CHECK_OK(lsm_db_write_lock(db, &e));
-		fd = open(log, O_WRONLY);
-		CHECK(fd >= 0);
-		CHECK_OK(lsm_wal_append(fd, NULL, "000001.log", db->log_off,
-								cases[c].type, rec, len, &e));
-		close(fd);
-		lsm_db_write_unlock(db);
-
-		CHECK_RC(LSM_CORRUPTION, lsm_refresh(ro));
-		CHECK_MSG(strstr(lsm_errmsg(ro), cases[c].msg) != NULL, "case %zu: %s",
-				  c, lsm_errmsg(ro));
-		CHECK(batch_present(ro, "r0", 3));
-		CHECK_OK(lsm_close(ro));
-		CHECK_OK(lsm_close(db));
-		o.read_only = 0;
-		CHECK_RC(LSM_CORRUPTION, lsm_open(dir, &o, &db));
-		free(log);
+		check_malformed_record(dir, db, ro, cases[c].type, rec, len,
+							   cases[c].msg, "p1");
 	}
 }
 
