@@ -1517,6 +1517,47 @@ TEST(orphans_reported)
 	free(orphan_log);
 }
 
+/*
+ * The orphan sweep removes only what it recognises exactly as a store file
+ * that no manifest names: 000900.sst goes, while names that merely begin
+ * like one (a copy someone left, "000900.sst.orig"; "000901.logfoo";
+ * "000012.memo") stay.  It once took them for store files (sscanf of
+ * "%llu.%3s").
+ */
+TEST(sweep_exact_names)
+{
+	char	   *dir = harness_tmpdir("corrupt-sweep");
+	static const char *kept[] = {"000900.sst.orig", "000901.logfoo",
+	"000012.memo"};
+	char	   *orphan = harness_path(dir, "000900.sst");
+	lsm_options o;
+	lsm_db	   *db;
+	size_t		i;
+
+	build_store(dir);
+	harness_write_file(orphan, "x", 1);
+	for (i = 0; i < sizeof(kept) / sizeof(kept[0]); i++)
+	{
+		char	   *p = harness_path(dir, kept[i]);
+
+		harness_write_file(p, "x", 1);
+		free(p);
+	}
+	store_options(&o);
+	CHECK_OK(lsm_open(dir, &o, &db));
+	CHECK_DB_OK(db, lsm_compact(db));
+	CHECK_OK(lsm_close(db));
+	CHECK_MSG(access(orphan, F_OK) != 0, "%s was not removed", orphan);
+	for (i = 0; i < sizeof(kept) / sizeof(kept[0]); i++)
+	{
+		char	   *p = harness_path(dir, kept[i]);
+
+		CHECK_MSG(access(p, F_OK) == 0, "%s was removed", p);
+		free(p);
+	}
+	free(orphan);
+}
+
 /* ---------------------------------------------------------------------- */
 /* Errors keep their detail: the errno of an I/O error, where a checksum
  * failed. */
@@ -1741,5 +1782,6 @@ main(int argc, char **argv)
 	RUN(scan_error_detail);
 	RUN(background_failure);
 	RUN(long_directory);
+	RUN(sweep_exact_names);
 	return harness_done();
 }
